@@ -1,0 +1,90 @@
+#include "timer/timeout.h"
+
+#include <utility>
+
+namespace tickwheel {
+
+using internal::TimeoutNode;
+using internal::TimeoutState;
+
+Timeout::Timeout(const Timeout& other) : node_(other.node_) {
+  if (node_ != nullptr) node_->Ref();
+}
+
+Timeout::Timeout(Timeout&& other) noexcept
+    : node_(std::exchange(other.node_, nullptr)) {}
+
+Timeout& Timeout::operator=(const Timeout& other) {
+  if (other.node_ != nullptr) other.node_->Ref();
+  if (node_ != nullptr) node_->Unref();
+  node_ = other.node_;
+  return *this;
+}
+
+Timeout& Timeout::operator=(Timeout&& other) noexcept {
+  if (this != &other) {
+    if (node_ != nullptr) node_->Unref();
+    node_ = std::exchange(other.node_, nullptr);
+  }
+  return *this;
+}
+
+Timeout::~Timeout() {
+  if (node_ != nullptr) node_->Unref();
+}
+
+Timer* Timeout::timer() const {
+  return node_ == nullptr ? nullptr : node_->shared->owner.load(std::memory_order_relaxed);
+}
+
+bool Timeout::isExpired() const {
+  return node_ != nullptr &&
+         node_->state.load(std::memory_order_acquire) == TimeoutState::kExpired;
+}
+
+bool Timeout::isCancelled() const {
+  if (node_ == nullptr) return false;
+  switch (node_->state.load(std::memory_order_acquire)) {
+    case TimeoutState::kCancelling:
+    case TimeoutState::kCancelled:
+    case TimeoutState::kStopped:
+    case TimeoutState::kStoppedTaken:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool Timeout::cancel() const {
+  if (node_ == nullptr) return false;
+  TimeoutState expected = TimeoutState::kPending;
+  if (!node_->state.compare_exchange_strong(expected, TimeoutState::kCancelling,
+                                            std::memory_order_acq_rel,
+                                            std::memory_order_acquire)) {
+    return false;
+  }
+  // We own the node's fate now. The shared state is alive until we store
+  // kCancelled (see the ground rules in timeout_node.h).
+  internal::SharedTimerState* shared = node_->shared;
+  shared->pending.fetch_sub(1, std::memory_order_relaxed);
+  node_->Ref();  // the cancellation queue's reference
+  shared->cancelled.Push(node_);
+  node_->state.store(TimeoutState::kCancelled, std::memory_order_release);
+  return true;
+}
+
+TimerTask Timeout::takeTask() const {
+  if (node_ == nullptr) return nullptr;
+  TimeoutState expected = TimeoutState::kStopped;
+  if (!node_->state.compare_exchange_strong(expected,
+                                            TimeoutState::kStoppedTaken,
+                                            std::memory_order_acq_rel,
+                                            std::memory_order_acquire)) {
+    return nullptr;
+  }
+  TimerTask task = std::move(node_->task);
+  node_->task = nullptr;  // leave no moved-from shell behind
+  return task;
+}
+
+}  // namespace tickwheel

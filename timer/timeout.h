@@ -1,0 +1,90 @@
+// timer/timeout.h
+// -----------------------------------------------------------------------------
+// tickwheel::Timeout, the handle to one scheduled task. Include timer/timer.h,
+// which includes this file; the class lives apart only so that the worker can
+// build handles without depending on the Timer facade.
+//
+// A Timeout is a reference-counted pointer: copying it costs one relaxed atomic
+// increment, and every copy refers to the same scheduled task. A
+// default-constructed Timeout is empty: its queries return false, timer()
+// returns nullptr and takeTask() an empty task. Handles may outlive their
+// Timer: isExpired(), isCancelled(), cancel() and takeTask() stay safe after
+// the Timer is destroyed (cancel() then returns false); timer() then returns a
+// dangling pointer, exactly as a raw Timer* would.
+//
+// This class is thread-safe: any thread may call any method on any copy.
+
+#ifndef TICKWHEEL_TIMER_TIMEOUT_H_
+#define TICKWHEEL_TIMER_TIMEOUT_H_
+
+#include "absl/functional/any_invocable.h"
+#include "timer/timeout_node.h"
+
+namespace tickwheel {
+namespace internal {
+class TimeoutAccess;
+}  // namespace internal
+
+class Timeout {
+ public:
+  Timeout() = default;
+  Timeout(const Timeout& other);
+  Timeout(Timeout&& other) noexcept;
+  Timeout& operator=(const Timeout& other);
+  Timeout& operator=(Timeout&& other) noexcept;
+  ~Timeout();
+
+  // The Timer that scheduled this timeout; nullptr for an empty handle.
+  Timer* timer() const;
+
+  // True once the worker has claimed the task to run it (it may still be
+  // running, or queued on the task executor).
+  bool isExpired() const;
+
+  // True after a successful cancel(), and for every timeout returned by
+  // Timer::stop() (as in Netty 4.1.111+).
+  bool isCancelled() const;
+
+  // Cancels the task if it is still pending. Returns true iff this call moved
+  // it from pending to cancelled; then the task will never run, the timer's
+  // pendingTimeouts() has already dropped by one when this returns, and the
+  // worker destroys the task (and its captures) at its next tick.
+  // Returns false if the task already expired, was cancelled, or was returned
+  // by stop(), and for an empty handle. Lock-free: one CAS, one queue push.
+  bool cancel() const;
+
+  // For a timeout returned by Timer::stop(): moves the task out, so that the
+  // caller can run it elsewhere or re-schedule it. Returns an empty TimerTask
+  // in every other case, including a second call. Thread-safe: of two racing
+  // calls, exactly one gets the task.
+  TimerTask takeTask() const;
+
+  // False for an empty handle.
+  explicit operator bool() const { return node_ != nullptr; }
+
+  // Handles are equal when they refer to the same scheduled task.
+  friend bool operator==(const Timeout& a, const Timeout& b) {
+    return a.node_ == b.node_;
+  }
+
+ private:
+  friend class internal::TimeoutAccess;
+  // Adopts one reference that the caller already holds on `node`.
+  explicit Timeout(internal::TimeoutNode* node) : node_(node) {}
+
+  internal::TimeoutNode* node_ = nullptr;
+};
+
+namespace internal {
+
+// The worker's and the facade's access to handles and nodes.
+class TimeoutAccess {
+ public:
+  static Timeout Adopt(TimeoutNode* node) { return Timeout(node); }
+  static TimeoutNode* Node(const Timeout& t) { return t.node_; }
+};
+
+}  // namespace internal
+}  // namespace tickwheel
+
+#endif  // TICKWHEEL_TIMER_TIMEOUT_H_

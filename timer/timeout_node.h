@@ -1,0 +1,124 @@
+// timer/timeout_node.h
+// -----------------------------------------------------------------------------
+// Internal. The heap object behind a Timeout handle, and the part of a timer's
+// state that Timeout::cancel() needs. Users include timer/timer.h instead.
+//
+// Ground rules
+// ------------
+// A node is created by Timer::newTimeout() and lives while anyone holds a
+// reference (`refs`): each Timeout handle holds one; the worker holds one from
+// newTimeout() until it is done with the node (the "worker reference"); a
+// cancel() holds one while the node sits in the cancellation queue.
+//
+// `state` is the only field that several threads race on. Transitions:
+//
+//     kPending --cancel()--------> kCancelling --cancel()--> kCancelled
+//     kPending --worker expires--> kExpired
+//     kPending --stop()----------> kStopped --takeTask()--> kStoppedTaken
+//
+// Each transition out of kPending is a compare-and-swap, so exactly one of
+// cancel(), expiry and stop() wins: a cancel that races an expiry returns true
+// only if it won, in which case the task never runs. The winner alone may touch
+// `task` afterwards (run it, destroy it, or hand it to takeTask()).
+//
+// kCancelling exists so that a Timer can be destroyed while another thread is
+// inside cancel(): between its CAS and its final store of kCancelled, cancel()
+// still touches the timer's shared state (the pending count and the
+// cancellation queue). Every thread that finishes with a node that may still be
+// kCancelling (the worker's expiry, transfer and cancellation passes, and
+// stop()'s final sweep) first waits for kCancelled (AwaitCancelled). Since every
+// node that can be kCancelling is reachable from one of those passes, no
+// cancel() is still touching the shared state once stop() returns.
+//
+// Fields below `state` are owned by the worker thread once the node has been
+// pushed on the pending queue, except `task` (see above) and `cancel_next`
+// (owned by the cancellation queue while the node is in it).
+//
+// Memory ordering: the producer writes every field before pushing; the pending
+// queue's release/acquire pair publishes them to the worker. State transitions
+// use acq_rel so that the winner sees the task as the producer left it.
+
+#ifndef TICKWHEEL_TIMER_TIMEOUT_NODE_H_
+#define TICKWHEEL_TIMER_TIMEOUT_NODE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "absl/functional/any_invocable.h"
+#include "worker/mpsc_queue.h"
+
+namespace tickwheel {
+
+class Timeout;
+class Timer;
+using TimerTask = absl::AnyInvocable<void(const Timeout&)>;
+
+namespace internal {
+
+enum class TimeoutState : uint8_t {
+  kPending,       // scheduled; neither run nor cancelled
+  kCancelling,    // cancel() won, and is still updating the shared state
+  kCancelled,     // cancelled by cancel()
+  kExpired,       // the worker claimed it to run (it may be running now)
+  kStopped,       // returned by stop(); the task is still inside
+  kStoppedTaken,  // returned by stop(); takeTask() moved the task out
+};
+
+struct SharedTimerState;
+
+struct TimeoutNode {
+  // References held: handles, the worker, the cancellation queue.
+  std::atomic<uint32_t> refs{0};
+  std::atomic<TimeoutState> state{TimeoutState::kPending};
+  bool in_bucket = false;  // worker-only: linked into a wheel bucket
+
+  SharedTimerState* shared = nullptr;
+  TimerTask task;
+
+  // Worker-only after publication.
+  int64_t deadline = 0;  // nanoseconds after the worker's startTime
+  // The tick at whose processing the node expires: Wheel::DueTick(deadline),
+  // raised to the worker's tick at insertion if that had already passed.
+  // Fixes the bucket (due_tick & mask) and remainingRounds (see wheel.h).
+  int64_t due_tick = 0;
+
+  // Pending-queue link; once the worker has popped the node, the bucket
+  // list's forward link (see MpscQueue's ground rules).
+  std::atomic<TimeoutNode*> next{nullptr};
+  TimeoutNode* prev = nullptr;  // bucket list's backward link
+  std::atomic<TimeoutNode*> cancel_next{nullptr};
+
+  void Ref() { refs.fetch_add(1, std::memory_order_relaxed); }
+
+  // Drops one reference; the last one deletes the node (and any task in it).
+  void Unref() {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  // Waits out a concurrent cancel() between its CAS and its final store. The
+  // window is a handful of instructions, so this almost never loops.
+  void AwaitCancelled() const {
+    while (state.load(std::memory_order_acquire) == TimeoutState::kCancelling) {
+      std::this_thread::yield();
+    }
+  }
+};
+
+using CancelQueue = MpscQueue<TimeoutNode, &TimeoutNode::cancel_next>;
+using PendingQueue = MpscQueue<TimeoutNode, &TimeoutNode::next>;
+
+// What Timeout::cancel() needs of its timer. Owned by the timer's worker
+// object; outlives every cancel() that can still reach it (see ground rules).
+struct SharedTimerState {
+  // The public facade, for Timeout::timer(); null once the Timer is gone.
+  std::atomic<Timer*> owner{nullptr};
+  // Timeouts scheduled and neither expired, cancelled nor stopped.
+  alignas(64) std::atomic<int64_t> pending{0};
+  CancelQueue cancelled;
+};
+
+}  // namespace internal
+}  // namespace tickwheel
+
+#endif  // TICKWHEEL_TIMER_TIMEOUT_NODE_H_

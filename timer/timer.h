@@ -1,0 +1,182 @@
+// timer/timer.h
+// -----------------------------------------------------------------------------
+// tickwheel: a hashed-wheel timer for C++ servers, in the manner of Netty's
+// HashedWheelTimer. This is the one header to include; it brings Timeout
+// (timer/timeout.h), TimerMetrics (timer/metrics.h), the log sink
+// (timer/log.h), the instance limit (timer/instance_limit.h) and the Clock
+// interface (worker/clock.h).
+//
+// What it is for: very many timeouts that are mostly cancelled before they
+// fire (request deadlines, retries, idle connections, lease renewals), with an
+// accuracy of one tick. Scheduling and cancelling are O(1) and lock-free; one
+// dedicated worker thread per Timer does all bookkeeping and runs the tasks.
+// For deadlines that must be met to the microsecond, use a heap-based timer.
+//
+// Example:
+//
+//   auto timer = tickwheel::Timer::Create().value();   // 100 ms tick
+//   absl::StatusOr<tickwheel::Timeout> t = timer->newTimeout(
+//       [conn](const tickwheel::Timeout&) { conn->Close(); },
+//       absl::Seconds(30));
+//   if (!t.ok()) return t.status();    // stopped, or too many pending
+//   ...
+//   t->cancel();                       // the reply arrived in time
+//   ...
+//   std::vector<tickwheel::Timeout> left = timer->stop().value();
+//
+// How it works
+//   newTimeout() allocates a node, reads the clock, and pushes the node on a
+//   lock-free multi-producer queue (one atomic exchange). The worker thread
+//   starts on the first newTimeout() and records startTime; deadlines are
+//   nanoseconds after it. Once per tick the worker drains the cancellation
+//   queue, moves up to 100,000 new nodes into a power-of-two wheel of
+//   ticks_per_wheel buckets (bucket = due tick & mask, remainingRounds =
+//   full turns still to wait), and runs the tasks of the current bucket that
+//   are due. A task runs at the first tick boundary at or after its deadline,
+//   never before: normally less than one tick late. A worker that falls
+//   behind (a slow task, a suspended process) processes every missed tick in
+//   order.
+//
+// Threading and memory ordering
+//   Timer and Timeout are thread-safe: any thread may call newTimeout(),
+//   cancel(), pendingTimeouts() and stop() at any time, concurrently. What a
+//   thread did before newTimeout() returned happens-before the task runs.
+//   Tasks run one at a time on the worker thread (or are handed to
+//   TimerOptions::task_executor), so a slow task delays every later one: hand
+//   long work elsewhere. A task may call newTimeout() and cancel() on its own
+//   Timer, and may destroy it; stop() from a task fails (FailedPrecondition),
+//   since the worker cannot wait for itself.
+//
+// Errors are absl::Status values; no exception crosses the API. A task that
+// throws is logged (timer/log.h) and the worker goes on.
+//
+// Lifetime: destroying a Timer stops it. Do not destroy it while other
+// threads may still call its methods (as with any object); Timeout handles may
+// outlive it (see timer/timeout.h).
+
+#ifndef TICKWHEEL_TIMER_TIMER_H_
+#define TICKWHEEL_TIMER_TIMER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "timer/instance_limit.h"
+#include "timer/log.h"
+#include "timer/metrics.h"
+#include "timer/timeout.h"
+#include "worker/clock.h"
+
+namespace tickwheel {
+
+namespace internal {
+class Worker;
+}  // namespace internal
+
+// using TimerTask = absl::AnyInvocable<void(const Timeout&)>;  (timeout_node.h)
+// The task receives its own Timeout, so it can, e.g., check isCancelled() of
+// related work or reschedule itself through timeout.timer().
+
+struct TimerOptions {
+  // The wheel's resolution: tasks run at tick boundaries. Must be > 0 (at
+  // least 1 ns). Ticks below 1 ms are honoured, not clamped; each tick costs a
+  // wake-up of the worker.
+  absl::Duration tick_duration = absl::Milliseconds(100);
+  // Buckets in the wheel. Must be > 0 and at most 2^30; rounded up to a power
+  // of two. A wheel should span the usual delays: tick * ticks_per_wheel.
+  // Costs 16 bytes per bucket.
+  int ticks_per_wheel = 512;
+  // Upper bound on pendingTimeouts(); <= 0 means unlimited. newTimeout()
+  // returns ResourceExhausted instead of exceeding it.
+  int64_t max_pending_timeouts = 0;
+  // The worker thread's name (pthread name, cut to 15 characters).
+  std::string thread_name = "tickwheel";
+  // When set, each expired task is handed to it instead of running on the
+  // worker thread. It is called on the worker thread and should only enqueue.
+  std::function<void(absl::AnyInvocable<void()>)> task_executor;
+  // tickwheel extension: the time source. Empty means the monotonic real
+  // clock (RealClock::Shared()); tests pass a ManualClock
+  // (worker/manual_clock.h).
+  std::shared_ptr<Clock> clock;
+};
+
+class Timer {
+ public:
+  // Validates `options` and makes a timer. No thread starts until the first
+  // newTimeout().
+  // InvalidArgument: tick_duration <= 0 or below 1 ns; ticks_per_wheel <= 0 or
+  //   > 2^30; tick_duration * (ticks_per_wheel rounded up) overflows int64
+  //   nanoseconds.
+  // ResourceExhausted: more live timers than the instance limit when it is
+  //   set to fail (timer/instance_limit.h), or no memory for the wheel.
+  static absl::StatusOr<std::unique_ptr<Timer>> Create(TimerOptions options = {});
+
+  // Stops the timer if needed: tasks not yet run are destroyed, never run;
+  // joins the worker thread. When called from one of its own tasks, the
+  // worker finishes the shutdown after that task returns.
+  ~Timer();
+
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+  // Schedules `task` to run once, `delay` from now (negative counts as zero;
+  // InfiniteDuration and other huge delays saturate at ~292 years and never
+  // wrap into the past). The first call starts the worker thread.
+  // InvalidArgument: `task` is empty.
+  // FailedPrecondition: the timer was stopped.
+  // ResourceExhausted: the pending count would exceed max_pending_timeouts
+  //   (the message names both numbers), or the worker thread cannot start.
+  // Cost: one allocation, one clock read, three uncontended atomic RMWs and
+  // one atomic exchange; lock-free.
+  absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay);
+
+  // The same with a std::chrono duration.
+  template <typename Rep, typename Period>
+  absl::StatusOr<Timeout> newTimeout(TimerTask task,
+                                     std::chrono::duration<Rep, Period> delay) {
+    return newTimeout(std::move(task), absl::FromChrono(delay));
+  }
+
+  // Stops the worker and returns every timeout that was neither run nor
+  // cancelled, earliest deadline first, each now marked cancelled
+  // (isCancelled() == true, as in Netty 4.1.111+) with its task still inside
+  // (Timeout::takeTask()). A task that is running when stop() is called
+  // finishes first. Afterwards pendingTimeouts() == 0 and newTimeout() fails.
+  // A second call returns an empty vector; so does stop() on a timer that
+  // never scheduled anything (it never started a thread).
+  // FailedPrecondition: called from the worker thread (inside a task).
+  // Cost: joins the worker; O(pending log pending).
+  absl::StatusOr<std::vector<Timeout>> stop();
+
+  // Timeouts scheduled and neither expired nor cancelled (nor returned by
+  // stop()). A successful cancel() is reflected when it returns. One relaxed
+  // atomic load.
+  int64_t pendingTimeouts() const;
+
+  // A snapshot of this timer's counters (timer/metrics.h).
+  TimerMetrics metrics() const;
+
+  // The effective configuration: tick_duration and ticks_per_wheel after
+  // rounding up to a power of two.
+  absl::Duration tickDuration() const { return tick_duration_; }
+  int ticksPerWheel() const { return ticks_per_wheel_; }
+
+ private:
+  Timer(absl::Duration tick, int ticks_per_wheel);
+
+  std::shared_ptr<internal::Worker> worker_;
+  absl::Duration tick_duration_;
+  int ticks_per_wheel_;
+  std::atomic<bool> counted_{true};  // holds an instance-limit slot
+};
+
+}  // namespace tickwheel
+
+#endif  // TICKWHEEL_TIMER_TIMER_H_

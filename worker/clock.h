@@ -1,0 +1,69 @@
+// worker/clock.h
+// -----------------------------------------------------------------------------
+// The time source of a Timer's worker, and the way the worker sleeps.
+//
+// The worker never calls std::chrono or sleeps directly: it asks its Clock for
+// the time and asks a Clock::Sleeper to block until a deadline. Tests and
+// simulations pass a ManualClock (worker/manual_clock.h) in
+// TimerOptions::clock and advance time by hand, so every timing decision of
+// the wheel can be checked deterministically. Production code leaves
+// TimerOptions::clock empty and gets RealClock.
+//
+// Times are int64 nanoseconds on a monotonic scale whose origin the clock
+// chooses; only differences matter to the timer.
+
+#ifndef TICKWHEEL_WORKER_CLOCK_H_
+#define TICKWHEEL_WORKER_CLOCK_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+
+namespace tickwheel {
+
+class Clock {
+ public:
+  // Blocks one thread until a deadline or until another thread wakes it.
+  // Created by Clock::NewSleeper(); used by exactly one sleeping thread, while
+  // Wake() may be called from any thread.
+  class Sleeper {
+   public:
+    virtual ~Sleeper() = default;
+
+    // Blocks until the clock reads at least `deadline_nanos`, or until Wake()
+    // has been called since the previous SleepUntil() returned (a Wake() that
+    // comes before SleepUntil() is not lost: the next SleepUntil() returns at
+    // once). Spurious early returns are allowed; callers re-check the time.
+    virtual void SleepUntil(int64_t deadline_nanos) = 0;
+
+    // Makes the current or next SleepUntil() return. Thread-safe; cheap when
+    // nobody sleeps.
+    virtual void Wake() = 0;
+  };
+
+  virtual ~Clock() = default;
+
+  // Monotonic time in nanoseconds. Thread-safe; never decreases.
+  virtual int64_t NowNanos() = 0;
+
+  // A new sleeper bound to this clock. The clock must outlive it.
+  virtual std::unique_ptr<Sleeper> NewSleeper() = 0;
+};
+
+// std::chrono::steady_clock, and a condition variable to sleep on.
+// This class is thread-safe.
+class RealClock final : public Clock {
+ public:
+  int64_t NowNanos() override;
+  std::unique_ptr<Sleeper> NewSleeper() override;
+
+  // The process-wide instance used when TimerOptions::clock is empty.
+  static std::shared_ptr<Clock> Shared();
+};
+
+}  // namespace tickwheel
+
+#endif  // TICKWHEEL_WORKER_CLOCK_H_

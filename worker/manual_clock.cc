@@ -1,0 +1,97 @@
+#include "worker/manual_clock.h"
+
+#include <algorithm>
+
+namespace tickwheel {
+
+class ManualClock::ManualSleeper final : public Clock::Sleeper {
+ public:
+  explicit ManualSleeper(ManualClock* clock) : clock_(clock) {
+    std::lock_guard<std::mutex> lock(clock_->mu_);
+    clock_->sleepers_.push_back(&state_);
+    clock_->cv_.notify_all();
+  }
+
+  ~ManualSleeper() override {
+    std::lock_guard<std::mutex> lock(clock_->mu_);
+    auto& v = clock_->sleepers_;
+    v.erase(std::find(v.begin(), v.end(), &state_));
+    clock_->cv_.notify_all();
+  }
+
+  void SleepUntil(int64_t deadline_nanos) override {
+    std::unique_lock<std::mutex> lock(clock_->mu_);
+    state_.deadline = deadline_nanos;
+    state_.asleep = true;
+    clock_->cv_.notify_all();  // AwaitIdle() may be waiting for this.
+    clock_->cv_.wait(lock, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return state_.woken || clock_->now_ >= deadline_nanos;
+    });
+    state_.asleep = false;
+    state_.woken = false;
+  }
+
+  void Wake() override {
+    std::lock_guard<std::mutex> lock(clock_->mu_);
+    state_.woken = true;
+    clock_->cv_.notify_all();
+  }
+
+ private:
+  ManualClock* const clock_;
+  SleeperState state_;  // guarded by clock_->mu_
+};
+
+ManualClock::ManualClock(int64_t start_nanos) : now_(start_nanos) {}
+
+ManualClock::~ManualClock() = default;
+
+int64_t ManualClock::NowNanos() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return now_;
+}
+
+std::unique_ptr<Clock::Sleeper> ManualClock::NewSleeper() {
+  return std::make_unique<ManualSleeper>(this);
+}
+
+void ManualClock::Advance(absl::Duration d) {
+  const int64_t nanos = std::max<int64_t>(0, absl::ToInt64Nanoseconds(d));
+  std::lock_guard<std::mutex> lock(mu_);
+  now_ = (nanos > INT64_MAX - now_) ? INT64_MAX : now_ + nanos;
+  cv_.notify_all();
+}
+
+bool ManualClock::IdleLocked() const {
+  for (const SleeperState* s : sleepers_) {
+    if (!s->asleep || s->woken || s->deadline <= now_) return false;
+  }
+  return true;
+}
+
+void ManualClock::AwaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return IdleLocked();
+  });
+}
+
+void ManualClock::AdvanceAndSettle(absl::Duration d) {
+  Advance(d);
+  AwaitIdle();
+}
+
+void ManualClock::AdvanceInSteps(absl::Duration total, absl::Duration step) {
+  if (step <= absl::ZeroDuration()) step = total;
+  AwaitIdle();
+  for (absl::Duration done; done < total; done += step) {
+    AdvanceAndSettle(std::min(step, total - done));
+  }
+}
+
+int ManualClock::SleeperCount() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(sleepers_.size());
+}
+
+}  // namespace tickwheel
