@@ -19,6 +19,9 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
         fmt::format("tick_duration must be > 0, got {}",
                     absl::FormatDuration(options.tick_duration)));
   }
+  if (options.tick_duration == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError("tick_duration must be finite");
+  }
   const int64_t tick_nanos = absl::ToInt64Nanoseconds(options.tick_duration);
   if (tick_nanos < 1) {
     return absl::InvalidArgumentError(

@@ -111,7 +111,7 @@ class Timer {
  public:
   // Validates `options` and makes a timer. No thread starts until the first
   // newTimeout().
-  // InvalidArgument: tick_duration <= 0 or below 1 ns; ticks_per_wheel <= 0 or
+  // InvalidArgument: tick_duration <= 0, below 1 ns or infinite; ticks_per_wheel <= 0 or
   //   > 2^30; tick_duration * (ticks_per_wheel rounded up) overflows int64
   //   nanoseconds.
   // ResourceExhausted: more live timers than the instance limit when it is

@@ -1,0 +1,102 @@
+// tests/test_util.h
+// -----------------------------------------------------------------------------
+// Helpers shared by the Timer tests: a ManualClock-driven timer factory, a
+// probe that records whether a task ran and whether its captures were
+// destroyed, and a log sink that captures messages.
+
+#ifndef TICKWHEEL_TESTS_TEST_UTIL_H_
+#define TICKWHEEL_TESTS_TEST_UTIL_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "timer/timer.h"
+#include "worker/manual_clock.h"
+
+namespace tickwheel::testing {
+
+// What happened to one task: ran (how often, at which clock time) and whether
+// the object captured by the task was destroyed.
+struct Probe {
+  std::atomic<int> runs{0};
+  std::atomic<int64_t> ran_at_nanos{-1};
+  std::atomic<bool> captures_destroyed{false};
+};
+
+// A move-only object that marks its probe when the last copy is destroyed.
+class CaptureGuard {
+ public:
+  explicit CaptureGuard(std::shared_ptr<Probe> probe) : probe_(std::move(probe)) {}
+  CaptureGuard(CaptureGuard&& other) noexcept = default;
+  CaptureGuard& operator=(CaptureGuard&&) = delete;
+  ~CaptureGuard() {
+    if (probe_ != nullptr) probe_->captures_destroyed.store(true);
+  }
+
+ private:
+  std::shared_ptr<Probe> probe_;
+};
+
+// A task that records its run in `probe` (reading `clock` for the time, when
+// given) and captures a CaptureGuard.
+inline TimerTask ProbeTask(std::shared_ptr<Probe> probe,
+                           std::shared_ptr<Clock> clock = nullptr) {
+  return [probe, clock, guard = CaptureGuard(probe)](const Timeout&) {
+    probe->runs.fetch_add(1);
+    if (clock != nullptr) probe->ran_at_nanos.store(clock->NowNanos());
+  };
+}
+
+// A Timer on a ManualClock, plus the clock.
+struct ManualTimer {
+  std::shared_ptr<ManualClock> clock;
+  std::unique_ptr<Timer> timer;
+};
+
+inline ManualTimer MakeManualTimer(TimerOptions options) {
+  ManualTimer t;
+  t.clock = std::make_shared<ManualClock>();
+  options.clock = t.clock;
+  absl::StatusOr<std::unique_ptr<Timer>> timer = Timer::Create(std::move(options));
+  EXPECT_TRUE(timer.ok()) << timer.status();
+  if (timer.ok()) t.timer = *std::move(timer);
+  return t;
+}
+
+inline TimerOptions Tick(absl::Duration tick, int ticks_per_wheel = 512) {
+  TimerOptions options;
+  options.tick_duration = tick;
+  options.ticks_per_wheel = ticks_per_wheel;
+  return options;
+}
+
+// Installs a log sink that records messages; restores the previous sink when
+// destroyed.
+class CapturedLog {
+ public:
+  CapturedLog()
+      : previous_(SetLogSink([this](LogSeverity, std::string_view message) {
+          std::lock_guard<std::mutex> lock(mu_);
+          messages_.emplace_back(message);
+        })) {}
+  ~CapturedLog() { SetLogSink(previous_); }
+
+  std::vector<std::string> messages() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return messages_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> messages_;
+  LogSink previous_;
+};
+
+}  // namespace tickwheel::testing
+
+#endif  // TICKWHEEL_TESTS_TEST_UTIL_H_

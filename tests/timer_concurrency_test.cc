@@ -1,0 +1,118 @@
+// Several threads calling newTimeout() and cancel() at once on a real clock:
+// nothing is lost and nothing runs twice. Every task is accounted for exactly
+// once as run, cancelled, or returned by stop(). Run under TSan by the CI.
+// Waits are bounded generously; no assertion depends on the machine's speed.
+
+#include <atomic>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+#include "timer/timer.h"
+
+namespace tickwheel {
+namespace {
+
+using ::tickwheel::testing::Tick;
+
+struct Ledger {
+  explicit Ledger(int n) : runs(n), cancels(n) {}
+  std::vector<std::atomic<int>> runs;
+  std::vector<std::atomic<int>> cancels;
+};
+
+TEST(TimerConcurrencyTest, ConcurrentScheduleAndCancelLoseNothing) {
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 5000;
+  auto timer = Timer::Create(Tick(absl::Milliseconds(1), 64)).value();
+  Ledger ledger(kThreads * kPerThread);
+  std::vector<std::vector<Timeout>> handles(kThreads);
+
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kThreads; ++p) {
+    producers.emplace_back([&, p] {
+      std::mt19937 rng(p);
+      std::vector<Timeout>& mine = handles[p];
+      for (int i = 0; i < kPerThread; ++i) {
+        const int id = p * kPerThread + i;
+        absl::StatusOr<Timeout> t = timer->newTimeout(
+            [&ledger, id](const Timeout&) { ledger.runs[id].fetch_add(1); },
+            absl::Milliseconds(rng() % 50));
+        ASSERT_TRUE(t.ok()) << t.status();
+        mine.push_back(*t);
+        // Cancel a random earlier one of ours: some are pending, some have
+        // run, some are being run right now.
+        const Timeout& victim = mine[rng() % mine.size()];
+        if (victim.cancel()) {
+          ledger.cancels[&victim - mine.data() + p * kPerThread].fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : producers) t.join();
+
+  // Wait (bounded) until everything not cancelled has run.
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (timer->pendingTimeouts() > 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(timer->pendingTimeouts(), 0);
+  std::vector<Timeout> left = timer->stop().value();
+  EXPECT_TRUE(left.empty());
+
+  int ran = 0, cancelled = 0;
+  for (int id = 0; id < kThreads * kPerThread; ++id) {
+    const int r = ledger.runs[id].load();
+    const int c = ledger.cancels[id].load();
+    ASSERT_EQ(r + c, 1) << "task " << id << " ran " << r << " cancelled " << c;
+    const Timeout& h = handles[id / kPerThread][id % kPerThread];
+    EXPECT_EQ(h.isExpired(), r == 1);
+    EXPECT_EQ(h.isCancelled(), c == 1);
+    ran += r;
+    cancelled += c;
+  }
+  EXPECT_GT(cancelled, 0);
+  EXPECT_EQ(timer->metrics().expired, ran);
+}
+
+TEST(TimerConcurrencyTest, StopRacingProducersLosesNothing) {
+  constexpr int kThreads = 3;
+  for (int round = 0; round < 5; ++round) {
+    auto timer = Timer::Create(Tick(absl::Milliseconds(1), 32)).value();
+    std::atomic<int> accepted{0}, rejected{0}, ran{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> producers;
+    for (int p = 0; p < kThreads; ++p) {
+      producers.emplace_back([&] {
+        while (!go.load()) std::this_thread::yield();
+        for (int i = 0; i < 2000; ++i) {
+          absl::StatusOr<Timeout> t = timer->newTimeout(
+              [&](const Timeout&) { ran.fetch_add(1); },
+              absl::Milliseconds(i % 3 == 0 ? 0 : 1000));
+          if (t.ok()) {
+            accepted.fetch_add(1);
+          } else {
+            ASSERT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+            rejected.fetch_add(1);
+          }
+        }
+      });
+    }
+    go.store(true);
+    std::this_thread::sleep_for(std::chrono::microseconds(200 * round));
+    std::vector<Timeout> left = timer->stop().value();
+    for (auto& t : producers) t.join();
+    // Every accepted task ran or was returned; none was lost.
+    EXPECT_EQ(ran.load() + static_cast<int>(left.size()), accepted.load())
+        << "round " << round;
+    EXPECT_EQ(accepted.load() + rejected.load(), kThreads * 2000);
+    EXPECT_EQ(timer->pendingTimeouts(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace tickwheel

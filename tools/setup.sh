@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what tickwheel needs on Debian 12, and nothing when it is present.
+#
+# Everything comes from Debian's archive: Bazel 4.2.3 (bazel-bootstrap), Abseil,
+# fmt, GoogleTest/GoogleMock, Google Benchmark, Boost (Asio, for the benchmark's
+# baseline) and clang 14 with its sanitizer/libFuzzer runtime. Safe to run
+# repeatedly: when every package is installed it only checks and returns.
+set -euo pipefail
+
+packages=(
+  bazel-bootstrap
+  libabsl-dev
+  libfmt-dev
+  libgtest-dev
+  libgmock-dev
+  libbenchmark-dev
+  libboost-dev
+  clang
+  libclang-rt-14-dev
+  g++
+  pkg-config
+  git
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "tickwheel setup: installing ${missing[*]}" >&2
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "tickwheel setup: done" >&2

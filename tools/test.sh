@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this script):
+#   1. install what is missing (tools/setup.sh);
+#   2. build everything, benchmarks included;
+#   3. run every test under the plain build and under ASan (with LSan), TSan
+#      and UBSan; any sanitizer report fails its test;
+#   4. build and run a consumer workspace that depends on //timer;
+#   5. a short fixed-seed libFuzzer run against the reference model, when the
+#      fuzzer script exists.
+# Options: --quick runs step 3 with the plain build only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+configs=(plain asan tsan ubsan)
+if [[ "${1:-}" == "--quick" ]]; then configs=(plain); fi
+
+tools/setup.sh
+
+quiet=(--noshow_progress --ui_event_filters=-info,-debug)
+start=$(date +%s)
+echo "== build //... (plain)"
+bazel build "${quiet[@]}" //...
+
+passed=0
+for cfg in "${configs[@]}"; do
+  flags=()
+  [[ "$cfg" != plain ]] && flags=(--config="$cfg")
+  echo "== test //... (${cfg})"
+  log=$(mktemp)
+  if ! bazel test "${quiet[@]}" "${flags[@]}" //... 2>&1 | tee "$log"; then
+    echo "tests: 0 passed, 1 failed (config ${cfg}; see the log above)"
+    exit 1
+  fi
+  # "Executed N out of M tests: M tests pass."
+  n=$(sed -n 's/.*: \([0-9][0-9]*\) tests\{0,1\} pass.*/\1/p' "$log" | tail -n 1)
+  passed=$((passed + ${n:-0}))
+  rm -f "$log"
+done
+
+echo "== consumer workspace (local_repository)"
+tools/check_consumer.sh
+passed=$((passed + 1))
+
+if [[ -x tools/fuzz.sh && "${1:-}" != "--quick" ]]; then
+  echo "== fuzz (fixed seed)"
+  tools/fuzz.sh
+  passed=$((passed + 1))
+fi
+
+echo "== done in $(( $(date +%s) - start )) s (configs: ${configs[*]})"
+echo "tests: ${passed} passed, 0 failed"
