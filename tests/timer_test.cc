@@ -279,7 +279,7 @@ TEST(TimerTest, WorkerCatchesUpMissedTicksInOrder) {
   EXPECT_EQ(order, (std::vector<int>{1, 3, 5, 7, 9}));
   const TimerMetrics m = t.timer->metrics();
   EXPECT_EQ(m.ticks, 100);
-  EXPECT_GE(m.catch_up_ticks, 98);
+  EXPECT_EQ(m.catch_up_ticks, 5);  // the five ticks that had work
   EXPECT_GE(m.worst_lateness, absl::Milliseconds(700));
 }
 

@@ -1,9 +1,12 @@
-// Tests of the single-threaded wheel: the bit arithmetic, placement, rounds
-// and O(1) removal. No threads and no clock: the same inputs, the same result.
+// Tests of the single-threaded hierarchical wheel: the bit arithmetic,
+// placement and cascading, O(1) removal, budgets, and a randomized comparison
+// against an obviously-correct model. No threads and no clock.
 
 #include "timer/wheel.h"
 
+#include <map>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -13,25 +16,28 @@ namespace {
 
 struct Nodes {
   std::vector<std::unique_ptr<TimeoutNode>> all;
-  TimeoutNode* New(int64_t deadline) {
+  TimeoutNode* New(int64_t deadline = 0) {
     all.push_back(std::make_unique<TimeoutNode>());
     all.back()->deadline = deadline;
     return all.back().get();
   }
 };
 
-std::vector<TimeoutNode*> Expire(Wheel& wheel, int64_t tick) {
-  std::vector<TimeoutNode*> out;
-  wheel.ExpireTick(tick, [&](TimeoutNode* n) {
-    out.push_back(n);
+// Advances to `last_tick` with an unlimited budget; returns (tick, node) of
+// every expiry in order.
+std::vector<std::pair<int64_t, TimeoutNode*>> AdvanceTo(Wheel& wheel,
+                                                        int64_t last_tick) {
+  std::vector<std::pair<int64_t, TimeoutNode*>> out;
+  EXPECT_TRUE(wheel.Advance(last_tick, INT64_MAX, [&](TimeoutNode* n) {
+    out.emplace_back(n->due_tick, n);
     return true;
-  });
+  }));
+  EXPECT_EQ(wheel.CheckInvariants(), "") << "after advancing to " << last_tick;
   return out;
 }
 
 TEST(WheelTest, NormalizeTicksPerWheelRoundsUpToPowerOfTwo) {
   EXPECT_EQ(Wheel::NormalizeTicksPerWheel(1), 1);
-  EXPECT_EQ(Wheel::NormalizeTicksPerWheel(2), 2);
   EXPECT_EQ(Wheel::NormalizeTicksPerWheel(3), 4);
   EXPECT_EQ(Wheel::NormalizeTicksPerWheel(500), 512);
   EXPECT_EQ(Wheel::NormalizeTicksPerWheel(512), 512);
@@ -41,133 +47,160 @@ TEST(WheelTest, NormalizeTicksPerWheelRoundsUpToPowerOfTwo) {
 }
 
 TEST(WheelTest, DueTickIsFirstTickEndingAtOrAfterDeadline) {
-  // Exhaustive over small values: tick k ends at (k + 1) * tick_nanos; the due
-  // tick is the first whose end is >= deadline, so never early, and the one
-  // before it ends strictly before the deadline, so never a tick late.
+  // Tick k ends at (k + 1) * tick_nanos; the due tick is the first whose end
+  // is >= deadline (never early) and the one before ends before it (never a
+  // tick late).
   for (int64_t tick_nanos = 1; tick_nanos <= 17; ++tick_nanos) {
     for (int64_t deadline = 0; deadline <= 200; ++deadline) {
       const int64_t due = Wheel::DueTick(deadline, tick_nanos);
-      ASSERT_GE((due + 1) * tick_nanos, deadline)
-          << "deadline=" << deadline << " tick=" << tick_nanos;
+      ASSERT_GE((due + 1) * tick_nanos, deadline);
       if (due > 0) {
-        ASSERT_LT(due * tick_nanos, deadline)
-            << "deadline=" << deadline << " tick=" << tick_nanos;
+        ASSERT_LT(due * tick_nanos, deadline);
       }
     }
   }
-}
-
-TEST(WheelTest, DueTickNeverOverflows) {
   EXPECT_EQ(Wheel::DueTick(INT64_MAX, 1), INT64_MAX - 1);
   EXPECT_EQ(Wheel::DueTick(INT64_MAX, INT64_MAX), 0);
-  EXPECT_EQ(Wheel::DueTick(INT64_MAX, 1000000), INT64_MAX / 1000000);
   EXPECT_EQ(Wheel::DueTick(-5, 10), 0);
 }
 
-TEST(WheelTest, InsertPlacesByMaskAndExpiresExactlyAtDueTick) {
+TEST(WheelTest, LevelsCoverEveryTick) {
+  EXPECT_EQ(Wheel(512).levels(), 10);  // 9 + 6 * 9 = 63 bits
+  EXPECT_EQ(Wheel(1).levels(), 12);    // 0 + 6 * 11 = 66 bits
+  EXPECT_EQ(Wheel(1 << 20).levels(), 9);
+}
+
+TEST(WheelTest, ExpiresExactlyAtDueTickAcrossLevels) {
   Nodes nodes;
-  Wheel wheel(8);
-  // Due ticks spanning many revolutions of an 8-bucket wheel.
-  const std::vector<int64_t> due = {0, 1, 7, 8, 9, 15, 16, 63, 64, 100, 801};
-  std::vector<TimeoutNode*> inserted;
+  Wheel wheel(8);  // level 0: 8 ticks; level 1: 64 buckets of 8; ...
+  const std::vector<int64_t> due = {0,   1,   7,    8,    9,    63,
+                                    64,  511, 512,  513,  4095, 4096,
+                                    801, 801, 5000, 32767};
   for (int64_t d : due) {
-    TimeoutNode* n = nodes.New(d);
-    wheel.Insert(n, d, /*current_tick=*/0);
-    inserted.push_back(n);
-    EXPECT_EQ(wheel.RemainingRounds(n, 0), d / 8) << "due=" << d;
+    TimeoutNode* n = nodes.New();
+    wheel.Insert(n, d);
+    EXPECT_EQ(wheel.RemainingRounds(n), d / 8) << "due=" << d;
   }
-  ASSERT_EQ(wheel.CheckInvariants(0), "");
-  for (int64_t tick = 0; tick <= 801; ++tick) {
-    for (TimeoutNode* n : Expire(wheel, tick)) {
-      EXPECT_EQ(n->due_tick, tick);
+  ASSERT_EQ(wheel.CheckInvariants(), "");
+  std::vector<int64_t> seen;
+  for (int64_t tick = 0; tick <= 40000; tick += 37) {
+    for (auto& [t, n] : AdvanceTo(wheel, tick)) {
+      EXPECT_LE(t, tick);
+      EXPECT_GT(t, tick - 37);
+      seen.push_back(t);
     }
-    ASSERT_EQ(wheel.CheckInvariants(tick + 1), "") << "after tick " << tick;
   }
+  std::vector<int64_t> sorted = due;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(seen, sorted);
   EXPECT_EQ(wheel.size(), 0);
 }
 
-TEST(WheelTest, RoundsForDelaysManyTimesTheWheelLength) {
-  Nodes nodes;
-  Wheel wheel(4);
-  TimeoutNode* far = nodes.New(0);
-  wheel.Insert(far, /*due_tick=*/4 * 1000 + 3, /*current_tick=*/0);
-  EXPECT_EQ(wheel.RemainingRounds(far, 0), 1000);
-  int64_t expired_at = -1;
-  for (int64_t tick = 0; tick < 5000 && expired_at < 0; ++tick) {
-    if (!Expire(wheel, tick).empty()) expired_at = tick;
-    if (tick == 2000) EXPECT_EQ(wheel.RemainingRounds(far, 2001), 500);
-  }
-  EXPECT_EQ(expired_at, 4003);
-}
-
-TEST(WheelTest, PastDueTickIsRaisedToCurrentTick) {
+TEST(WheelTest, NextWorkTickSkipsEmptyTicksAndSeesCascades) {
   Nodes nodes;
   Wheel wheel(8);
-  TimeoutNode* late = nodes.New(0);
-  wheel.Insert(late, /*due_tick=*/3, /*current_tick=*/10);
-  EXPECT_EQ(late->due_tick, 10);
-  EXPECT_EQ(wheel.RemainingRounds(late, 10), 0);
-  EXPECT_EQ(wheel.CheckInvariants(10), "");
-  EXPECT_EQ(Expire(wheel, 10), std::vector<TimeoutNode*>{late});
+  EXPECT_EQ(wheel.NextWorkTick(), Wheel::kNever);
+  wheel.Insert(nodes.New(), 5);
+  EXPECT_EQ(wheel.NextWorkTick(), 5);
+  AdvanceTo(wheel, 5);
+  EXPECT_EQ(wheel.elapsed(), 6);
+  // Tick 1000 differs from elapsed in bit 9: level 2, whose buckets span 512
+  // ticks. The wheel must come back at the start of that bucket (512) to move
+  // it down, and not before.
+  TimeoutNode* far = nodes.New();
+  wheel.Insert(far, 1000);
+  EXPECT_EQ(far->level, 2);
+  EXPECT_EQ(wheel.NextWorkTick(), 512);
+  EXPECT_TRUE(AdvanceTo(wheel, 958).empty());
+  EXPECT_EQ(far->level, 1);  // cascaded at the start of its bucket, early
+  EXPECT_EQ(wheel.NextWorkTick(), 1000 & ~7);
+  auto fired = AdvanceTo(wheel, 1000);
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].first, 1000);
 }
 
-TEST(WheelTest, ExpireKeepsInsertionOrderAndLeavesLaterRounds) {
+TEST(WheelTest, PastDueTickIsRaisedToElapsed) {
+  Nodes nodes;
+  Wheel wheel(8);
+  AdvanceTo(wheel, 9);
+  TimeoutNode* late = nodes.New();
+  wheel.Insert(late, 3);
+  EXPECT_EQ(late->due_tick, 10);
+  EXPECT_EQ(wheel.NextWorkTick(), 10);
+  EXPECT_EQ(AdvanceTo(wheel, 10).size(), 1u);
+}
+
+TEST(WheelTest, TickRunsInInsertionOrderEvenAfterCascades) {
   Nodes nodes;
   Wheel wheel(4);
-  TimeoutNode* a = nodes.New(0);
-  TimeoutNode* later = nodes.New(0);
-  TimeoutNode* b = nodes.New(0);
-  wheel.Insert(a, 2, 0);
-  wheel.Insert(later, 6, 0);  // same bucket, next round
-  wheel.Insert(b, 2, 0);
-  EXPECT_EQ(Expire(wheel, 2), (std::vector<TimeoutNode*>{a, b}));
-  EXPECT_EQ(wheel.size(), 1);
-  EXPECT_TRUE(later->in_bucket);
-  EXPECT_EQ(Expire(wheel, 6), std::vector<TimeoutNode*>{later});
+  TimeoutNode* a = nodes.New();
+  TimeoutNode* b = nodes.New();
+  wheel.Insert(a, 100);  // upper level
+  AdvanceTo(wheel, 95);  // a has moved down by now
+  wheel.Insert(b, 100);  // straight into level 0
+  auto fired = AdvanceTo(wheel, 100);
+  ASSERT_EQ(fired.size(), 2u);
+  EXPECT_EQ(fired[0].second, a);
+  EXPECT_EQ(fired[1].second, b);
 }
 
-TEST(WheelTest, RemoveFromHeadMiddleTailAndAlone) {
+TEST(WheelTest, RemoveFromAnyPositionAndLevel) {
   Nodes nodes;
   Wheel wheel(2);
-  TimeoutNode* n[4];
-  for (auto& p : n) {
-    p = nodes.New(0);
-    wheel.Insert(p, 0, 0);
+  std::vector<TimeoutNode*> n;
+  for (int64_t d : {0, 0, 0, 0, 1, 50, 50, 5000}) {
+    n.push_back(nodes.New());
+    wheel.Insert(n.back(), d);
   }
-  TimeoutNode* alone = nodes.New(0);
-  wheel.Insert(alone, 1, 0);
-  wheel.Remove(n[1]);  // middle
-  ASSERT_EQ(wheel.CheckInvariants(0), "");
-  wheel.Remove(n[0]);  // head
-  ASSERT_EQ(wheel.CheckInvariants(0), "");
-  wheel.Remove(n[3]);  // tail
-  ASSERT_EQ(wheel.CheckInvariants(0), "");
-  wheel.Remove(alone);
-  ASSERT_EQ(wheel.CheckInvariants(0), "");
-  EXPECT_FALSE(alone->in_bucket);
-  EXPECT_EQ(wheel.size(), 1);
-  EXPECT_EQ(Expire(wheel, 0), std::vector<TimeoutNode*>{n[2]});
-}
-
-TEST(WheelTest, ExpireStopsWhenCallbackReturnsFalse) {
-  Nodes nodes;
-  Wheel wheel(1);
-  for (int i = 0; i < 3; ++i) wheel.Insert(nodes.New(0), 0, 0);
-  int seen = 0;
-  const int64_t handed = wheel.ExpireTick(0, [&](TimeoutNode*) {
-    ++seen;
-    return false;
-  });
-  EXPECT_EQ(handed, 1);
-  EXPECT_EQ(seen, 1);
+  for (int i : {1, 0, 3, 4, 6, 7}) {
+    wheel.Remove(n[i]);
+    ASSERT_EQ(wheel.CheckInvariants(), "") << "removing " << i;
+    EXPECT_FALSE(n[i]->in_bucket);
+  }
   EXPECT_EQ(wheel.size(), 2);
-  EXPECT_EQ(wheel.CheckInvariants(0), "");
+  auto fired = AdvanceTo(wheel, 100);
+  ASSERT_EQ(fired.size(), 2u);
+  EXPECT_EQ(fired[0].second, n[2]);
+  EXPECT_EQ(fired[1].second, n[5]);
+  EXPECT_EQ(wheel.NextWorkTick(), Wheel::kNever);
 }
 
-TEST(WheelTest, DrainAllUnlinksEverything) {
+TEST(WheelTest, BudgetSlicesABurst) {
   Nodes nodes;
   Wheel wheel(16);
-  for (int i = 0; i < 100; ++i) wheel.Insert(nodes.New(0), i * 7, 0);
+  for (int i = 0; i < 10; ++i) wheel.Insert(nodes.New(), 3);
+  int fired = 0;
+  auto count = [&](TimeoutNode*) {
+    ++fired;
+    return true;
+  };
+  EXPECT_FALSE(wheel.Advance(3, 4, count));
+  EXPECT_EQ(fired, 4);
+  EXPECT_EQ(wheel.CheckInvariants(), "");
+  EXPECT_FALSE(wheel.Advance(3, 4, count));
+  EXPECT_TRUE(wheel.Advance(3, 4, count));
+  EXPECT_EQ(fired, 10);
+  EXPECT_EQ(wheel.elapsed(), 4);
+}
+
+TEST(WheelTest, ExpireReturningFalseStopsAtOnce) {
+  Nodes nodes;
+  Wheel wheel(1);
+  for (int i = 0; i < 3; ++i) wheel.Insert(nodes.New(), 0);
+  int seen = 0;
+  EXPECT_FALSE(wheel.Advance(0, INT64_MAX, [&](TimeoutNode*) {
+    ++seen;
+    return false;
+  }));
+  EXPECT_EQ(seen, 1);
+  EXPECT_EQ(wheel.size(), 2);
+  EXPECT_EQ(wheel.CheckInvariants(), "");
+}
+
+TEST(WheelTest, DrainAllUnlinksEveryLevel) {
+  Nodes nodes;
+  Wheel wheel(16);
+  for (int i = 0; i < 100; ++i) wheel.Insert(nodes.New(), int64_t{i} * i * i);
   int drained = 0;
   wheel.DrainAll([&](TimeoutNode* n) {
     EXPECT_FALSE(n->in_bucket);
@@ -175,20 +208,90 @@ TEST(WheelTest, DrainAllUnlinksEverything) {
   });
   EXPECT_EQ(drained, 100);
   EXPECT_EQ(wheel.size(), 0);
-  EXPECT_EQ(wheel.CheckInvariants(0), "");
+  EXPECT_EQ(wheel.CheckInvariants(), "");
+}
+
+TEST(WheelTest, HugeDueTicksNeverOverflow) {
+  Nodes nodes;
+  Wheel wheel(512);
+  TimeoutNode* n = nodes.New();
+  wheel.Insert(n, INT64_MAX - 1);
+  EXPECT_EQ(wheel.CheckInvariants(), "");
+  EXPECT_GT(wheel.NextWorkTick(), int64_t{1} << 62);
+  EXPECT_TRUE(AdvanceTo(wheel, int64_t{1} << 40).empty());
+  wheel.Remove(n);
 }
 
 TEST(WheelTest, CheckInvariantsReportsMisplacedNode) {
   Nodes nodes;
   Wheel wheel(8);
   TimeoutNode* n = nodes.New(42);
-  wheel.Insert(n, 5, 0);
+  wheel.Insert(n, 5);
   n->due_tick = 6;  // corrupt: now in the wrong bucket
-  const std::string problem = wheel.CheckInvariants(0);
+  const std::string problem = wheel.CheckInvariants();
   EXPECT_NE(problem.find("misplaced"), std::string::npos) << problem;
   EXPECT_NE(problem.find("deadline=42"), std::string::npos) << problem;
   n->due_tick = 5;
   wheel.Remove(n);
+}
+
+// Random inserts, removes and advances against a model that keeps
+// (due tick, insertion number) in a sorted map: the wheel must hand out
+// exactly what the model says, in the same order, and keep its invariants.
+TEST(WheelTest, MatchesSortedModelOnRandomOperations) {
+  for (int wheel_bits : {0, 1, 3, 6}) {
+    std::mt19937_64 rng(wheel_bits + 1);
+    Nodes nodes;
+    Wheel wheel(1 << wheel_bits);
+    std::map<std::pair<int64_t, int>, TimeoutNode*> model;
+    std::map<TimeoutNode*, std::pair<int64_t, int>> key_of;
+    int seq = 0;
+    int64_t last = -1;
+    for (int step = 0; step < 20000; ++step) {
+      const int op = rng() % 10;
+      if (op < 5) {
+        // Mostly near, sometimes far.
+        const int64_t span = (rng() % 8 == 0) ? 100000 : 300;
+        const int64_t due = last + 1 + static_cast<int64_t>(rng() % span) -
+                            static_cast<int64_t>(rng() % 3);
+        TimeoutNode* n = nodes.New();
+        wheel.Insert(n, due);
+        const auto key =
+            std::make_pair(std::max(due, wheel.elapsed()), seq++);
+        model[key] = n;
+        key_of[n] = key;
+      } else if (op < 7 && !model.empty()) {
+        auto it = model.begin();
+        std::advance(it, rng() % model.size());
+        wheel.Remove(it->second);
+        key_of.erase(it->second);
+        model.erase(it);
+      } else {
+        const int64_t to = last + static_cast<int64_t>(rng() % 200);
+        std::vector<TimeoutNode*> expected;
+        while (!model.empty() && model.begin()->first.first <= to) {
+          expected.push_back(model.begin()->second);
+          key_of.erase(model.begin()->second);
+          model.erase(model.begin());
+        }
+        std::vector<TimeoutNode*> got;
+        for (auto& [t, n] : AdvanceTo(wheel, to)) got.push_back(n);
+        ASSERT_EQ(got, expected) << "bits=" << wheel_bits << " step=" << step;
+        last = std::max(last, to);
+      }
+      ASSERT_EQ(wheel.size(), static_cast<int64_t>(model.size()));
+      if (step % 97 == 0) {
+        ASSERT_EQ(wheel.CheckInvariants(), "");
+      }
+      const int64_t next = wheel.NextWorkTick();
+      if (model.empty()) {
+        ASSERT_EQ(next, Wheel::kNever);
+      } else {
+        // Work is never later than the earliest due node.
+        ASSERT_LE(next, model.begin()->first.first);
+      }
+    }
+  }
 }
 
 }  // namespace

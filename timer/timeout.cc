@@ -45,7 +45,6 @@ bool Timeout::isExpired() const {
 bool Timeout::isCancelled() const {
   if (node_ == nullptr) return false;
   switch (node_->state.load(std::memory_order_acquire)) {
-    case TimeoutState::kCancelling:
     case TimeoutState::kCancelled:
     case TimeoutState::kStopped:
     case TimeoutState::kStoppedTaken:
@@ -58,18 +57,18 @@ bool Timeout::isCancelled() const {
 bool Timeout::cancel() const {
   if (node_ == nullptr) return false;
   TimeoutState expected = TimeoutState::kPending;
-  if (!node_->state.compare_exchange_strong(expected, TimeoutState::kCancelling,
+  if (!node_->state.compare_exchange_strong(expected, TimeoutState::kCancelled,
                                             std::memory_order_acq_rel,
                                             std::memory_order_acquire)) {
     return false;
   }
-  // We own the node's fate now. The shared state is alive until we store
-  // kCancelled (see the ground rules in timeout_node.h).
+  // We own the node's fate now, and its pending slot keeps the shared state
+  // alive until we give the slot back, last (see timeout_node.h).
   internal::SharedTimerState* shared = node_->shared;
-  shared->pending.fetch_sub(1, std::memory_order_relaxed);
   node_->Ref();  // the cancellation queue's reference
   shared->cancelled.Push(node_);
-  node_->state.store(TimeoutState::kCancelled, std::memory_order_release);
+  shared->pending_word.fetch_sub(internal::SharedTimerState::kOne,
+                                 std::memory_order_release);
   return true;
 }
 

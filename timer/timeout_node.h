@@ -12,7 +12,7 @@
 //
 // `state` is the only field that several threads race on. Transitions:
 //
-//     kPending --cancel()--------> kCancelling --cancel()--> kCancelled
+//     kPending --cancel()--------> kCancelled
 //     kPending --worker expires--> kExpired
 //     kPending --stop()----------> kStopped --takeTask()--> kStoppedTaken
 //
@@ -21,14 +21,13 @@
 // only if it won, in which case the task never runs. The winner alone may touch
 // `task` afterwards (run it, destroy it, or hand it to takeTask()).
 //
-// kCancelling exists so that a Timer can be destroyed while another thread is
-// inside cancel(): between its CAS and its final store of kCancelled, cancel()
-// still touches the timer's shared state (the pending count and the
-// cancellation queue). Every thread that finishes with a node that may still be
-// kCancelling (the worker's expiry, transfer and cancellation passes, and
-// stop()'s final sweep) first waits for kCancelled (AwaitCancelled). Since every
-// node that can be kCancelling is reachable from one of those passes, no
-// cancel() is still touching the shared state once stop() returns.
+// The shared state outlives every call that reaches it: newTimeout() and a
+// winning cancel() both hold a pending slot in SharedTimerState::pending_word
+// while they touch the queues (newTimeout() takes the slot before its push;
+// cancel() pushes before it gives the slot back, with release), and stop()
+// does not return before the pending count is zero (acquire). A cancel() or
+// newTimeout() that comes after that finds the timer closed or the node no
+// longer pending, and touches nothing shared.
 //
 // Fields below `state` are owned by the worker thread once the node has been
 // pushed on the pending queue, except `task` (see above) and `cancel_next`
@@ -58,7 +57,6 @@ namespace internal {
 
 enum class TimeoutState : uint8_t {
   kPending,       // scheduled; neither run nor cancelled
-  kCancelling,    // cancel() won, and is still updating the shared state
   kCancelled,     // cancelled by cancel()
   kExpired,       // the worker claimed it to run (it may be running now)
   kStopped,       // returned by stop(); the task is still inside
@@ -72,6 +70,7 @@ struct TimeoutNode {
   std::atomic<uint32_t> refs{0};
   std::atomic<TimeoutState> state{TimeoutState::kPending};
   bool in_bucket = false;  // worker-only: linked into a wheel bucket
+  uint8_t level = 0;       // worker-only: the wheel level it is linked at
 
   SharedTimerState* shared = nullptr;
   TimerTask task;
@@ -79,8 +78,8 @@ struct TimeoutNode {
   // Worker-only after publication.
   int64_t deadline = 0;  // nanoseconds after the worker's startTime
   // The tick at whose processing the node expires: Wheel::DueTick(deadline),
-  // raised to the worker's tick at insertion if that had already passed.
-  // Fixes the bucket (due_tick & mask) and remainingRounds (see wheel.h).
+  // raised to the wheel's elapsed tick at insertion if that had passed.
+  // With `level`, fixes the node's bucket (see wheel.h).
   int64_t due_tick = 0;
 
   // Pending-queue link; once the worker has popped the node, the bucket
@@ -95,14 +94,6 @@ struct TimeoutNode {
   void Unref() {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
-
-  // Waits out a concurrent cancel() between its CAS and its final store. The
-  // window is a handful of instructions, so this almost never loops.
-  void AwaitCancelled() const {
-    while (state.load(std::memory_order_acquire) == TimeoutState::kCancelling) {
-      std::this_thread::yield();
-    }
-  }
 };
 
 using CancelQueue = MpscQueue<TimeoutNode, &TimeoutNode::cancel_next>;
@@ -111,10 +102,17 @@ using PendingQueue = MpscQueue<TimeoutNode, &TimeoutNode::next>;
 // What Timeout::cancel() needs of its timer. Owned by the timer's worker
 // object; outlives every cancel() that can still reach it (see ground rules).
 struct SharedTimerState {
+  // pending_word = 2 * pending + closed. `pending` counts timeouts scheduled
+  // and neither expired, cancelled nor stopped, plus newTimeout() calls that
+  // have reserved a slot and not yet pushed; `closed` is set once by stop().
+  // One word, so that one atomic RMW both reserves a slot and checks closed.
+  static constexpr int64_t kClosed = 1;
+  static constexpr int64_t kOne = 2;
+  static int64_t Count(int64_t word) { return word >> 1; }
+
   // The public facade, for Timeout::timer(); null once the Timer is gone.
   std::atomic<Timer*> owner{nullptr};
-  // Timeouts scheduled and neither expired, cancelled nor stopped.
-  alignas(64) std::atomic<int64_t> pending{0};
+  alignas(64) std::atomic<int64_t> pending_word{0};
   CancelQueue cancelled;
 };
 

@@ -19,11 +19,17 @@
 //     uses the pending-queue link as the bucket list's `next`).
 //
 // Memory ordering
-//   A producer writes the element, then exchanges `head_` (acq_rel) and stores
+//   A producer writes the element, then exchanges `head_` (seq_cst) and stores
 //   the link of the previous head (release). The consumer reads links with
 //   acquire, so everything the producer wrote before Push() is visible to the
 //   consumer once Pop() returns the element. The exchange on `head_` orders
 //   producers among themselves; it is the queue's linearisation point.
+//   The exchange and Empty()'s load are seq_cst so that a consumer about to
+//   sleep can use them in a Dekker-style handshake: it publishes "I am going to
+//   sleep" (seq_cst store), then checks Empty(); a producer pushes, then reads
+//   that flag (seq_cst load). At least one of them sees the other, so a push
+//   never goes unnoticed by a sleeping consumer. On x86 both cost the same as
+//   the weaker orders.
 //
 // Transient emptiness
 //   Between a producer's exchange and its link store, the element is in the
@@ -58,7 +64,7 @@ class MpscQueue {
   // Appends `node`. Any thread; wait-free.
   void Push(T* node) {
     (node->*Link).store(nullptr, std::memory_order_relaxed);
-    T* prev = head_.exchange(node, std::memory_order_acq_rel);
+    T* prev = head_.exchange(node, std::memory_order_seq_cst);
     (prev->*Link).store(node, std::memory_order_release);
   }
 
@@ -95,7 +101,7 @@ class MpscQueue {
   // whose Push() is still in progress. Consumer thread only.
   bool Empty() const {
     return tail_ == &stub_ &&
-           head_.load(std::memory_order_acquire) == &stub_;
+           head_.load(std::memory_order_seq_cst) == &stub_;
   }
 
  private:

@@ -15,9 +15,13 @@
 namespace tickwheel::internal {
 namespace {
 
+// Both operands non-negative.
 int64_t SaturatingAdd(int64_t a, int64_t b) {
-  // Both operands are non-negative here.
   return b > INT64_MAX - a ? INT64_MAX : a + b;
+}
+
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  return a > INT64_MAX / b ? INT64_MAX : a * b;
 }
 
 }  // namespace
@@ -43,36 +47,36 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask task,
     return absl::InvalidArgumentError(
         "newTimeout: the task is empty; pass a callable");
   }
-  if (gate_.fetch_add(2, std::memory_order_acq_rel) & 1) {
-    LeaveGate();
-    return absl::FailedPreconditionError(
-        "newTimeout: the timer has been stopped; create a new Timer");
-  }
-
-  // Reserve a pending slot. With a limit, a CAS loop so that the count never
-  // exceeds it, not even for an instant.
+  // Reserve a pending slot and check that the timer is open, in one RMW. With
+  // a limit, a CAS loop, so that the count never exceeds it, not even for an
+  // instant.
   const int64_t max = config_.max_pending_timeouts;
+  int64_t word = shared_.pending_word.load(std::memory_order_relaxed);
   if (max > 0) {
-    int64_t count = shared_.pending.load(std::memory_order_relaxed);
     do {
-      if (count >= max) {
-        LeaveGate();
+      if (word & SharedTimerState::kClosed) break;
+      if (SharedTimerState::Count(word) >= max) {
         return absl::ResourceExhaustedError(fmt::format(
             "newTimeout: number of pending timeouts ({}) would exceed "
             "max_pending_timeouts ({}); cancel timeouts you no longer need or "
             "raise the limit",
-            count + 1, max));
+            SharedTimerState::Count(word) + 1, max));
       }
-    } while (!shared_.pending.compare_exchange_weak(
-        count, count + 1, std::memory_order_relaxed));
+    } while (!shared_.pending_word.compare_exchange_weak(
+        word, word + SharedTimerState::kOne, std::memory_order_relaxed));
   } else {
-    shared_.pending.fetch_add(1, std::memory_order_relaxed);
+    word = shared_.pending_word.fetch_add(SharedTimerState::kOne,
+                                          std::memory_order_relaxed);
+    if (word & SharedTimerState::kClosed) Release(1);
+  }
+  if (word & SharedTimerState::kClosed) {
+    return absl::FailedPreconditionError(
+        "newTimeout: the timer has been stopped; create a new Timer");
   }
 
   if (!started_.load(std::memory_order_acquire)) {
     if (absl::Status s = StartThread(); !s.ok()) {
-      shared_.pending.fetch_sub(1, std::memory_order_relaxed);
-      LeaveGate();
+      Release(1);
       return s;
     }
   }
@@ -83,19 +87,41 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask task,
   const int64_t delay_nanos =
       std::max<int64_t>(0, absl::ToInt64Nanoseconds(delay));
   const int64_t elapsed = config_.clock->NowNanos() - start_nanos_;
+  const int64_t deadline =
+      SaturatingAdd(std::max<int64_t>(0, elapsed), delay_nanos);
   auto* node = new TimeoutNode;
   node->refs.store(2, std::memory_order_relaxed);  // handle + worker
   node->shared = &shared_;
   node->task = std::move(task);
-  node->deadline = SaturatingAdd(std::max<int64_t>(0, elapsed), delay_nanos);
-  pending_queue_.Push(node);
-  LeaveGate();
+  node->deadline = deadline;
+  pending_queue_.Push(node);  // seq_cst: pairs with Sleep()'s check
+
+  // Wake the worker only if it sleeps past this node's tick.
+  const int64_t due = Wheel::DueTick(deadline, config_.tick_nanos);
+  int64_t planned = planned_wake_tick_.load(std::memory_order_seq_cst);
+  while (due < planned) {
+    if (planned_wake_tick_.compare_exchange_weak(planned, due,
+                                                 std::memory_order_seq_cst)) {
+      WakeWorker();
+      break;
+    }
+  }
   return TimeoutAccess::Adopt(node);
+}
+
+void Worker::WakeWorker() {
+  std::lock_guard<std::mutex> lock(wake_mu_);
+  if (sleeper_ != nullptr) sleeper_->Wake();
 }
 
 absl::Status Worker::StartThread() {
   std::lock_guard<std::mutex> lock(start_mu_);
   if (started_.load(std::memory_order_relaxed)) return absl::OkStatus();
+  if (shared_.pending_word.load(std::memory_order_relaxed) &
+      SharedTimerState::kClosed) {
+    return absl::FailedPreconditionError(
+        "newTimeout: the timer has been stopped; create a new Timer");
+  }
   sleeper_ = config_.clock->NewSleeper();
   try {
     thread_ = std::thread([self = shared_from_this()] { self->Run(); });
@@ -120,96 +146,119 @@ void Worker::Run() {
   start_ready_.store(true, std::memory_order_release);
   start_ready_.notify_all();
 
-  const int64_t tick_nanos = config_.tick_nanos;
-  for (int64_t tick = 0;; ++tick) {
-    // End of tick `tick`, relative to startTime; saturates for absurd uptimes.
-    const int64_t tick_end = tick >= INT64_MAX / tick_nanos - 1
-                                 ? INT64_MAX
-                                 : (tick + 1) * tick_nanos;
-    const int64_t now = AwaitTickEnd(tick_end);
-    if (now < 0) break;  // stopping
-    ProcessCancelled();
-    TransferPending(tick);
-    ExpireTick(tick, now);
-    Bump(ticks_);
+  while (!shutdown_.load(std::memory_order_acquire)) {
+    if (Pass(config_.clock->NowNanos() - start_nanos_)) Sleep();
   }
   if (finish_on_thread_) {
     // The Timer was destroyed from one of its own tasks; nobody will join us.
     for (Timeout& t : CollectUnprocessed()) t.takeTask();
+    std::lock_guard<std::mutex> lock(wake_mu_);
     sleeper_.reset();
   }
 }
 
-int64_t Worker::AwaitTickEnd(int64_t tick_end) {
-  if (shutdown_.load(std::memory_order_acquire)) return -1;
-  int64_t now = config_.clock->NowNanos() - start_nanos_;
-  if (now >= tick_end) {
-    if (now - tick_end >= config_.tick_nanos) Bump(catch_up_ticks_);
-    return now;
+bool Worker::Pass(int64_t now) {
+  queue_traffic_ = false;
+  bool done = ProcessCancelled();
+  done &= TransferPending();
+  // Tick k may be processed once its end, (k + 1) * tick, has passed.
+  const int64_t last_tick = now / config_.tick_nanos - 1;
+  done &= wheel_.Advance(last_tick, kSliceBudget,
+                         [&](TimeoutNode* node) { return Expire(node, now); });
+  if (expired_in_pass_ > 0) {
+    Release(expired_in_pass_);
+    expired_in_pass_ = 0;
   }
-  do {
-    sleeper_->SleepUntil(SaturatingAdd(start_nanos_, tick_end));
-    Bump(wakeups_);
-    if (shutdown_.load(std::memory_order_acquire)) return -1;
-    now = config_.clock->NowNanos() - start_nanos_;
-  } while (now < tick_end);
-  return now;
+  ticks_.store(wheel_.elapsed(), std::memory_order_relaxed);
+  return done;
+}
+
+void Worker::Sleep() {
+  int64_t next = wheel_.NextWorkTick();
+  // Housekeeping: while timeouts are being scheduled or cancelled, come back
+  // at the end of the current tick to drain the queues, so that cancelled
+  // nodes and their captures are released within about a tick. Without
+  // traffic, sleep until real work is due, however far away.
+  if (queue_traffic_) next = std::min(next, wheel_.elapsed());
+  planned_wake_tick_.store(next, std::memory_order_seq_cst);
+  // Dekker with Schedule(): a node pushed before our store is seen here; one
+  // pushed after it sees our plan and wakes us if it is due earlier.
+  if (!pending_queue_.Empty()) {
+    planned_wake_tick_.store(kAwake, std::memory_order_seq_cst);
+    return;
+  }
+  const int64_t wake_at =
+      next == Wheel::kNever
+          ? INT64_MAX
+          : SaturatingAdd(start_nanos_,
+                          SaturatingMul(next + 1, config_.tick_nanos));
+  sleeper_->SleepUntil(wake_at);
+  Bump(wakeups_);
+  planned_wake_tick_.store(kAwake, std::memory_order_seq_cst);
 }
 
 void Worker::DiscardCancelled(TimeoutNode* node) {
-  node->AwaitCancelled();
   node->task = nullptr;
   node->Unref();
 }
 
-void Worker::ProcessCancelled() {
-  while (TimeoutNode* node = shared_.cancelled.Pop()) {
-    node->AwaitCancelled();
+bool Worker::ProcessCancelled() {
+  for (int i = 0; i < kSliceBudget; ++i) {
+    TimeoutNode* node = shared_.cancelled.Pop();
+    if (node == nullptr) return true;
+    queue_traffic_ = true;
     if (node->in_bucket) {
       wheel_.Remove(node);
       node->Unref();  // the worker's reference
     }
     // Otherwise the node is still in the pending queue (TransferPending drops
-    // the worker's reference) or ExpireTick already dropped it.
+    // the worker's reference) or Expire already dropped it.
     node->task = nullptr;
     Bump(cancelled_);
     node->Unref();  // the cancellation queue's reference
   }
+  return false;
 }
 
-void Worker::TransferPending(int64_t tick) {
-  for (int i = 0; i < kMaxTransfersPerTick; ++i) {
+bool Worker::TransferPending() {
+  for (int i = 0; i < kSliceBudget; ++i) {
     TimeoutNode* node = pending_queue_.Pop();
-    if (node == nullptr) return;
+    if (node == nullptr) return true;
+    queue_traffic_ = true;
     if (node->state.load(std::memory_order_acquire) != TimeoutState::kPending) {
       DiscardCancelled(node);
       continue;
     }
-    wheel_.Insert(node, Wheel::DueTick(node->deadline, config_.tick_nanos),
-                  tick);
+    wheel_.Insert(node, Wheel::DueTick(node->deadline, config_.tick_nanos));
   }
+  return false;
 }
 
-void Worker::ExpireTick(int64_t tick, int64_t now_since_start) {
-  wheel_.ExpireTick(tick, [&](TimeoutNode* node) {
-    TimeoutState expected = TimeoutState::kPending;
-    if (!node->state.compare_exchange_strong(expected, TimeoutState::kExpired,
-                                             std::memory_order_acq_rel,
-                                             std::memory_order_acquire)) {
-      DiscardCancelled(node);  // lost to a cancel() since the last drain
-      return true;
-    }
-    shared_.pending.fetch_sub(1, std::memory_order_relaxed);
-    Bump(expired_);
-    const int64_t lateness = now_since_start - node->deadline;
-    if (lateness > worst_lateness_nanos_.load(std::memory_order_relaxed)) {
-      worst_lateness_nanos_.store(lateness, std::memory_order_relaxed);
-    }
-    RunTask(node);
-    // A stop() or a destroying task ends the walk here; the rest of the bucket
-    // is returned by stop().
-    return !shutdown_.load(std::memory_order_acquire);
-  });
+bool Worker::Expire(TimeoutNode* node, int64_t now) {
+  TimeoutState expected = TimeoutState::kPending;
+  if (!node->state.compare_exchange_strong(expected, TimeoutState::kExpired,
+                                           std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+    DiscardCancelled(node);  // lost to a cancel() since the last drain
+    return true;
+  }
+  ++expired_in_pass_;
+  Bump(expired_);
+  const int64_t tick = node->due_tick;
+  ticks_.store(tick, std::memory_order_relaxed);  // the tick being processed
+  if (now >= SaturatingMul(tick + 2, config_.tick_nanos) &&
+      tick != last_late_tick_) {
+    last_late_tick_ = tick;  // processed a full tick or more after its end
+    Bump(catch_up_ticks_);
+  }
+  const int64_t lateness = now - node->deadline;
+  if (lateness > worst_lateness_nanos_.load(std::memory_order_relaxed)) {
+    worst_lateness_nanos_.store(lateness, std::memory_order_relaxed);
+  }
+  RunTask(node);
+  // A stop() or a destroying task ends the pass here; the rest is returned by
+  // stop().
+  return !shutdown_.load(std::memory_order_acquire);
 }
 
 void Worker::InvokeTask(const Timeout& timeout) {
@@ -247,30 +296,47 @@ void Worker::RunTask(TimeoutNode* node) {
 }
 
 std::vector<Timeout> Worker::CollectUnprocessed() {
-  std::vector<Timeout> result;
-  result.reserve(static_cast<size_t>(wheel_.size()));
+  // (deadline, node) pairs: sorting them touches no node, which matters with a
+  // million of them.
+  std::vector<std::pair<int64_t, TimeoutNode*>> stopped;
+  stopped.reserve(static_cast<size_t>(wheel_.size()));
   auto take = [&](TimeoutNode* node) {
     TimeoutState expected = TimeoutState::kPending;
     if (node->state.compare_exchange_strong(expected, TimeoutState::kStopped,
                                             std::memory_order_acq_rel,
                                             std::memory_order_acquire)) {
-      shared_.pending.fetch_sub(1, std::memory_order_relaxed);
-      result.push_back(TimeoutAccess::Adopt(node));
+      stopped.emplace_back(node->deadline, node);
+      Release(1);
     } else {
       DiscardCancelled(node);
     }
   };
   wheel_.DrainAll(take);
-  while (TimeoutNode* node = pending_queue_.Pop()) take(node);
-  // Every cancel() that won a node has finished (take() waited for it), so the
-  // cancellation queue is complete; release what it holds.
-  ProcessCancelled();
-  // Earliest deadline first: the order in which they would have run.
-  std::stable_sort(result.begin(), result.end(),
-                   [](const Timeout& a, const Timeout& b) {
-                     return TimeoutAccess::Node(a)->deadline <
-                            TimeoutAccess::Node(b)->deadline;
-                   });
+  // Every slot still counted belongs to a node on its way into the pending
+  // queue (its newTimeout() is between reserving and pushing) or to a cancel()
+  // between its push and its release. Wait them out.
+  while (true) {
+    while (TimeoutNode* node = pending_queue_.Pop()) take(node);
+    while (!ProcessCancelled()) {
+    }
+    if (SharedTimerState::Count(shared_.pending_word.load(
+            std::memory_order_acquire)) == 0) {
+      break;
+    }
+    std::this_thread::yield();
+  }
+  // A cancel() may have pushed just before giving back the last slot.
+  while (!ProcessCancelled()) {
+  }
+  // Earliest deadline first, the order in which they would have run; ties in
+  // the order they were found.
+  std::stable_sort(stopped.begin(), stopped.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Timeout> result;
+  result.reserve(stopped.size());
+  for (const auto& entry : stopped) {
+    result.push_back(TimeoutAccess::Adopt(entry.second));
+  }
   return result;
 }
 
@@ -282,19 +348,25 @@ absl::StatusOr<std::vector<Timeout>> Worker::Stop() {
         "thread");
   }
   std::lock_guard<std::mutex> lock(stop_mu_);
-  if (gate_.fetch_or(1, std::memory_order_acq_rel) & 1) {
+  if (shared_.pending_word.fetch_or(SharedTimerState::kClosed,
+                                    std::memory_order_acq_rel) &
+      SharedTimerState::kClosed) {
     return std::vector<Timeout>();  // already stopped
   }
-  while ((gate_.load(std::memory_order_acquire) >> 1) != 0) {
-    std::this_thread::yield();  // a newTimeout() is finishing its push
+  // After this, no thread can start: StartThread() checks the closed bit
+  // under start_mu_.
+  bool started;
+  {
+    std::lock_guard<std::mutex> start_lock(start_mu_);
+    started = started_.load(std::memory_order_relaxed);
   }
-  if (!started_.load(std::memory_order_acquire)) {
-    return std::vector<Timeout>();  // never scheduled anything, no thread
+  if (started) {
+    shutdown_.store(true, std::memory_order_release);
+    WakeWorker();
+    thread_.join();
   }
-  shutdown_.store(true, std::memory_order_release);
-  sleeper_->Wake();
-  thread_.join();
   std::vector<Timeout> unprocessed = CollectUnprocessed();
+  std::lock_guard<std::mutex> wake_lock(wake_mu_);
   sleeper_.reset();  // unregisters from a ManualClock
   return unprocessed;
 }
@@ -309,9 +381,10 @@ void Worker::Shutdown() {
   }
   // Destroyed from inside one of our own tasks: we cannot join ourselves.
   std::lock_guard<std::mutex> lock(stop_mu_);
-  if (gate_.fetch_or(1, std::memory_order_acq_rel) & 1) return;
-  while ((gate_.load(std::memory_order_acquire) >> 1) != 0) {
-    std::this_thread::yield();
+  if (shared_.pending_word.fetch_or(SharedTimerState::kClosed,
+                                    std::memory_order_acq_rel) &
+      SharedTimerState::kClosed) {
+    return;
   }
   finish_on_thread_ = true;
   shared_.owner.store(nullptr, std::memory_order_relaxed);

@@ -5,30 +5,48 @@
 // lets newTimeout(), cancel() and stop() race safely. Users include
 // timer/timer.h; Timer forwards to this class.
 //
-// The worker loop (Run), once per tick k:
-//   1. sleep until the end of tick k, startTime + (k + 1) * tick (skipped when
-//      the worker is behind: every missed tick is processed, in order);
-//   2. drain the cancellation queue: unlink each cancelled node from its bucket
-//      in O(1) and destroy its task, so captures do not live to the deadline;
-//   3. move at most kMaxTransfersPerTick nodes from the pending queue into the
-//      wheel (never into a tick already processed);
-//   4. expire the bucket of tick k: claim each due node (CAS pending ->
-//      expired) and run its task, or hand it to the task executor.
-// Everything the loop touches except the two queues, `state` and the
-// counters is worker-only. Sleeping goes through Clock::Sleeper, so a
-// ManualClock makes the loop deterministic, and so that the loop can later
-// sleep until the next non-empty tick instead of every tick: Sleeper::Wake()
-// is already the way to interrupt a sleep.
+// The worker loop (Run). Each pass:
+//   1. drain the cancellation queue: unlink each cancelled node from its
+//      bucket in O(1) and destroy its task, so captures do not live to the
+//      deadline;
+//   2. move up to kSliceBudget nodes from the pending queue into the wheel
+//      (never into a tick already processed);
+//   3. advance the wheel to the last tick whose end the clock has passed,
+//      expiring (or cascading) at most kSliceBudget nodes: each expired node is
+//      claimed (CAS pending -> expired) and its task run or handed to the task
+//      executor.
+//   If a budget ran out, the next pass starts at once: a burst is worked off
+//   in slices, with cancellations and new timeouts served in between, and
+//   never waits for the next tick. Otherwise the worker sleeps until the end of
+//   the tick of the wheel's next work (Wheel::NextWorkTick()), or indefinitely
+//   when the wheel is empty: it does not wake every tick. One exception, for
+//   housekeeping: after a pass that found new or cancelled timeouts in the
+//   queues, it sleeps at most to the end of the current tick, so that while
+//   traffic flows, cancelled nodes and their captures are released within
+//   about a tick and the queues stay short; once traffic stops, so do these
+//   wake-ups. A worker that fell behind (a slow task, a suspended process)
+//   processes every missed tick's work in order.
 //
-// The gate (newTimeout vs stop)
-//   `gate_` packs a "closed" bit (bit 0) and the number of newTimeout() calls
-//   in flight (the rest). newTimeout() adds 2 (acq_rel), backs out if the bit
-//   is set, pushes, and subtracts 2 (release). stop() sets the bit and waits
-//   for the count to reach zero (acquire). All of this is one atomic variable,
-//   so its modification order decides each race: a newTimeout() that entered
-//   before the bit was set has finished its push before stop() proceeds (and
-//   its node is returned by stop()), and one that entered after fails with
-//   FailedPrecondition. No accepted timeout is ever lost.
+// Waking the worker (newTimeout vs a sleeping worker)
+//   Before sleeping, the worker stores the tick it plans to wake for in
+//   `planned_wake_tick_` (seq_cst), then checks that the pending queue is still
+//   empty (seq_cst); while awake it stores kAwake. newTimeout() pushes its
+//   node (a seq_cst exchange), then loads `planned_wake_tick_` (seq_cst): only
+//   if the new node is due earlier does it claim the wake-up with a CAS and
+//   call Sleeper::Wake(). Either the worker sees the node or the producer sees
+//   the plan (Dekker), so no timeout sleeps through its deadline; and a
+//   newTimeout() due later than the planned wake-up, or any cancel(), costs
+//   the sleeping worker nothing.
+//
+// Stopping (newTimeout and cancel vs stop)
+//   SharedTimerState::pending_word holds the pending count and a closed bit in
+//   one word. newTimeout() reserves its slot and checks the bit in one RMW
+//   before it pushes; a winning cancel() pushes on the cancellation queue
+//   before it gives its slot back (release). stop() sets the bit, joins the
+//   worker, then drains the wheel and both queues until the count is zero
+//   (acquire): every newTimeout() that got a slot has pushed, and been
+//   returned; every cancel() has pushed, and been released. No accepted
+//   timeout is lost, and nothing shared is touched after stop() returns.
 //
 // Lifetime
 //   Timer holds a shared_ptr to the Worker and so does the thread, so a Timer
@@ -70,9 +88,12 @@ struct WorkerConfig {
 
 class Worker : public std::enable_shared_from_this<Worker> {
  public:
-  // Netty's bound on how many new timeouts one tick moves into the wheel, so
-  // that a flood of newTimeout() calls cannot stall expiry.
-  static constexpr int kMaxTransfersPerTick = 100000;
+  // The most nodes one pass transfers, and the most it expires or cascades,
+  // before it serves the queues again. Bounds the time a cancel() or an
+  // urgent newTimeout() waits behind a burst (about 0.1 ms of work), without
+  // making the burst wait for the next tick (Netty moves at most 100,000 new
+  // timeouts per tick, so a burst of a million fires ten ticks late).
+  static constexpr int kSliceBudget = 4096;
 
   // Use std::make_shared: the thread keeps the Worker alive.
   Worker(WorkerConfig config, Timer* owner);
@@ -90,26 +111,39 @@ class Worker : public std::enable_shared_from_this<Worker> {
   void Shutdown();
 
   int64_t pending() const {
-    return shared_.pending.load(std::memory_order_relaxed);
+    return SharedTimerState::Count(
+        shared_.pending_word.load(std::memory_order_relaxed));
   }
   TimerMetrics Metrics() const;
   bool OnWorkerThread() const;
 
  private:
+  static constexpr int64_t kAwake = INT64_MIN;
+
   absl::Status StartThread();
   void Run();
-  // Sleeps until `tick_end` (nanoseconds after startTime); returns the time
-  // then, or -1 once the timer is stopping.
-  int64_t AwaitTickEnd(int64_t tick_end);
-  void ProcessCancelled();
-  void TransferPending(int64_t tick);
-  void ExpireTick(int64_t tick, int64_t now_since_start);
+  // One pass (steps 1-3 above); true when it finished all work that is due.
+  bool Pass(int64_t now);
+  // Sleeps until the wheel's next work is due or a producer wakes us.
+  void Sleep();
+  // Wakes the worker from another thread.
+  void WakeWorker();
+  // Each returns true when its queue is drained, false when the slice budget
+  // ran out first.
+  bool ProcessCancelled();
+  bool TransferPending();
+  bool Expire(TimeoutNode* node, int64_t now);
   void RunTask(TimeoutNode* node);
+  // Called once the worker has exited, by the one thread that finishes the
+  // shutdown: returns every pending node, marked stopped.
   std::vector<Timeout> CollectUnprocessed();
+  void Release(int64_t slots) {
+    shared_.pending_word.fetch_sub(slots * SharedTimerState::kOne,
+                                   std::memory_order_release);
+  }
   // Drops the worker's reference to a node that lost to cancel().
   static void DiscardCancelled(TimeoutNode* node);
   static void InvokeTask(const Timeout& timeout);
-  void LeaveGate() { gate_.fetch_sub(2, std::memory_order_release); }
   static void Bump(std::atomic<int64_t>& counter, int64_t by = 1) {
     // Single writer (the worker): a load and a store, no RMW needed.
     counter.store(counter.load(std::memory_order_relaxed) + by,
@@ -118,9 +152,10 @@ class Worker : public std::enable_shared_from_this<Worker> {
 
   const WorkerConfig config_;
   SharedTimerState shared_;
-
-  alignas(64) std::atomic<uint64_t> gate_{0};
   PendingQueue pending_queue_;
+  // The tick the sleeping worker will wake for, kAwake while it runs, or
+  // Wheel::kNever while it sleeps with an empty wheel.
+  alignas(64) std::atomic<int64_t> planned_wake_tick_{kAwake};
 
   // Start-up: guarded by start_mu_; started_ and start_nanos_ are published
   // with release/acquire through started_.
@@ -130,6 +165,10 @@ class Worker : public std::enable_shared_from_this<Worker> {
   int64_t start_nanos_ = 0;               // clock reading at startTime
   std::thread thread_;
   std::atomic<std::thread::id> worker_id_{};
+  // The worker's sleeper. Producers may still be about to Wake() it after
+  // stop() has collected their node, so it dies under wake_mu_, and every
+  // Wake() from another thread (rare: only an earlier deadline) takes it.
+  std::mutex wake_mu_;
   std::unique_ptr<Clock::Sleeper> sleeper_;
 
   std::mutex stop_mu_;  // serialises stop() calls
@@ -138,6 +177,9 @@ class Worker : public std::enable_shared_from_this<Worker> {
 
   // Worker-only.
   Wheel wheel_;
+  int64_t last_late_tick_ = -1;  // last tick counted in catch_up_ticks_
+  int64_t expired_in_pass_ = 0;  // pending slots to give back after a pass
+  bool queue_traffic_ = false;   // the last pass popped from a queue
 
   // Written by the worker only (Bump), read by Metrics().
   std::atomic<int64_t> expired_{0};

@@ -1,0 +1,129 @@
+// When the worker wakes, on a ManualClock: not every tick, only for due work,
+// for an earlier newTimeout(), and for housekeeping while traffic flows; never
+// for a cancel(). Also: a large burst is expired in the tick it is due.
+
+#include <memory>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+#include "timer/timer.h"
+
+namespace tickwheel {
+namespace {
+
+using ::tickwheel::testing::MakeManualTimer;
+using ::tickwheel::testing::Probe;
+using ::tickwheel::testing::ProbeTask;
+using ::tickwheel::testing::Tick;
+
+constexpr int64_t kMs = 1000000;
+
+// Lets the worker drain its queues and finish the housekeeping wake-ups that
+// follow queue traffic (at most one per tick, two ticks in all).
+void SettlePastHousekeeping(testing::ManualTimer& t) {
+  t.clock->AwaitIdle();
+  t.clock->AdvanceAndSettle(t.timer->tickDuration());
+  t.clock->AdvanceAndSettle(t.timer->tickDuration());
+}
+
+TEST(TimerWakeupTest, OneFarTimeoutCostsNoWakeUps) {
+  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
+  t.timer->newTimeout([](const Timeout&) {}, absl::Hours(1)).value();
+  // The first ticks drain the pending queue (housekeeping); after that the
+  // worker sleeps until the timeout is due, whatever the clock does.
+  SettlePastHousekeeping(t);
+  const int64_t after_start = t.timer->metrics().wakeups;
+  t.clock->AdvanceInSteps(absl::Seconds(5), absl::Milliseconds(1));
+  EXPECT_EQ(t.timer->metrics().wakeups, after_start);
+  EXPECT_LE(after_start, 3);
+}
+
+TEST(TimerWakeupTest, LaterNewTimeoutDoesNotWakeEarlierDoes) {
+  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 64));
+  t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(10)).value();
+  SettlePastHousekeeping(t);
+  const int64_t base = t.timer->metrics().wakeups;
+
+  t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(20)).value();
+  t.clock->AwaitIdle();
+  EXPECT_EQ(t.timer->metrics().wakeups, base);  // due later: no wake-up
+
+  auto probe = std::make_shared<Probe>();
+  t.timer->newTimeout(ProbeTask(probe, t.clock), absl::Seconds(1)).value();
+  t.clock->AwaitIdle();
+  EXPECT_EQ(t.timer->metrics().wakeups, base + 1);  // due earlier: re-plans
+  t.clock->AdvanceInSteps(absl::Seconds(1), absl::Milliseconds(1));
+  EXPECT_EQ(probe->runs.load(), 1);
+  EXPECT_EQ(probe->ran_at_nanos.load(), 1002 * kMs);  // scheduled at 2 ms
+}
+
+TEST(TimerWakeupTest, CancelNeverWakesTheWorker) {
+  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 64));
+  std::vector<Timeout> timeouts;
+  for (int i = 1; i <= 10; ++i) {
+    timeouts.push_back(
+        t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(i)).value());
+  }
+  SettlePastHousekeeping(t);
+  const int64_t base = t.timer->metrics().wakeups;
+  for (Timeout& timeout : timeouts) ASSERT_TRUE(timeout.cancel());
+  t.clock->AwaitIdle();
+  EXPECT_EQ(t.timer->metrics().wakeups, base);
+  EXPECT_EQ(t.timer->pendingTimeouts(), 0);
+}
+
+TEST(TimerWakeupTest, CancelledCapturesAreReleasedWhileTrafficFlows) {
+  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 64));
+  std::vector<std::shared_ptr<Probe>> probes;
+  // The request-timeout pattern: schedule, cancel right after, repeatedly.
+  for (int i = 0; i < 5; ++i) {
+    probes.push_back(std::make_shared<Probe>());
+    Timeout timeout =
+        t.timer->newTimeout(ProbeTask(probes.back()), absl::Seconds(30)).value();
+    ASSERT_TRUE(timeout.cancel());
+    t.clock->AdvanceAndSettle(absl::Milliseconds(1));
+  }
+  t.clock->AdvanceAndSettle(absl::Milliseconds(1));
+  for (const auto& probe : probes) {
+    EXPECT_TRUE(probe->captures_destroyed.load());  // within two ticks
+    EXPECT_EQ(probe->runs.load(), 0);
+  }
+}
+
+TEST(TimerWakeupTest, BurstRunsInTheTickItIsDue) {
+  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
+  constexpr int kBurst = 20000;  // five slices
+  auto ran = std::make_shared<std::atomic<int>>(0);
+  for (int i = 0; i < kBurst; ++i) {
+    t.timer
+        ->newTimeout([ran](const Timeout&) { ran->fetch_add(1); },
+                     absl::Milliseconds(50))
+        .value();
+  }
+  t.clock->AdvanceAndSettle(absl::Milliseconds(49));
+  EXPECT_EQ(ran->load(), 0);
+  t.clock->AdvanceAndSettle(absl::Milliseconds(1));
+  EXPECT_EQ(ran->load(), kBurst);
+  EXPECT_EQ(t.timer->metrics().catch_up_ticks, 0);
+  EXPECT_EQ(t.timer->metrics().worst_lateness, absl::ZeroDuration());
+}
+
+TEST(TimerWakeupTest, FarTimeoutsAreNotWalkedUntilDue) {
+  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 64));
+  for (int i = 0; i < 1000; ++i) {
+    t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(10 + i % 50))
+        .value();
+  }
+  SettlePastHousekeeping(t);
+  const int64_t base = t.timer->metrics().wakeups;
+  // 9 s of a 1 ms tick: Netty's wheel would wake 9000 times; this one wakes
+  // only to move the far buckets down a level as their time comes.
+  t.clock->AdvanceInSteps(absl::Seconds(9), absl::Milliseconds(1));
+  EXPECT_LT(t.timer->metrics().wakeups - base, 20);
+  EXPECT_EQ(t.timer->metrics().expired, 0);
+}
+
+}  // namespace
+}  // namespace tickwheel
