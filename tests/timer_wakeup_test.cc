@@ -74,7 +74,7 @@ TEST(TimerWakeupTest, CancelNeverWakesTheWorker) {
   EXPECT_EQ(t.timer->pendingTimeouts(), 0);
 }
 
-TEST(TimerWakeupTest, CancelledCapturesAreReleasedWhileTrafficFlows) {
+TEST(TimerWakeupTest, CancelledNodesAreUnlinkedWhileTrafficFlows) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 64));
   std::vector<std::shared_ptr<Probe>> probes;
   // The request-timeout pattern: schedule, cancel right after, repeatedly.
@@ -87,9 +87,11 @@ TEST(TimerWakeupTest, CancelledCapturesAreReleasedWhileTrafficFlows) {
   }
   t.clock->AdvanceAndSettle(absl::Milliseconds(1));
   for (const auto& probe : probes) {
-    EXPECT_TRUE(probe->captures_destroyed.load());  // within two ticks
+    EXPECT_TRUE(probe->captures_destroyed.load());
     EXPECT_EQ(probe->runs.load(), 0);
   }
+  // The housekeeping ticks have unlinked every cancelled node.
+  EXPECT_EQ(t.timer->metrics().cancelled, 5);
 }
 
 TEST(TimerWakeupTest, BurstRunsInTheTickItIsDue) {

@@ -63,7 +63,10 @@ bool Timeout::cancel() const {
     return false;
   }
   // We own the node's fate now, and its pending slot keeps the shared state
-  // alive until we give the slot back, last (see timeout_node.h).
+  // alive until we give the slot back, last (see timeout_node.h). The task is
+  // ours to destroy: do it now, so that its captures are released at once
+  // even if the worker sleeps for an hour; the worker only unlinks the node.
+  node_->task = nullptr;
   internal::SharedTimerState* shared = node_->shared;
   node_->Ref();  // the cancellation queue's reference
   shared->cancelled.Push(node_);

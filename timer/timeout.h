@@ -46,11 +46,16 @@ class Timeout {
   bool isCancelled() const;
 
   // Cancels the task if it is still pending. Returns true iff this call moved
-  // it from pending to cancelled; then the task will never run, the timer's
-  // pendingTimeouts() has already dropped by one when this returns, and the
-  // worker destroys the task (and its captures) at its next tick.
+  // it from pending to cancelled. Then the task will never run; it has been
+  // destroyed (with its captures) on the calling thread, and the timer's
+  // pendingTimeouts() has dropped by one, before this returns. The worker
+  // unlinks the node from its bucket in O(1) when it next wakes (within about
+  // a tick while timeouts are being scheduled or cancelled); a cancel() never
+  // wakes it. Do not call cancel() while holding a lock that the task's
+  // captures take in their destructors.
   // Returns false if the task already expired, was cancelled, or was returned
-  // by stop(), and for an empty handle. Lock-free: one CAS, one queue push.
+  // by stop(), and for an empty handle. Lock-free: one CAS, one queue push,
+  // one atomic RMW on the pending count.
   bool cancel() const;
 
   // For a timeout returned by Timer::stop(): moves the task out, so that the

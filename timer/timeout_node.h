@@ -19,7 +19,8 @@
 // Each transition out of kPending is a compare-and-swap, so exactly one of
 // cancel(), expiry and stop() wins: a cancel that races an expiry returns true
 // only if it won, in which case the task never runs. The winner alone may touch
-// `task` afterwards (run it, destroy it, or hand it to takeTask()).
+// `task` afterwards (cancel() destroys it, the worker runs it, stop() hands it
+// to takeTask()).
 //
 // The shared state outlives every call that reaches it: newTimeout() and a
 // winning cancel() both hold a pending slot in SharedTimerState::pending_word

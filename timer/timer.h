@@ -28,14 +28,16 @@
 //   newTimeout() allocates a node, reads the clock, and pushes the node on a
 //   lock-free multi-producer queue (one atomic exchange). The worker thread
 //   starts on the first newTimeout() and records startTime; deadlines are
-//   nanoseconds after it. Once per tick the worker drains the cancellation
-//   queue, moves up to 100,000 new nodes into a power-of-two wheel of
-//   ticks_per_wheel buckets (bucket = due tick & mask, remainingRounds =
-//   full turns still to wait), and runs the tasks of the current bucket that
-//   are due. A task runs at the first tick boundary at or after its deadline,
-//   never before: normally less than one tick late. A worker that falls
-//   behind (a slow task, a suspended process) processes every missed tick in
-//   order.
+//   nanoseconds after it. The worker drains the cancellation queue, moves new
+//   nodes into the wheel, and runs the tasks that are due, in slices of at
+//   most 4096 nodes. The wheel is Netty's power-of-two ring of
+//   ticks_per_wheel one-tick buckets (bucket = due tick & mask,
+//   remainingRounds = full turns still to wait), with coarser levels above it
+//   for far deadlines, so that far entries are never walked and the worker
+//   sleeps until the next tick with work instead of waking every tick. A task
+//   runs at the first tick boundary at or after its deadline, never before:
+//   normally less than one tick late. A worker that falls behind (a slow task,
+//   a suspended process) catches up every missed tick in order.
 //
 // Threading and memory ordering
 //   Timer and Timeout are thread-safe: any thread may call newTimeout(),
@@ -133,8 +135,10 @@ class Timer {
   // FailedPrecondition: the timer was stopped.
   // ResourceExhausted: the pending count would exceed max_pending_timeouts
   //   (the message names both numbers), or the worker thread cannot start.
-  // Cost: one allocation, one clock read, three uncontended atomic RMWs and
-  // one atomic exchange; lock-free.
+  // Cost: one allocation, one clock read, one atomic RMW on the pending count
+  // and one atomic exchange; lock-free. It wakes the worker (a mutex and a
+  // condition variable) only when the new deadline is earlier than the one
+  // the sleeping worker planned to wake for.
   absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay);
 
   // The same with a std::chrono duration.

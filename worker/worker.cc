@@ -212,8 +212,8 @@ bool Worker::ProcessCancelled() {
       node->Unref();  // the worker's reference
     }
     // Otherwise the node is still in the pending queue (TransferPending drops
-    // the worker's reference) or Expire already dropped it.
-    node->task = nullptr;
+    // the worker's reference) or Expire already dropped it. cancel() has
+    // already destroyed the task.
     Bump(cancelled_);
     node->Unref();  // the cancellation queue's reference
   }
