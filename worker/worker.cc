@@ -198,7 +198,7 @@ void Worker::Sleep() {
 }
 
 void Worker::DiscardCancelled(TimeoutNode* node) {
-  node->task = nullptr;
+  // cancel() destroys the task; touching it here would race with that.
   node->Unref();
 }
 
