@@ -9,8 +9,9 @@
 // default-constructed Timeout is empty: its queries return false, timer()
 // returns nullptr and takeTask() an empty task. Handles may outlive their
 // Timer: isExpired(), isCancelled(), cancel() and takeTask() stay safe after
-// the Timer is destroyed (cancel() then returns false); timer() then returns a
-// dangling pointer, exactly as a raw Timer* would.
+// the Timer is destroyed (cancel() then returns false). timer() is the one
+// exception: it reads the Timer's state, so it must not be called once the
+// Timer is destroyed (it has nothing useful to return then anyway).
 //
 // This class is thread-safe: any thread may call any method on any copy.
 
@@ -34,7 +35,9 @@ class Timeout {
   Timeout& operator=(Timeout&& other) noexcept;
   ~Timeout();
 
-  // The Timer that scheduled this timeout; nullptr for an empty handle.
+  // The Timer that scheduled this timeout; nullptr for an empty handle, and
+  // for a timeout whose Timer is being destroyed from inside one of its own
+  // tasks. Must not be called after the Timer has been destroyed.
   Timer* timer() const;
 
   // True once the worker has claimed the task to run it (it may still be

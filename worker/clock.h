@@ -36,7 +36,9 @@ class Clock {
     // Blocks until the clock reads at least `deadline_nanos`, or until Wake()
     // has been called since the previous SleepUntil() returned (a Wake() that
     // comes before SleepUntil() is not lost: the next SleepUntil() returns at
-    // once). Spurious early returns are allowed; callers re-check the time.
+    // once). A deadline of INT64_MAX means "no deadline": only Wake() ends the
+    // sleep, even on a clock that reads INT64_MAX. Spurious early returns are
+    // allowed; callers re-check the time.
     virtual void SleepUntil(int64_t deadline_nanos) = 0;
 
     // Makes the current or next SleepUntil() return. Thread-safe; cheap when

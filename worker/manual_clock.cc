@@ -25,7 +25,8 @@ class ManualClock::ManualSleeper final : public Clock::Sleeper {
     state_.asleep = true;
     clock_->cv_.notify_all();  // AwaitIdle() may be waiting for this.
     clock_->cv_.wait(lock, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return state_.woken || clock_->now_ >= deadline_nanos;
+      return state_.woken ||
+             (deadline_nanos != INT64_MAX && clock_->now_ >= deadline_nanos);
     });
     state_.asleep = false;
     state_.woken = false;
@@ -58,13 +59,14 @@ std::unique_ptr<Clock::Sleeper> ManualClock::NewSleeper() {
 void ManualClock::Advance(absl::Duration d) {
   const int64_t nanos = std::max<int64_t>(0, absl::ToInt64Nanoseconds(d));
   std::lock_guard<std::mutex> lock(mu_);
-  now_ = (nanos > INT64_MAX - now_) ? INT64_MAX : now_ + nanos;
+  now_ = (now_ > INT64_MAX - nanos) ? INT64_MAX : now_ + nanos;
   cv_.notify_all();
 }
 
 bool ManualClock::IdleLocked() const {
   for (const SleeperState* s : sleepers_) {
-    if (!s->asleep || s->woken || s->deadline <= now_) return false;
+    if (!s->asleep || s->woken) return false;
+    if (s->deadline != INT64_MAX && s->deadline <= now_) return false;
   }
   return true;
 }

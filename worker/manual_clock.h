@@ -49,8 +49,8 @@ class ManualClock final : public Clock {
   void Advance(absl::Duration d);
 
   // Blocks until every live sleeper of this clock is asleep with a deadline
-  // later than NowNanos() and no pending Wake(). Returns at once when there
-  // are no sleepers.
+  // later than NowNanos() (or none: INT64_MAX) and no pending Wake(). Returns
+  // at once when there are no sleepers.
   void AwaitIdle();
 
   // Advance(d) then AwaitIdle().

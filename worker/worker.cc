@@ -15,11 +15,13 @@
 namespace tickwheel::internal {
 namespace {
 
-// Both operands non-negative.
+// a + b, saturating at INT64_MAX; `a` may be negative (clock readings have
+// any origin), `b` must not be.
 int64_t SaturatingAdd(int64_t a, int64_t b) {
-  return b > INT64_MAX - a ? INT64_MAX : a + b;
+  return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
+// a * b, saturating at INT64_MAX; both non-negative, b > 0.
 int64_t SaturatingMul(int64_t a, int64_t b) {
   return a > INT64_MAX / b ? INT64_MAX : a * b;
 }
@@ -187,6 +189,8 @@ void Worker::Sleep() {
     planned_wake_tick_.store(kAwake, std::memory_order_seq_cst);
     return;
   }
+  // A tick end the clock cannot express (past INT64_MAX) never comes: sleep
+  // until woken, which is what the deadline INT64_MAX means to a Sleeper.
   const int64_t wake_at =
       next == Wheel::kNever
           ? INT64_MAX
