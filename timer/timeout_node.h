@@ -47,6 +47,16 @@
 
 #include "absl/functional/any_invocable.h"
 #include "worker/mpsc_queue.h"
+#include "worker/node_pool.h"
+
+// The sanitizers track lifetimes per allocation; recycled pool blocks would
+// hide a use-after-free from ASan and reuse-races from TSan.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    defined(ADDRESS_SANITIZER) || defined(THREAD_SANITIZER)
+#define TICKWHEEL_NODE_POOL 0
+#else
+#define TICKWHEEL_NODE_POOL 1
+#endif
 
 namespace tickwheel {
 
@@ -88,6 +98,13 @@ struct TimeoutNode {
   std::atomic<TimeoutNode*> next{nullptr};
   TimeoutNode* prev = nullptr;  // bucket list's backward link
   std::atomic<TimeoutNode*> cancel_next{nullptr};
+
+#if TICKWHEEL_NODE_POOL
+  // Nodes are made on producer threads and mostly freed on the worker: see
+  // worker/node_pool.h for why they do not go through malloc.
+  static void* operator new(size_t size) { return NodePool::Allocate(size); }
+  static void operator delete(void* p, size_t size) { NodePool::Free(p, size); }
+#endif
 
   void Ref() { refs.fetch_add(1, std::memory_order_relaxed); }
 

@@ -43,7 +43,7 @@ bool Worker::OnWorkerThread() const {
          std::this_thread::get_id();
 }
 
-absl::StatusOr<Timeout> Worker::Schedule(TimerTask task,
+absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
                                          absl::Duration delay) {
   if (!task) {
     return absl::InvalidArgumentError(

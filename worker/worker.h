@@ -100,7 +100,7 @@ class Worker : public std::enable_shared_from_this<Worker> {
   ~Worker();
 
   // Timer::newTimeout. Starts the thread on first use.
-  absl::StatusOr<Timeout> Schedule(TimerTask task, absl::Duration delay);
+  absl::StatusOr<Timeout> Schedule(TimerTask&& task, absl::Duration delay);
 
   // Timer::stop.
   absl::StatusOr<std::vector<Timeout>> Stop();
