@@ -167,10 +167,6 @@ bool Worker::Pass(int64_t now) {
   const int64_t last_tick = now / config_.tick_nanos - 1;
   done &= wheel_.Advance(last_tick, kSliceBudget,
                          [&](TimeoutNode* node) { return Expire(node, now); });
-  if (expired_in_pass_ > 0) {
-    Release(expired_in_pass_);
-    expired_in_pass_ = 0;
-  }
   ticks_.store(wheel_.elapsed(), std::memory_order_relaxed);
   return done;
 }
@@ -246,7 +242,9 @@ bool Worker::Expire(TimeoutNode* node, int64_t now) {
     DiscardCancelled(node);  // lost to a cancel() since the last drain
     return true;
   }
-  ++expired_in_pass_;
+  // Give the slot back before the task runs: a task that reschedules itself
+  // must find its own slot free, even at max_pending_timeouts.
+  Release(1);
   Bump(expired_);
   const int64_t tick = node->due_tick;
   ticks_.store(tick, std::memory_order_relaxed);  // the tick being processed

@@ -178,7 +178,6 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // Worker-only.
   Wheel wheel_;
   int64_t last_late_tick_ = -1;  // last tick counted in catch_up_ticks_
-  int64_t expired_in_pass_ = 0;  // pending slots to give back after a pass
   bool queue_traffic_ = false;   // the last pass popped from a queue
 
   // Written by the worker only (Bump), read by Metrics().
