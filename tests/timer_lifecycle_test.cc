@@ -193,6 +193,25 @@ TEST(TimerLifecycleTest, TaskExecutorRunsTasksInsteadOfTheWorker) {
   EXPECT_TRUE(probe->captures_destroyed.load());
 }
 
+TEST(TimerLifecycleTest, ExecutorTaskRunAfterTimerDestructionSeesNoTimer) {
+  std::vector<absl::AnyInvocable<void()>> handed;  // touched by worker only
+  TimerOptions options = Tick(absl::Milliseconds(10));
+  options.task_executor = [&](absl::AnyInvocable<void()> run) {
+    handed.push_back(std::move(run));
+  };
+  auto t = MakeManualTimer(std::move(options));
+  Timer* seen = t.timer.get();
+  t.timer
+      ->newTimeout([&](const Timeout& self) { seen = self.timer(); },
+                   absl::Milliseconds(10))
+      .value();
+  t.clock->AdvanceAndSettle(absl::Milliseconds(10));
+  ASSERT_EQ(handed.size(), 1u);
+  t.timer.reset();  // the executor has not run the task yet
+  handed[0]();      // runs after ~Timer: timer() is safe and says so
+  EXPECT_EQ(seen, nullptr);
+}
+
 TEST(TimerLifecycleTest, ThrowingTaskIsLoggedAndTheWorkerGoesOn) {
   CapturedLog log;
   auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));

@@ -34,7 +34,7 @@ Timeout::~Timeout() {
 }
 
 Timer* Timeout::timer() const {
-  return node_ == nullptr ? nullptr : node_->shared->owner.load(std::memory_order_relaxed);
+  return node_ == nullptr ? nullptr : node_->shared->owner.load(std::memory_order_acquire);
 }
 
 bool Timeout::isExpired() const {

@@ -10,8 +10,9 @@
 // returns nullptr and takeTask() an empty task. Handles may outlive their
 // Timer: isExpired(), isCancelled(), cancel() and takeTask() stay safe after
 // the Timer is destroyed (cancel() then returns false). timer() is the one
-// exception: it reads the Timer's state, so it must not be called once the
-// Timer is destroyed (it has nothing useful to return then anyway).
+// exception: inside a task it is always safe (nullptr once the Timer is being
+// destroyed, even for a task that a task_executor runs after ~Timer), but on
+// a handle kept elsewhere it must not be called after the Timer is destroyed.
 //
 // This class is thread-safe: any thread may call any method on any copy.
 
@@ -35,9 +36,10 @@ class Timeout {
   Timeout& operator=(Timeout&& other) noexcept;
   ~Timeout();
 
-  // The Timer that scheduled this timeout; nullptr for an empty handle, and
-  // for a timeout whose Timer is being destroyed from inside one of its own
-  // tasks. Must not be called after the Timer has been destroyed.
+  // The Timer that scheduled this timeout; nullptr for an empty handle and
+  // once the Timer's destructor has started. Safe inside the timeout's own
+  // task wherever it runs; elsewhere, must not be called after the Timer has
+  // been destroyed.
   Timer* timer() const;
 
   // True once the worker has claimed the task to run it (it may still be

@@ -285,8 +285,13 @@ void Worker::RunTask(TimeoutNode* node) {
     return;
   }
   try {
+    // The closure keeps the Worker (and so the shared state behind
+    // Timeout::timer()) alive: an executor may run it after ~Timer, when
+    // timer() then returns nullptr.
     config_.task_executor(
-        [timeout = std::move(timeout)]() { InvokeTask(timeout); });
+        [timeout = std::move(timeout), self = shared_from_this()]() {
+          InvokeTask(timeout);
+        });
   } catch (const std::exception& e) {
     Log(LogSeverity::kError,
         fmt::format("the task_executor threw {}: {}; that task did not run",
@@ -374,6 +379,8 @@ absl::StatusOr<std::vector<Timeout>> Worker::Stop() {
 }
 
 void Worker::Shutdown() {
+  // From now on Timeout::timer() answers nullptr.
+  shared_.owner.store(nullptr, std::memory_order_release);
   if (!OnWorkerThread()) {
     absl::StatusOr<std::vector<Timeout>> unprocessed = Stop();
     if (unprocessed.ok()) {
@@ -389,7 +396,6 @@ void Worker::Shutdown() {
     return;
   }
   finish_on_thread_ = true;
-  shared_.owner.store(nullptr, std::memory_order_relaxed);
   shutdown_.store(true, std::memory_order_release);
   thread_.detach();
 }
