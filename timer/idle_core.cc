@@ -1,0 +1,249 @@
+#include "timer/idle_core.h"
+
+#include <condition_variable>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "timer/log.h"
+
+namespace tickwheel::internal {
+
+// The periodic coarse-clock refresh. Raw pointer: the core outlives its
+// timers (it owns them; a stopper thread holds the core while it stops one).
+class IdleCore::RefreshTask {
+ public:
+  explicit RefreshTask(IdleCore* core) : core_(core) {}
+  void operator()(const Timeout& timeout) { core_->OnRefresh(timeout.timer()); }
+
+ private:
+  IdleCore* core_;
+};
+
+IdleCore::IdleCore(IdleCoreConfig config) : config_(std::move(config)) {}
+
+IdleCore::~IdleCore() = default;
+
+void IdleCore::AddToRegistryLocked(IdleEntry* entry) {
+  if (entry->in_registry_) return;
+  entry->reg_prev_ = nullptr;
+  entry->reg_next_ = registry_head_;
+  if (registry_head_ != nullptr) registry_head_->reg_prev_ = entry;
+  registry_head_ = entry;
+  entry->in_registry_ = true;
+}
+
+void IdleCore::RemoveFromRegistryLocked(IdleEntry* entry) {
+  if (!entry->in_registry_) return;
+  if (entry->reg_prev_ != nullptr) {
+    entry->reg_prev_->reg_next_ = entry->reg_next_;
+  } else {
+    registry_head_ = entry->reg_next_;
+  }
+  if (entry->reg_next_ != nullptr) entry->reg_next_->reg_prev_ = entry->reg_prev_;
+  entry->reg_prev_ = entry->reg_next_ = nullptr;
+  entry->in_registry_ = false;
+}
+
+IdleEntry* IdleCore::Register(absl::AnyInvocable<void()> on_idle,
+                              int64_t timeout_nanos) {
+  auto* entry = new IdleEntry(shared_from_this(), nullptr, timeout_nanos);
+  absl::AnyInvocable<void()> none;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bool was_tracked = false;
+    none = entry->StartRegistration(std::move(on_idle), timeout_nanos,
+                                    timer_.get(), config_.clock->NowNanos(),
+                                    &was_tracked);
+    AddToRegistryLocked(entry);
+    IdleCounters::Add(counters_.tracked);
+  }
+  return entry;
+}
+
+absl::Status IdleCore::Reregister(IdleEntry* entry,
+                                  absl::AnyInvocable<void()> on_idle,
+                                  int64_t timeout_nanos) {
+  absl::AnyInvocable<void()> previous;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || entry->state() == IdleState::kDetached) {
+      return absl::FailedPreconditionError(
+          "reregister: the IdleTracker has been destroyed");
+    }
+    bool was_tracked = false;
+    previous = entry->StartRegistration(std::move(on_idle), timeout_nanos,
+                                        timer_.get(),
+                                        config_.clock->NowNanos(),
+                                        &was_tracked);
+    AddToRegistryLocked(entry);
+    if (!was_tracked) IdleCounters::Add(counters_.tracked);
+  }
+  // `previous` (the old registration's on_idle) is destroyed here, unlocked.
+  return absl::OkStatus();
+}
+
+absl::Status IdleCore::Activate() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) {
+    return absl::FailedPreconditionError(
+        "Activate: the IdleTracker is being destroyed");
+  }
+  if (active_ > 0) {
+    ++active_;
+    return absl::OkStatus();
+  }
+  TimerOptions options;
+  options.tick_duration = config_.tick_duration;
+  options.ticks_per_wheel = config_.ticks_per_wheel;
+  options.thread_name = config_.thread_name;
+  options.clock = config_.clock;
+  // No task_executor on the Timer: checks are bookkeeping and run on the
+  // worker; only on_idle goes to the tracker's executor.
+  absl::StatusOr<std::unique_ptr<Timer>> timer = Timer::Create(options);
+  if (!timer.ok()) return timer.status();
+  const int64_t now = config_.clock->NowNanos();
+  coarse_.Publish(SaturatingAddNanos(now, config_.refresh_nanos));
+  absl::StatusOr<Timeout> refresh = (*timer)->newTimeout(
+      RefreshTask(this), absl::Nanoseconds(config_.refresh_nanos) -
+                             config_.tick_duration);
+  if (!refresh.ok()) return refresh.status();  // cannot start the worker
+  for (IdleEntry* e = registry_head_; e != nullptr; e = e->reg_next_) {
+    e->Rearm(timer->get(), now);
+  }
+  timer_ = *std::move(timer);
+  active_ = 1;
+  return absl::OkStatus();
+}
+
+void IdleCore::OnRefresh(Timer* timer) {
+  RefreshCoarse(config_.clock->NowNanos());
+  IdleCounters::Add(counters_.refreshes);
+  if (timer == nullptr) return;
+  // Runs at the first tick end at or after now + refresh - tick, which is at
+  // most now + refresh: the ceiling just published holds until then. Fails
+  // only when the timer is stopping, which ends the refreshing.
+  (void)timer->newTimeout(RefreshTask(this),
+                          absl::Nanoseconds(config_.refresh_nanos) -
+                              config_.tick_duration);
+}
+
+absl::Status IdleCore::Deactivate() {
+  std::unique_ptr<Timer> timer;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (active_ == 0) {
+      return absl::FailedPreconditionError(
+          "Deactivate: the tracker is not active (more Deactivate() than "
+          "Activate() calls)");
+    }
+    if (--active_ > 0) return absl::OkStatus();
+    timer = std::move(timer_);
+  }
+  return StopTimer(std::move(timer));
+}
+
+void IdleCore::Close() {
+  std::unique_ptr<Timer> timer;
+  std::vector<absl::AnyInvocable<void()>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    active_ = 0;
+    timer = std::move(timer_);
+    while (IdleEntry* e = registry_head_) {
+      bool was_tracked = false;
+      callbacks.push_back(e->Detach(&was_tracked));
+      if (was_tracked) IdleCounters::Add(counters_.tracked, -1);
+      RemoveFromRegistryLocked(e);
+    }
+  }
+  callbacks.clear();  // the captures die here, unlocked
+  absl::Status s = StopTimer(std::move(timer));
+  if (!s.ok()) Log(LogSeverity::kWarning, fmt::format("~IdleTracker: {}", std::string(s.message())));
+}
+
+void IdleCore::AwaitCallbacks() {
+  for (int n; (n = running_callbacks_.load(std::memory_order_acquire)) != 0;) {
+    running_callbacks_.wait(n, std::memory_order_acquire);
+  }
+}
+
+absl::Status IdleCore::StopTimer(std::unique_ptr<Timer> timer) {
+  struct Done {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto done = std::make_shared<Done>();
+  std::thread stopper([self = shared_from_this(), timer = std::move(timer),
+                       done]() mutable {
+    if (timer != nullptr) {
+      absl::StatusOr<std::vector<Timeout>> left = timer->stop();
+      // Their tasks hold entry references; destroy them, never run them.
+      // The entries stay kArmed (registered, dormant) for the next Activate().
+      if (left.ok()) {
+        for (Timeout& t : *left) t.takeTask();
+      }
+      {
+        std::lock_guard<std::mutex> lock(self->mu_);
+        self->last_timer_metrics_ = timer->metrics();
+      }
+      timer.reset();
+    }
+    self->AwaitCallbacks();
+    std::lock_guard<std::mutex> lock(done->mu);
+    done->done = true;
+    done->cv.notify_all();
+  });
+  if (InCallbackOf(this)) {
+    // Called from one of our own callbacks: the stop needs this callback to
+    // return first, so it finishes in the background.
+    stopper.detach();
+    return absl::OkStatus();
+  }
+  std::unique_lock<std::mutex> lock(done->mu);
+  if (done->cv.wait_for(lock, absl::ToChronoNanoseconds(config_.drain_timeout),
+                        [&] { return done->done; })) {
+    lock.unlock();
+    stopper.join();
+    return absl::OkStatus();
+  }
+  lock.unlock();
+  stopper.detach();
+  return absl::DeadlineExceededError(fmt::format(
+      "idle tracker: callbacks still running after the drain timeout ({}); "
+      "the timer finishes stopping in the background",
+      absl::FormatDuration(config_.drain_timeout)));
+}
+
+bool IdleCore::active() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return active_ > 0;
+}
+
+IdleTrackerMetrics IdleCore::Metrics() const {
+  IdleTrackerMetrics m;
+  m.tracked = counters_.tracked.load(std::memory_order_relaxed);
+  m.fired = counters_.fired.load(std::memory_order_relaxed);
+  m.rearmed = counters_.rearmed.load(std::memory_order_relaxed);
+  m.stale_dropped = counters_.stale_dropped.load(std::memory_order_relaxed);
+  m.timer_ops = counters_.timer_ops.load(std::memory_order_relaxed);
+  m.refreshes = counters_.refreshes.load(std::memory_order_relaxed);
+  m.worst_lateness = absl::Nanoseconds(
+      counters_.worst_lateness_nanos.load(std::memory_order_relaxed));
+  m.worst_clock_lag = absl::Nanoseconds(
+      counters_.worst_clock_lag_nanos.load(std::memory_order_relaxed));
+  std::lock_guard<std::mutex> lock(mu_);
+  m.active = active_;
+  return m;
+}
+
+TimerMetrics IdleCore::TimerMetricsSnapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return timer_ != nullptr ? timer_->metrics() : last_timer_metrics_;
+}
+
+}  // namespace tickwheel::internal

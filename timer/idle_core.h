@@ -1,0 +1,162 @@
+// timer/idle_core.h
+// -----------------------------------------------------------------------------
+// Internal. IdleCore: the state one IdleTracker shares with its handles and
+// with its timer's tasks: options, clock, the coarse clock, the counters, the
+// registry of handles, the Timer of the current activation, and the
+// Activate/Deactivate/Close life cycle. IdleTracker (timer/idle_tracker.h) is
+// a thin facade over it; users include that header.
+//
+// Ownership: the facade, every IdleEntry (so every IdleHandle) and a stopper
+// thread in progress hold a shared_ptr to the core, so handles may outlive the
+// tracker. The core owns the Timer of the current activation; Deactivate()
+// hands it to a stopper thread that stops and destroys it.
+//
+// Ground rules
+// ------------
+//   mu_ guards the activation count, the Timer, the registry and closed_.
+//   Register/Reregister/Unregister/Activate/Deactivate/Close take it; the
+//   timer's worker never does (it takes one entry's lock at a time), so a
+//   slow Register() cannot stall expiry and a stalled worker cannot block
+//   Register(). Lock order: mu_, then an entry's lock.
+//   Calls that arm an entry (newTimeout) do so with mu_ held, which keeps the
+//   Timer alive: Deactivate and Close take it out under mu_.
+//   Counters are atomics with relaxed RMWs: they are statistics and publish
+//   nothing.
+//   running_callbacks_ counts on_idle calls in progress (acq_rel RMWs; the
+//   stopper waits for zero with an acquire load, so it sees what they did).
+//
+// This class is thread-safe.
+
+#ifndef TICKWHEEL_TIMER_IDLE_CORE_H_
+#define TICKWHEEL_TIMER_IDLE_CORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "timer/idle_clock.h"
+#include "timer/idle_entry.h"
+#include "timer/idle_metrics.h"
+#include "timer/timer.h"
+
+namespace tickwheel::internal {
+
+// Validated IdleTrackerOptions (see timer/idle_tracker.h for each field).
+struct IdleCoreConfig {
+  int64_t default_timeout_nanos = 0;  // > 0
+  absl::Duration tick_duration;       // > 0
+  int ticks_per_wheel = 0;
+  int64_t refresh_nanos = 0;          // >= tick
+  absl::Duration drain_timeout;       // >= 0
+  std::string thread_name;
+  std::function<void(absl::AnyInvocable<void()>)> task_executor;
+  std::shared_ptr<Clock> clock;       // non-null
+};
+
+struct IdleCounters {
+  std::atomic<int64_t> tracked{0};
+  std::atomic<int64_t> fired{0};
+  std::atomic<int64_t> rearmed{0};
+  std::atomic<int64_t> stale_dropped{0};
+  std::atomic<int64_t> timer_ops{0};
+  std::atomic<int64_t> refreshes{0};
+  std::atomic<int64_t> worst_lateness_nanos{0};
+  std::atomic<int64_t> worst_clock_lag_nanos{0};
+
+  static void Add(std::atomic<int64_t>& c, int64_t by = 1) {
+    c.fetch_add(by, std::memory_order_relaxed);
+  }
+  static void RaiseTo(std::atomic<int64_t>& c, int64_t nanos) {
+    int64_t cur = c.load(std::memory_order_relaxed);
+    while (cur < nanos &&
+           !c.compare_exchange_weak(cur, nanos, std::memory_order_relaxed)) {
+    }
+  }
+};
+
+class IdleCore : public std::enable_shared_from_this<IdleCore> {
+ public:
+  explicit IdleCore(IdleCoreConfig config);
+  ~IdleCore();
+
+  // IdleTracker::Register: a new entry (refs == 1, owned by the caller's
+  // handle), registered and armed if active, dormant otherwise.
+  IdleEntry* Register(absl::AnyInvocable<void()> on_idle,
+                      int64_t timeout_nanos) ABSL_LOCKS_EXCLUDED(mu_);
+  // IdleHandle::reregister. FailedPrecondition once the tracker is gone.
+  absl::Status Reregister(IdleEntry* entry, absl::AnyInvocable<void()> on_idle,
+                          int64_t timeout_nanos) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Activate() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Deactivate() ABSL_LOCKS_EXCLUDED(mu_);
+  // ~IdleTracker: detaches every entry, stops the timer (bounded by the drain
+  // timeout); later Activate() fails.
+  void Close() ABSL_LOCKS_EXCLUDED(mu_);
+
+  bool active() const ABSL_LOCKS_EXCLUDED(mu_);
+  IdleTrackerMetrics Metrics() const ABSL_LOCKS_EXCLUDED(mu_);
+  TimerMetrics TimerMetricsSnapshot() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // For entries.
+  const IdleCoreConfig& config() const { return config_; }
+  Clock& clock() const { return *config_.clock; }
+  CoarseClock& coarse() { return coarse_; }
+  // Publishes the ceiling for a clock reading `now` (refresh task, checks)
+  // and records how late the previous ceiling was.
+  void RefreshCoarse(int64_t now) {
+    const int64_t prev =
+        coarse_.Publish(SaturatingAddNanos(now, config_.refresh_nanos));
+    if (prev < now) IdleCounters::RaiseTo(counters_.worst_clock_lag_nanos, now - prev);
+  }
+  IdleCounters& counters() { return counters_; }
+  void CallbackStarted() {
+    running_callbacks_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  void CallbackDone() {
+    if (running_callbacks_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      running_callbacks_.notify_all();
+    }
+  }
+  std::mutex& mu() ABSL_LOCK_RETURNED(mu_) { return mu_; }
+  void RemoveFromRegistryLocked(IdleEntry* entry)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+ private:
+  class RefreshTask;
+
+  void AddToRegistryLocked(IdleEntry* entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The refresh task: publishes the coarse clock and re-schedules itself.
+  void OnRefresh(Timer* timer);
+  // Stops `timer` (may be null) on a stopper thread, waits for it and for
+  // on_idle calls in progress, at most drain_timeout (not at all when called
+  // from one of this tracker's callbacks). DeadlineExceeded when the stopper
+  // is still busy; it then finishes in the background.
+  absl::Status StopTimer(std::unique_ptr<Timer> timer);
+  void AwaitCallbacks();
+
+  const IdleCoreConfig config_;
+  CoarseClock coarse_;
+  IdleCounters counters_;
+  std::atomic<int> running_callbacks_{0};
+
+  mutable std::mutex mu_;
+  int64_t active_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::unique_ptr<Timer> timer_ ABSL_GUARDED_BY(mu_);
+  TimerMetrics last_timer_metrics_ ABSL_GUARDED_BY(mu_);
+  IdleEntry* registry_head_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
+
+// True while the calling thread runs an on_idle of `core` (or a check of its
+// timer): waiting there for that timer to stop would wait for ourselves.
+bool InCallbackOf(const IdleCore* core);
+
+}  // namespace tickwheel::internal
+
+#endif  // TICKWHEEL_TIMER_IDLE_CORE_H_

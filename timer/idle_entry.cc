@@ -1,0 +1,286 @@
+#include "timer/idle_entry.h"
+
+#include <algorithm>
+#include <exception>
+#include <typeinfo>
+
+#include <fmt/format.h>
+
+#include "timer/idle_core.h"
+#include "timer/log.h"
+
+namespace tickwheel::internal {
+namespace {
+
+// The entry whose on_idle this thread is running, and its tracker: lets
+// unregister() from inside on_idle skip waiting for itself, and Deactivate()
+// from inside a callback skip waiting for its own timer.
+thread_local const IdleEntry* tls_running_entry = nullptr;
+thread_local const IdleCore* tls_callback_core = nullptr;
+
+// The wheel task of one armed entry. 16 bytes: fits AnyInvocable's inline
+// storage, so arming allocates only the timer's node.
+class CheckTask {
+ public:
+  CheckTask(IdleEntry::Ref entry, uint64_t version)
+      : entry_(std::move(entry)), version_(version) {}
+  CheckTask(CheckTask&&) noexcept = default;
+  void operator()(const Timeout& timeout) {
+    entry_->OnTimeout(version_, timeout.timer());
+  }
+
+ private:
+  IdleEntry::Ref entry_;
+  uint64_t version_;
+};
+
+}  // namespace
+
+bool InCallbackOf(const IdleCore* core) { return tls_callback_core == core; }
+
+// What the task executor receives: runs on_idle if the registration is still
+// queued, and destroys it unrun if the executor drops the closure.
+class IdleEntry::QueuedFire {
+ public:
+  QueuedFire(Ref entry, uint64_t version)
+      : entry_(std::move(entry)), version_(version) {}
+  QueuedFire(QueuedFire&&) noexcept = default;
+  ~QueuedFire() {
+    if (entry_.get() != nullptr) entry_->OnQueuedFire(false, version_);
+  }
+  void operator()() {
+    Ref entry = std::move(entry_);
+    if (entry.get() != nullptr) entry->OnQueuedFire(true, version_);
+  }
+
+ private:
+  Ref entry_;
+  uint64_t version_;
+};
+
+IdleEntry::IdleEntry(std::shared_ptr<IdleCore> core,
+                     absl::AnyInvocable<void()> on_idle, int64_t timeout_nanos)
+    : timeout_nanos_(timeout_nanos),
+      on_idle_(std::move(on_idle)),
+      core_(std::move(core)) {}
+
+int64_t IdleEntry::timeout_nanos() const {
+  std::lock_guard<IdleSpinLock> l(lock_);
+  return timeout_nanos_;
+}
+
+void IdleEntry::CancelAndCount(const Timeout& t) {
+  if (!t) return;
+  t.cancel();
+  IdleCounters::Add(core_->counters().timer_ops);
+}
+
+bool IdleEntry::ArmLocked(Timer* timer, int64_t delay_nanos) {
+  ++version_;
+  if (timer == nullptr) {
+    SetStateLocked(IdleState::kDormant);
+    return false;
+  }
+  absl::StatusOr<Timeout> t = timer->newTimeout(
+      CheckTask(Ref(this), version_), absl::Nanoseconds(delay_nanos));
+  IdleCounters::Add(core_->counters().timer_ops);
+  if (!t.ok()) {
+    // The timer is stopping (Deactivate/Close raced us): dormant until the
+    // next Activate() re-arms the entry.
+    SetStateLocked(IdleState::kDormant);
+    return false;
+  }
+  armed_ = *std::move(t);
+  SetStateLocked(IdleState::kArmed);
+  return true;
+}
+
+absl::AnyInvocable<void()> IdleEntry::StartRegistration(
+    absl::AnyInvocable<void()> on_idle, int64_t timeout_nanos, Timer* timer,
+    int64_t now, bool* was_tracked) {
+  std::lock_guard<IdleSpinLock> l(lock_);
+  const IdleState s = state_.load(std::memory_order_relaxed);
+  *was_tracked = s == IdleState::kDormant || s == IdleState::kArmed;
+  CancelAndCount(TakeArmedLocked());
+  absl::AnyInvocable<void()> previous =
+      std::exchange(on_idle_, std::move(on_idle));
+  timeout_nanos_ = timeout_nanos;
+  stamp.store(now, std::memory_order_relaxed);
+  ArmLocked(timer, timeout_nanos);
+  return previous;
+}
+
+void IdleEntry::Rearm(Timer* timer, int64_t now) {
+  std::lock_guard<IdleSpinLock> l(lock_);
+  const IdleState s = state_.load(std::memory_order_relaxed);
+  if (s != IdleState::kDormant && s != IdleState::kArmed) return;
+  // A timeout of an earlier activation: its timer was stopped, so this
+  // normally fails and only drops our reference to it.
+  CancelAndCount(TakeArmedLocked());
+  // Time spent inactive never counts as idle: touch() could not stamp
+  // accurately while nothing refreshed the coarse clock.
+  const int64_t from = std::max(stamp.load(std::memory_order_relaxed), now);
+  stamp.store(from, std::memory_order_relaxed);
+  ArmLocked(timer, SaturatingAddNanos(from, timeout_nanos_) - now);
+}
+
+absl::AnyInvocable<void()> IdleEntry::Detach(bool* was_tracked) {
+  std::lock_guard<IdleSpinLock> l(lock_);
+  const IdleState s = state_.load(std::memory_order_relaxed);
+  *was_tracked = s == IdleState::kDormant || s == IdleState::kArmed;
+  if (s == IdleState::kDetached) return nullptr;
+  ++version_;
+  SetStateLocked(IdleState::kDetached);
+  CancelAndCount(TakeArmedLocked());
+  return std::move(on_idle_);
+}
+
+bool IdleEntry::Unregister() {
+  IdleCore* core = core_.get();
+  absl::AnyInvocable<void()> on_idle;
+  Timeout armed;
+  bool ended = false;
+  bool wait = false;
+  {
+    std::lock_guard<std::mutex> core_lock(core->mu());
+    {
+      std::lock_guard<IdleSpinLock> l(lock_);
+      const IdleState s = state_.load(std::memory_order_relaxed);
+      if (s == IdleState::kDormant || s == IdleState::kArmed) {
+        IdleCounters::Add(core->counters().tracked, -1);
+        ended = true;
+      } else if (s == IdleState::kQueued) {
+        ended = true;  // tracked already dropped when it was found idle
+      }
+      if (s != IdleState::kDetached && s != IdleState::kUnregistered) {
+        ++version_;
+        SetStateLocked(IdleState::kUnregistered);
+      }
+      armed = TakeArmedLocked();
+      on_idle = std::move(on_idle_);
+      wait = running_.load(std::memory_order_relaxed) &&
+             tls_running_entry != this;
+    }
+    core->RemoveFromRegistryLocked(this);
+  }
+  CancelAndCount(armed);
+  on_idle = nullptr;  // the captures die here, on the caller's thread
+  if (wait) {
+    // A check won the race and on_idle is running on another thread: wait
+    // until it has returned and its captures are destroyed.
+    while (running_.load(std::memory_order_acquire)) {
+      running_.wait(true, std::memory_order_acquire);
+    }
+  }
+  return ended;
+}
+
+void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
+  IdleCore* core = core_.get();
+  IdleCounters& counters = core->counters();
+  const int64_t now = core->clock().NowNanos();
+  core->RefreshCoarse(now);
+  absl::AnyInvocable<void()> on_idle;
+  uint64_t fired_version = 0;
+  bool use_executor = false;
+  {
+    std::lock_guard<IdleSpinLock> l(lock_);
+    if (version != version_ ||
+        state_.load(std::memory_order_relaxed) != IdleState::kArmed) {
+      IdleCounters::Add(counters.stale_dropped);
+      return;
+    }
+    armed_ = Timeout();  // this very timeout; it has expired
+    const int64_t deadline = SaturatingAddNanos(
+        stamp.load(std::memory_order_relaxed), timeout_nanos_);
+    if (now < deadline) {
+      // Activity since we were armed: back on the wheel for exactly the
+      // remaining time. The Timer never runs a task early, so the next check
+      // happens at or after `deadline`.
+      if (ArmLocked(timer, deadline - now)) IdleCounters::Add(counters.rearmed);
+      return;
+    }
+    fired_version = ++version_;
+    IdleCounters::Add(counters.tracked, -1);
+    IdleCounters::RaiseTo(counters.worst_lateness_nanos, now - deadline);
+    use_executor = static_cast<bool>(core->config().task_executor);
+    if (use_executor) {
+      SetStateLocked(IdleState::kQueued);
+    } else {
+      SetStateLocked(IdleState::kRunning);
+      running_.store(true, std::memory_order_relaxed);
+      on_idle = std::move(on_idle_);
+    }
+  }
+  if (!use_executor) {
+    RunOnIdle(std::move(on_idle), fired_version);
+    return;
+  }
+  try {
+    core->config().task_executor(QueuedFire(Ref(this), fired_version));
+  } catch (const std::exception& e) {
+    // The closure was destroyed unrun: on_idle is destroyed, never run.
+    Log(LogSeverity::kError,
+        fmt::format("idle tracker: the task_executor threw {}: {}; that "
+                    "on_idle did not run",
+                    typeid(e).name(), e.what()));
+  } catch (...) {
+    Log(LogSeverity::kError,
+        "idle tracker: the task_executor threw; that on_idle did not run");
+  }
+}
+
+void IdleEntry::OnQueuedFire(bool run, uint64_t version) {
+  absl::AnyInvocable<void()> on_idle;
+  {
+    std::lock_guard<IdleSpinLock> l(lock_);
+    if (version != version_ ||
+        state_.load(std::memory_order_relaxed) != IdleState::kQueued) {
+      return;  // unregistered, re-registered or detached meanwhile
+    }
+    on_idle = std::move(on_idle_);
+    if (run) {
+      SetStateLocked(IdleState::kRunning);
+      running_.store(true, std::memory_order_relaxed);
+    } else {
+      SetStateLocked(IdleState::kFired);
+    }
+  }
+  if (run) RunOnIdle(std::move(on_idle), version);
+  // else: destroyed here, unrun.
+}
+
+void IdleEntry::RunOnIdle(absl::AnyInvocable<void()> on_idle,
+                          uint64_t fired_version) {
+  IdleCore* core = core_.get();
+  core->CallbackStarted();
+  IdleCounters::Add(core->counters().fired);
+  const IdleEntry* const outer_entry = std::exchange(tls_running_entry, this);
+  const IdleCore* const outer_core = std::exchange(tls_callback_core, core);
+  try {
+    on_idle();
+  } catch (const std::exception& e) {
+    Log(LogSeverity::kError,
+        fmt::format("an on_idle callback threw {}: {}; the tracker goes on",
+                    typeid(e).name(), e.what()));
+  } catch (...) {
+    Log(LogSeverity::kError,
+        "an on_idle callback threw a non-std::exception; the tracker goes on");
+  }
+  on_idle = nullptr;  // captures released before a waiting unregister returns
+  tls_running_entry = outer_entry;
+  tls_callback_core = outer_core;
+  {
+    std::lock_guard<IdleSpinLock> l(lock_);
+    // Unless unregister/re-register/detach moved on while it ran.
+    if (version_ == fired_version &&
+        state_.load(std::memory_order_relaxed) == IdleState::kRunning) {
+      SetStateLocked(IdleState::kFired);
+    }
+  }
+  running_.store(false, std::memory_order_release);
+  running_.notify_all();
+  core->CallbackDone();
+}
+
+}  // namespace tickwheel::internal

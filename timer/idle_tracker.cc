@@ -1,0 +1,164 @@
+#include "timer/idle_tracker.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "timer/idle_core.h"
+
+namespace tickwheel {
+namespace {
+
+// A positive duration in nanoseconds, saturating (InfiniteDuration: never).
+absl::StatusOr<int64_t> TimeoutNanos(absl::Duration d, const char* what) {
+  if (d <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} must be > 0, got {}", what, absl::FormatDuration(d)));
+  }
+  return std::max<int64_t>(1, absl::ToInt64Nanoseconds(d));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- IdleHandle
+
+IdleHandle::IdleHandle(IdleHandle&& other) noexcept
+    : entry_(std::exchange(other.entry_, nullptr)),
+      now_(std::exchange(other.now_, nullptr)) {}
+
+IdleHandle& IdleHandle::operator=(IdleHandle&& other) noexcept {
+  if (this != &other) {
+    Release();
+    entry_ = std::exchange(other.entry_, nullptr);
+    now_ = std::exchange(other.now_, nullptr);
+  }
+  return *this;
+}
+
+IdleHandle::~IdleHandle() { Release(); }
+
+void IdleHandle::Release() {
+  if (entry_ == nullptr) return;
+  entry_->Unregister();
+  std::exchange(entry_, nullptr)->Unref();
+  now_ = nullptr;
+}
+
+bool IdleHandle::unregister() {
+  return entry_ != nullptr && entry_->Unregister();
+}
+
+absl::Status IdleHandle::reregister(absl::AnyInvocable<void()> on_idle) {
+  if (entry_ == nullptr) {
+    return absl::FailedPreconditionError("reregister: empty IdleHandle");
+  }
+  return reregister(std::move(on_idle),
+                    absl::Nanoseconds(entry_->core()->config().default_timeout_nanos));
+}
+
+absl::Status IdleHandle::reregister(absl::AnyInvocable<void()> on_idle,
+                                    absl::Duration idle_timeout) {
+  if (entry_ == nullptr) {
+    return absl::FailedPreconditionError("reregister: empty IdleHandle");
+  }
+  if (!on_idle) {
+    return absl::InvalidArgumentError("reregister: on_idle is empty");
+  }
+  absl::StatusOr<int64_t> nanos = TimeoutNanos(idle_timeout, "idle_timeout");
+  if (!nanos.ok()) return nanos.status();
+  return entry_->core()->Reregister(entry_, std::move(on_idle), *nanos);
+}
+
+bool IdleHandle::isRegistered() const {
+  if (entry_ == nullptr) return false;
+  const internal::IdleState s = entry_->state();
+  return s == internal::IdleState::kDormant || s == internal::IdleState::kArmed;
+}
+
+bool IdleHandle::hasFired() const {
+  if (entry_ == nullptr) return false;
+  const internal::IdleState s = entry_->state();
+  return s == internal::IdleState::kQueued ||
+         s == internal::IdleState::kRunning ||
+         s == internal::IdleState::kFired;
+}
+
+absl::Duration IdleHandle::idleTimeout() const {
+  return entry_ == nullptr ? absl::ZeroDuration()
+                           : absl::Nanoseconds(entry_->timeout_nanos());
+}
+
+// --------------------------------------------------------------- IdleTracker
+
+absl::StatusOr<std::unique_ptr<IdleTracker>> IdleTracker::Create(
+    IdleTrackerOptions options) {
+  absl::StatusOr<int64_t> timeout =
+      TimeoutNanos(options.default_idle_timeout, "default_idle_timeout");
+  if (!timeout.ok()) return timeout.status();
+  if (options.tick_duration < absl::Nanoseconds(1)) {
+    return absl::InvalidArgumentError(
+        fmt::format("tick_duration must be at least 1ns, got {}",
+                    absl::FormatDuration(options.tick_duration)));
+  }
+  if (options.ticks_per_wheel < 1 || options.ticks_per_wheel > (1 << 30)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "ticks_per_wheel must be in [1, 2^30], got {}", options.ticks_per_wheel));
+  }
+  internal::IdleCoreConfig config;
+  config.default_timeout_nanos = *timeout;
+  // Whole nanoseconds, as the Timer will use them.
+  config.tick_duration =
+      absl::Nanoseconds(absl::ToInt64Nanoseconds(options.tick_duration));
+  config.ticks_per_wheel = options.ticks_per_wheel;
+  config.refresh_nanos =
+      std::max(absl::ToInt64Nanoseconds(options.refresh_period),
+               absl::ToInt64Nanoseconds(config.tick_duration));
+  config.drain_timeout =
+      std::max(options.drain_timeout, absl::ZeroDuration());
+  config.thread_name = std::move(options.thread_name);
+  config.task_executor = std::move(options.task_executor);
+  config.clock = options.clock ? std::move(options.clock) : RealClock::Shared();
+  return std::unique_ptr<IdleTracker>(new IdleTracker(
+      std::make_shared<internal::IdleCore>(std::move(config))));
+}
+
+IdleTracker::IdleTracker(std::shared_ptr<internal::IdleCore> core)
+    : core_(std::move(core)) {}
+
+IdleTracker::~IdleTracker() { core_->Close(); }
+
+absl::StatusOr<IdleHandle> IdleTracker::Register(
+    absl::AnyInvocable<void()> on_idle) {
+  return Register(std::move(on_idle),
+                  absl::Nanoseconds(core_->config().default_timeout_nanos));
+}
+
+absl::StatusOr<IdleHandle> IdleTracker::Register(
+    absl::AnyInvocable<void()> on_idle, absl::Duration idle_timeout) {
+  if (!on_idle) {
+    return absl::InvalidArgumentError("Register: on_idle is empty");
+  }
+  absl::StatusOr<int64_t> nanos = TimeoutNanos(idle_timeout, "idle_timeout");
+  if (!nanos.ok()) return nanos.status();
+  internal::IdleEntry* entry = core_->Register(std::move(on_idle), *nanos);
+  return IdleHandle(entry, core_->coarse().cell());
+}
+
+absl::Status IdleTracker::Activate() { return core_->Activate(); }
+
+absl::Status IdleTracker::Deactivate() { return core_->Deactivate(); }
+
+bool IdleTracker::isActive() const { return core_->active(); }
+
+absl::Duration IdleTracker::defaultIdleTimeout() const {
+  return absl::Nanoseconds(core_->config().default_timeout_nanos);
+}
+
+IdleTrackerMetrics IdleTracker::metrics() const { return core_->Metrics(); }
+
+TimerMetrics IdleTracker::timerMetrics() const {
+  return core_->TimerMetricsSnapshot();
+}
+
+}  // namespace tickwheel

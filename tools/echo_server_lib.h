@@ -1,0 +1,112 @@
+// tools/echo_server_lib.h
+// -----------------------------------------------------------------------------
+// A TCP echo server that closes idle connections with an IdleTracker: the
+// library behind tools/echo_server and tests/echo_idle_test.
+//
+// One thread runs the I/O loop (Run()): plain POSIX sockets, non-blocking,
+// level-triggered epoll. Each accepted connection is registered with the
+// tracker; every read touch()es it; its on_idle runs on the tracker's worker
+// thread and closes it.
+//
+// How on_idle closes a connection that the I/O thread owns
+//   on_idle does not close(2) the descriptor, which the loop may be using. It
+//   marks the connection idle (release store) and calls shutdown(fd,
+//   SHUT_RDWR), which is safe from any thread: the peer gets a FIN at once,
+//   and the loop's next read returns 0 (epoll reports EPOLLIN|EPOLLRDHUP), so
+//   the loop closes it like any EOF, on its own thread. The descriptor cannot
+//   have been closed and reused by a new connection under on_idle's feet,
+//   because the loop always calls handle.unregister() before close(fd), and
+//   unregister() returns only once on_idle has returned or can never run
+//   (timer/idle_tracker.h). Posting the close to the loop through an eventfd
+//   would work as well; shutdown(2) needs no queue and no lookup.
+//
+// EchoServer is thread-compatible except for Stop() and stats(), which are
+// thread-safe (Stop() is also async-signal-safe).
+
+#ifndef TICKWHEEL_TOOLS_ECHO_SERVER_LIB_H_
+#define TICKWHEEL_TOOLS_ECHO_SERVER_LIB_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "timer/idle_tracker.h"
+
+namespace tickwheel::tools {
+
+// Reported once per closed connection, on the I/O thread.
+struct CloseEvent {
+  uint64_t id = 0;           // 1, 2, ... in accept order
+  std::string peer;          // "127.0.0.1:54321"
+  bool idle = false;         // closed because on_idle fired
+  int64_t bytes_echoed = 0;
+  absl::Duration lifetime;   // accept to close
+};
+
+struct EchoServerOptions {
+  // IPv4 address to listen on; the tests and the default use loopback only.
+  std::string address = "127.0.0.1";
+  uint16_t port = 0;  // 0: an ephemeral port (see EchoServer::port())
+  // Per-connection idle timeout; zero means the tracker's default.
+  absl::Duration idle_timeout = absl::ZeroDuration();
+  std::function<void(const CloseEvent&)> on_close;
+};
+
+struct EchoServerStats {
+  int64_t accepted = 0;
+  int64_t closed_idle = 0;     // closed by on_idle
+  int64_t closed_by_peer = 0;  // EOF or error from the client
+  int64_t bytes_echoed = 0;
+};
+
+class EchoServer {
+ public:
+  // Binds and listens, and calls tracker->Activate() (undone by the
+  // destructor). `tracker` must outlive the server.
+  static absl::StatusOr<std::unique_ptr<EchoServer>> Create(
+      IdleTracker* tracker, EchoServerOptions options);
+  // Closes every connection (unregister, then close) and Deactivate()s the
+  // tracker. Must not run concurrently with Run().
+  ~EchoServer();
+
+  uint16_t port() const { return port_; }
+
+  // The I/O loop, on the calling thread, until Stop().
+  absl::Status Run();
+  // Makes Run() return soon. Thread-safe and async-signal-safe.
+  void Stop();
+
+  EchoServerStats stats() const;
+
+ private:
+  struct Conn;
+  EchoServer(IdleTracker* tracker, EchoServerOptions options);
+  void AcceptAll();
+  void OnReadable(Conn* c);
+  void Flush(Conn* c);
+  void Close(Conn* c);
+
+  IdleTracker* const tracker_;
+  const EchoServerOptions options_;
+  bool activated_ = false;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  int stop_fd_ = -1;  // eventfd
+  uint16_t port_ = 0;
+  uint64_t next_id_ = 1;
+  std::unordered_map<int, std::unique_ptr<Conn>> conns_;  // I/O thread only
+
+  std::atomic<int64_t> accepted_{0};
+  std::atomic<int64_t> closed_idle_{0};
+  std::atomic<int64_t> closed_by_peer_{0};
+  std::atomic<int64_t> bytes_echoed_{0};
+};
+
+}  // namespace tickwheel::tools
+
+#endif  // TICKWHEEL_TOOLS_ECHO_SERVER_LIB_H_
