@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# tests/bench_smoke_test.sh
+# -----------------------------------------------------------------------------
+# Smoke run of //tools/bench:bench with tiny sizes, so the benchmark cannot
+# rot: every workload (W1..W6) on every implementation (tickwheel, Boost.Asio,
+# heap), one repetition, then checks that the program's own correctness checks
+# passed (exit status 0: no early fire, stop() returned what it should,
+# pending 0 after cancelling, every task ran), that the table, the target
+# lines, the JSON file and the SVG picture are all there, and that flag
+# errors are reported. It never asserts on a duration or a rate: the sizes
+# are far too small to measure anything, and it runs under ASan, TSan and
+# UBSan too.
+set -euo pipefail
+
+bench="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/bench"
+out="${TEST_TMPDIR:-$(mktemp -d)}"
+
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- stdout ---" >&2; cat "$out/stdout.txt" >&2 || true
+  echo "--- stderr ---" >&2; tail -n 40 "$out/stderr.txt" >&2 || true
+  exit 1
+}
+
+# Flags: --help succeeds, an unknown flag and a bad value exit with 2.
+"$bench" --help > "$out/help.txt" || fail "--help failed"
+grep -q -- "--w3_k" "$out/help.txt" || fail "--help does not list --w3_k"
+set +e
+"$bench" --no_such_flag=1 > /dev/null 2>&1; status=$?
+[[ $status -eq 2 ]] || fail "unknown flag: exit status $status, expected 2"
+"$bench" --only=W9 > /dev/null 2>&1; status=$?
+[[ $status -eq 2 ]] || fail "--only=W9: exit status $status, expected 2"
+set -e
+
+# The tiny run.
+set +e
+"$bench" --reps=1 --n=3000 --tick_ms=10 \
+  --w3_k=300 --w3_tick_ms=1 --w3_min_ms=1 --w3_max_ms=40 \
+  --w5_idle_s=0.2 --w6_window_ms=20 --w6_lead_ms=300 \
+  --json="$out/bench.json" --svg="$out/w3.svg" \
+  > "$out/stdout.txt" 2> "$out/stderr.txt"
+status=$?
+set -e
+[[ $status -eq 0 ]] || fail "bench exited with status $status"
+
+grep -q "Correctness checks: all passed" "$out/stdout.txt" || fail "checks did not pass"
+for row in "W1 schedule, P=1" "W1 schedule, P=2" "W2 schedule+cancel, P=2" \
+           "W2 pending after 3 ticks, P=1" "W3 lateness p99" "W3 early fires" \
+           "W4 memory per pending timeout" "W5 idle wake-ups" "W6 expiries per worker CPU second"; do
+  grep -q "^$row " "$out/stdout.txt" || fail "table row '$row' missing"
+done
+grep -q "tw/asio" "$out/stdout.txt" || fail "ratio column missing"
+grep -q "W6 expiry rate  *>= 5 M/s" "$out/stdout.txt" || fail "target lines missing"
+# One progress line per run: 6 workloads, W1 and W2 twice (P=1,2), 3 models.
+runs=$(grep -c '^\[' "$out/stderr.txt" || true)
+[[ $runs -eq 24 ]] || fail "expected 24 progress lines, got $runs"
+
+[[ -s "$out/bench.json" ]] || fail "no JSON file"
+for key in '"run"' '"metrics"' '"targets"' '"w3_lateness_us"' '"failures": [' \
+           '"W1.ns_per_op.P1"' '"tickwheel"' '"asio"' '"heap"'; do
+  grep -qF "$key" "$out/bench.json" || fail "JSON lacks $key"
+done
+# A JSON syntax check when python3 is there (it is on Debian CI images).
+if command -v python3 > /dev/null; then
+  python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out/bench.json" \
+    || fail "JSON does not parse"
+fi
+
+# By default every run is a child process (tools/bench/isolation.h); the
+# in-process path must work too.
+set +e
+"$bench" --isolate=0 --reps=1 --only=W2,W3 --n=2000 --tick_ms=10 \
+  --w3_k=100 --w3_min_ms=1 --w3_max_ms=20 > "$out/inprocess.txt" 2>> "$out/stderr.txt"
+status=$?
+set -e
+[[ $status -eq 0 ]] || fail "--isolate=0 run exited with status $status"
+grep -q "Correctness checks: all passed" "$out/inprocess.txt" || fail "--isolate=0 checks"
+
+head -c 5 "$out/w3.svg" | grep -q "<svg" || fail "SVG does not start with <svg"
+lines=$(grep -c "<polyline" "$out/w3.svg" || true)
+[[ $lines -eq 6 ]] || fail "expected 6 curves (3 models x 2 panels), got $lines"
+tail -n 1 "$out/w3.svg" | grep -q "</svg>" || fail "SVG not closed"
+
+echo "PASS"

@@ -1,0 +1,75 @@
+// tools/bench/bench_config.h
+// -----------------------------------------------------------------------------
+// BenchConfig: every size, tick and switch of the benchmark, and the parser of
+// its command-line flags (--name=value or --name value; --help lists them
+// with their defaults). The defaults are the workloads of issue #3 and make
+// a full run take a few minutes on 2 cores; the smoke test
+// (tests/bench_smoke_test.sh) passes tiny sizes.
+
+#ifndef TICKWHEEL_TOOLS_BENCH_BENCH_CONFIG_H_
+#define TICKWHEEL_TOOLS_BENCH_BENCH_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tickwheel::bench {
+
+struct BenchConfig {
+  int reps = 3;                          // R: repetitions of each workload
+  std::vector<std::string> only;         // workloads to run; empty = all
+  std::vector<std::string> impls = {"tickwheel", "asio", "heap"};
+  std::vector<int> producers = {1, 2};   // W1, W2: producer thread counts
+  uint64_t seed = 42;                    // for every random delay
+
+  // W1, W2, W4: tickwheel tick, wheel size, delays uniform in [min, max].
+  double tick_ms = 100;
+  int ticks_per_wheel = 512;
+  double far_min_s = 10;
+  double far_max_s = 60;
+  int64_t w1_n = 1000000;                // timeouts per W1 run, all producers
+  int64_t w2_n = 1000000;                // schedule+cancel pairs per W2 run
+  int64_t w4_n = 1000000;                // pending timeouts in W4
+
+  // W3 accuracy.
+  double w3_tick_ms = 1;
+  int64_t w3_k = 20000;
+  double w3_min_ms = 10;
+  double w3_max_ms = 2000;
+
+  // W5 idle.
+  double w5_tick_ms = 1;
+  double w5_idle_s = 5;
+
+  // W6 mass expiry.
+  double w6_tick_ms = 1;
+  int64_t w6_n = 1000000;
+  double w6_window_ms = 100;
+  double w6_lead_ms = 3000;              // from the first schedule to the window
+
+  std::string json_path;                 // --json FILE
+  std::string svg_path;                  // --svg FILE (W3 lateness CDF)
+  std::string command_line;              // as invoked, for the report
+  std::vector<std::string> args;         // argv[1..], for child processes
+
+  // Run every (workload, implementation, repetition) in a fresh child
+  // process (isolation.h), so that no run inherits another's heap, pools or
+  // RSS. --isolate=0 runs everything in this process (for valgrind).
+  bool isolate = true;
+  // Internal: set in a child process to "<workload>:<impl>:<producers>:<seed>".
+  std::string child;
+
+  bool Runs(const std::string& workload) const;
+  bool Uses(const std::string& impl) const;
+};
+
+// Parses argv into `config`. Returns "" on success, "help" for --help (the
+// caller prints Usage()), or an error message naming the bad flag.
+std::string ParseFlags(int argc, char** argv, BenchConfig& config);
+
+// The flag list with defaults, for --help.
+std::string Usage();
+
+}  // namespace tickwheel::bench
+
+#endif  // TICKWHEEL_TOOLS_BENCH_BENCH_CONFIG_H_

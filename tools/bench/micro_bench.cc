@@ -1,0 +1,161 @@
+// tools/bench/micro_bench.cc
+// -----------------------------------------------------------------------------
+// //tools/bench:micro — Google Benchmark micro-benchmarks of tickwheel's hot
+// paths (issue #3). Build with -c opt --config=opt; run
+//   bazel-bin/tools/bench/micro --benchmark_min_time=0.5
+//
+// BM_NewTimeout         Timer::newTimeout() of a 16-byte task 30 s away, the
+//                       handle dropped. Every 64 Ki calls the timer is
+//                       replaced (untimed) so memory stays bounded.
+// BM_NewTimeoutCancel   newTimeout() then cancel() on the handle (W2's pair).
+// BM_Cancel             cancel() alone: batches of 1024 timeouts scheduled
+//                       untimed, then cancelled timed (manual time); the
+//                       "per_cancel" counter is the cost of one.
+// BM_ExpireTick/N      one tick over a level-0 bucket of the internal
+//                       hierarchical Wheel holding N due nodes: what the
+//                       worker does for a tick, minus running the tasks
+//                       (unlink + callback per node, Wheel::Advance). Nodes
+//                       are re-linked untimed between iterations, in
+//                       allocation order.
+// BM_ExpireTickRandomOrder/N   the same, nodes linked in random memory
+//                       order, as a bucket fed by random delays is (W6): the
+//                       walk becomes a chain of cache misses.
+// BM_CascadeAndExpire/N   N nodes (random order) one wheel turn ahead, in a
+//                       level-1 bucket: Advance() moves each down to level 0
+//                       and then expires it.
+// The timers use a 1 ms tick so that the worker frees cancelled nodes quickly.
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "timer/timeout_node.h"
+#include "timer/timer.h"
+#include "timer/wheel.h"
+
+namespace {
+
+using tickwheel::Timeout;
+using tickwheel::Timer;
+using tickwheel::TimerOptions;
+using tickwheel::internal::TimeoutNode;
+using tickwheel::internal::Wheel;
+
+std::unique_ptr<Timer> MakeTimer() {
+  TimerOptions o;
+  o.tick_duration = absl::Milliseconds(1);
+  return Timer::Create(std::move(o)).value();
+}
+
+// 16 bytes of capture, as in the workloads.
+struct Task16 {
+  int64_t* counter;
+  int64_t payload;
+  void operator()(const Timeout&) const { *counter += payload; }
+};
+
+void BM_NewTimeout(benchmark::State& state) {
+  int64_t counter = 0;
+  auto timer = MakeTimer();
+  int64_t batch = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)));
+    if (++batch == 65536) {
+      state.PauseTiming();
+      timer.reset();  // stops it; pending tasks are destroyed
+      timer = MakeTimer();
+      timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)).value();
+      batch = 0;
+      state.ResumeTiming();
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_NewTimeout);
+
+void BM_NewTimeoutCancel(benchmark::State& state) {
+  int64_t counter = 0;
+  auto timer = MakeTimer();
+  for (auto _ : state) {
+    absl::StatusOr<Timeout> t = timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30));
+    benchmark::DoNotOptimize(t->cancel());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_NewTimeoutCancel);
+
+void BM_Cancel(benchmark::State& state) {
+  constexpr int kBatch = 1024;
+  int64_t counter = 0;
+  auto timer = MakeTimer();
+  std::vector<Timeout> batch;
+  batch.reserve(kBatch);
+  for (auto _ : state) {
+    batch.clear();
+    for (int i = 0; i < kBatch; ++i) {
+      batch.push_back(timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)).value());
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const Timeout& t : batch) benchmark::DoNotOptimize(t.cancel());
+    const auto t1 = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+  }
+  state.counters["per_cancel"] = benchmark::Counter(
+      kBatch, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_Cancel)->UseManualTime();
+
+// N individually allocated nodes, in allocation order, or shuffled.
+std::vector<std::unique_ptr<TimeoutNode>> MakeNodes(int64_t n, bool shuffled) {
+  std::vector<std::unique_ptr<TimeoutNode>> nodes;
+  nodes.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) nodes.push_back(std::make_unique<TimeoutNode>());
+  if (shuffled) {
+    std::mt19937_64 rng(7);
+    std::shuffle(nodes.begin(), nodes.end(), rng);
+  }
+  return nodes;
+}
+
+// Links all nodes `ahead` ticks after the wheel's elapsed tick (untimed),
+// then times one Advance() to that tick, which hands every node out.
+void AdvanceOverBucket(benchmark::State& state, bool shuffled, int64_t ahead) {
+  const int64_t n = state.range(0);
+  Wheel wheel(512);
+  auto nodes = MakeNodes(n, shuffled);
+  int64_t expired = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const int64_t due = wheel.elapsed() + ahead;
+    for (auto& node : nodes) wheel.Insert(node.get(), due);
+    state.ResumeTiming();
+    wheel.Advance(due, INT64_MAX, [&](TimeoutNode* node) {
+      benchmark::DoNotOptimize(node);
+      ++expired;
+      return true;
+    });
+  }
+  if (expired != n * state.iterations()) state.SkipWithError("not all expired");
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+void BM_ExpireTick(benchmark::State& state) { AdvanceOverBucket(state, false, 0); }
+BENCHMARK(BM_ExpireTick)->Arg(1 << 10)->Arg(1 << 14)->Arg(1 << 17)->Arg(1 << 20);
+
+void BM_ExpireTickRandomOrder(benchmark::State& state) {
+  AdvanceOverBucket(state, true, 0);
+}
+BENCHMARK(BM_ExpireTickRandomOrder)->Arg(1 << 10)->Arg(1 << 14)->Arg(1 << 17)->Arg(1 << 20);
+
+void BM_CascadeAndExpire(benchmark::State& state) {
+  AdvanceOverBucket(state, true, 512);
+}
+BENCHMARK(BM_CascadeAndExpire)->Arg(1 << 10)->Arg(1 << 14)->Arg(1 << 17)->Arg(1 << 20);
+
+}  // namespace

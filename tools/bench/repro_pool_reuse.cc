@@ -1,0 +1,77 @@
+// tools/bench/repro_pool_reuse.cc
+// -----------------------------------------------------------------------------
+// Reproducer (performance, not correctness): newTimeout() gets several times
+// slower once the node pool (worker/node_pool.h, commit 1116d1e) recycles
+// blocks that were freed in a different order than they were allocated.
+//
+// Round 1 schedules N timeouts with random delays in [10 s, 60 s] on a fresh
+// Timer in a fresh process: the pool carves new slabs, so consecutive
+// newTimeout() calls get consecutive blocks. stop() then returns them
+// earliest deadline first and the handles die in that order, so the blocks go
+// back to the pool in deadline order, i.e. scattered across the N-block
+// region. Round 2 repeats round 1 on a new Timer: every block now comes from
+// that scrambled free list, and each newTimeout() touches cache lines (and
+// pages) nowhere near the previous one. Expiry frees nodes in deadline order
+// too, so a long-running server's pool is in the round-2 state.
+//
+// Run (optimised):
+//   bazel build -c opt --config=opt //tools/bench:repro_pool_reuse
+//   bazel-bin/tools/bench/repro_pool_reuse [N=1000000] [rounds=3]
+// Seen on the 2-core benchmark machine at commit 6b6c727 (see
+// docs/PERFORMANCE.md): round 1 about 100 ns of CPU per call, later rounds
+// about 600.
+
+#include <time.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "timer/timer.h"
+
+namespace {
+
+int64_t ThreadCpuNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int64_t WallNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t n = argc > 1 ? std::atoll(argv[1]) : 1000000;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
+  std::mt19937_64 rng(1);
+  std::uniform_int_distribution<int64_t> delay_ms(10000, 60000);
+  std::vector<int64_t> delays(static_cast<size_t>(n));
+  for (int64_t& d : delays) d = delay_ms(rng);
+
+  int64_t sink = 0;
+  for (int round = 1; round <= rounds; ++round) {
+    auto timer = tickwheel::Timer::Create().value();
+    const int64_t wall0 = WallNanos();
+    const int64_t cpu0 = ThreadCpuNanos();
+    for (int64_t d : delays) {
+      // A 16-byte capture, handle dropped: fire-and-forget.
+      timer->newTimeout([&sink, d](const tickwheel::Timeout&) { sink += d; },
+                        absl::Milliseconds(d))
+          .IgnoreError();
+    }
+    const double cpu = static_cast<double>(ThreadCpuNanos() - cpu0) / n;
+    const double wall = static_cast<double>(WallNanos() - wall0) / n;
+    const size_t left = timer->stop().value().size();  // frees in deadline order
+    std::printf("round %d: %.1f ns CPU, %.1f ns wall per newTimeout (%zu returned by stop)\n",
+                round, cpu, wall, left);
+  }
+  return sink == 0 ? 0 : 1;
+}

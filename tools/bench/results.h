@@ -1,0 +1,116 @@
+// tools/bench/results.h
+// -----------------------------------------------------------------------------
+// The benchmark's results: which metrics exist (one table row each, in table
+// order), the samples each implementation produced for them (one per
+// repetition), the failed correctness checks, and the summaries (median,
+// min, max) that the table, the JSON file and the target check read.
+//
+// Metric keys are "<workload>.<name>", e.g. "W1.ns_per_op.P2"; the workloads
+// build them with the helpers below so that a typo cannot create a row.
+//
+// This class is thread-compatible.
+
+#ifndef TICKWHEEL_TOOLS_BENCH_RESULTS_H_
+#define TICKWHEEL_TOOLS_BENCH_RESULTS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/bench/bench_config.h"
+#include "tools/bench/bench_timer.h"
+#include "tools/bench/workload_common.h"
+
+namespace tickwheel::bench {
+
+enum class Better { kLower, kHigher, kNeither };
+
+struct MetricDef {
+  std::string key;
+  std::string workload;  // "W1"
+  std::string label;     // table text, e.g. "W1 schedule, P=2"
+  std::string unit;      // "ns/op"
+  Better better;
+  int decimals;          // digits after the point in the table
+};
+
+// Median, min and max of the repetitions.
+struct Summary {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  int count = 0;
+};
+Summary Summarize(std::vector<double> samples);
+
+// The p-quantile (0 <= p <= 1) of `sorted` by the nearest-rank method.
+double Quantile(const std::vector<double>& sorted, double p);
+
+// Metric key builders.
+std::string KeyW1NsPerOp(int producers);
+std::string KeyW1CpuNsPerOp(int producers);
+std::string KeyW1Unprocessed(int producers);
+std::string KeyW2NsPerPair(int producers);
+std::string KeyW2CpuNsPerPair(int producers);
+std::string KeyW2Pending(int producers);
+std::string KeyW2RssHeld(int producers);
+std::string KeyW2RssPeak(int producers);
+inline constexpr const char* kKeyW3P50 = "W3.lateness_p50";
+inline constexpr const char* kKeyW3P99 = "W3.lateness_p99";
+inline constexpr const char* kKeyW3Max = "W3.lateness_max";
+inline constexpr const char* kKeyW3Early = "W3.early_fires";
+inline constexpr const char* kKeyW4Bytes = "W4.bytes_per_pending";
+inline constexpr const char* kKeyW5Cpu = "W5.cpu_seconds";
+inline constexpr const char* kKeyW5Wakeups = "W5.wakeups_per_second";
+inline constexpr const char* kKeyW6Rate = "W6.expiries_per_second";
+inline constexpr const char* kKeyW6CpuRate = "W6.expiries_per_worker_cpu_second";
+inline constexpr const char* kKeyW6LastDelay = "W6.last_deadline_to_last_run";
+
+// Every metric the configuration produces, in table order.
+std::vector<MetricDef> MetricDefs(const BenchConfig& config);
+
+struct Failure {
+  std::string workload;
+  std::string impl;
+  int rep;
+  std::string message;
+};
+
+class Results {
+ public:
+  Results(const BenchConfig& config, std::vector<std::string> impls);
+
+  // Files one repetition's output.
+  void Record(const std::string& workload, const std::string& impl, int rep,
+              RepOutput out);
+
+  const std::vector<MetricDef>& defs() const { return defs_; }
+  const std::vector<std::string>& impls() const { return impls_; }
+  const std::vector<Failure>& failures() const { return failures_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+
+  // Samples of `key` for `impl` in repetition order; empty if not run.
+  const std::vector<double>& Samples(const std::string& impl,
+                                     const std::string& key) const;
+  std::optional<Summary> Summarize(const std::string& impl,
+                                   const std::string& key) const;
+  // Every W3 lateness sample of `impl`, all repetitions, sorted (µs).
+  std::vector<double> Lateness(const std::string& impl) const;
+  // Counters per "<workload>/<impl>/rep<n>".
+  const std::map<std::string, CounterMap>& counters() const { return counters_; }
+
+ private:
+  std::vector<MetricDef> defs_;
+  std::vector<std::string> impls_;
+  std::map<std::string, std::map<std::string, std::vector<double>>> samples_;
+  std::map<std::string, std::vector<double>> lateness_;
+  std::map<std::string, CounterMap> counters_;
+  std::vector<Failure> failures_;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace tickwheel::bench
+
+#endif  // TICKWHEEL_TOOLS_BENCH_RESULTS_H_

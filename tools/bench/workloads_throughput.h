@@ -1,0 +1,171 @@
+// tools/bench/workloads_throughput.h
+// -----------------------------------------------------------------------------
+// The API-cost and memory workloads of issue #3, as templates over a
+// BenchTimer model (bench_timer.h). Each function is one repetition on a
+// fresh timer and returns its RepOutput (workload_common.h); the metric keys
+// are those of results.h.
+//
+// W1 schedule     P producer threads schedule N timeouts in total, delays
+//                 uniform in [far_min_s, far_max_s]; the handles are dropped
+//                 at once (fire-and-forget). Metrics: mean wall time of one
+//                 Schedule() as seen by its caller, and the caller's mean CPU
+//                 time per call (RunProducers). Then Stop()
+//                 must return all N unprocessed and no task may have run.
+// W2 schedule+    each producer cancels every timeout right after scheduling
+//    cancel       it (the request-timeout pattern). Metric: ns per pair.
+//                 Three ticks later: pending (must be 0 where the model's
+//                 count is exact), RSS still held (after malloc_trim), and
+//                 the RSS peak during the run (VmHWM, reset before the run).
+// W4 memory       N timeouts scheduled from one thread and left pending;
+//                 (RSS after - RSS before) / N, both sides after malloc_trim,
+//                 once the model reports all N armed. The 16-byte task is
+//                 included; the handles are dropped.
+//
+// What "ns per call" includes: the producer side only. tickwheel and Asio
+// hand the rest of the work (inserting into the wheel, arming the timer) to
+// their own thread, which competes with the producers for the 2 cores; the
+// heap model does its insertion inside the call, under its mutex.
+
+#ifndef TICKWHEEL_TOOLS_BENCH_WORKLOADS_THROUGHPUT_H_
+#define TICKWHEEL_TOOLS_BENCH_WORKLOADS_THROUGHPUT_H_
+
+#include <fmt/format.h>
+
+#include "tools/bench/bench_timer.h"
+#include "tools/bench/proc_stats.h"
+#include "tools/bench/results.h"
+#include "tools/bench/workload_common.h"
+
+namespace tickwheel::bench {
+
+inline BenchTimerOptions WheelOptions(const BenchConfig& c, double tick_ms) {
+  BenchTimerOptions o;
+  o.tick = Ms(tick_ms);
+  o.ticks_per_wheel = c.ticks_per_wheel;
+  return o;
+}
+
+template <BenchTimer T>
+RepOutput RunW1(const BenchConfig& c, int producers, uint64_t seed) {
+  RepOutput out;
+  const auto delays = RandomDelays(c.w1_n, producers, Ms(c.far_min_s * 1e3).count(),
+                                   Ms(c.far_max_s * 1e3).count(), seed);
+  std::atomic<int64_t> runs{0};
+  T timer(WheelOptions(c, c.tick_ms));
+  const ProducerTimes t = RunProducers(producers, [&](int p) {
+    int64_t i = 0;
+    for (int64_t d : delays[static_cast<size_t>(p)]) {
+      timer.Schedule(CountingTask{&runs, i++}, std::chrono::nanoseconds(d));
+    }
+  });
+  out.values[KeyW1NsPerOp(producers)] =
+      static_cast<double>(t.wall_ns) / static_cast<double>(c.w1_n);
+  out.values[KeyW1CpuNsPerOp(producers)] =
+      static_cast<double>(t.cpu_ns) / static_cast<double>(c.w1_n);
+  const int64_t unprocessed = timer.Stop();
+  out.values[KeyW1Unprocessed(producers)] = static_cast<double>(unprocessed);
+  out.counters = timer.Counters();
+  if (unprocessed != c.w1_n) {
+    out.failures.push_back(fmt::format(
+        "stop returned {} unprocessed timeouts, expected {}", unprocessed, c.w1_n));
+  }
+  if (runs.load() != 0) {
+    out.failures.push_back(fmt::format("{} tasks ran early", runs.load()));
+  }
+  return out;
+}
+
+template <BenchTimer T>
+RepOutput RunW2(const BenchConfig& c, int producers, uint64_t seed) {
+  RepOutput out;
+  const auto delays = RandomDelays(c.w2_n, producers, Ms(c.far_min_s * 1e3).count(),
+                                   Ms(c.far_max_s * 1e3).count(), seed);
+  std::atomic<int64_t> runs{0};
+  std::atomic<int64_t> cancelled{0};
+  TrimMalloc();
+  const int64_t rss0 = ResidentBytes();
+  const bool peak_reset = ResetPeakResident();
+  {
+    T timer(WheelOptions(c, c.tick_ms));
+    const ProducerTimes t = RunProducers(producers, [&](int p) {
+      int64_t i = 0, ok = 0;
+      for (int64_t d : delays[static_cast<size_t>(p)]) {
+        typename T::Handle h =
+            timer.Schedule(CountingTask{&runs, i++}, std::chrono::nanoseconds(d));
+        ok += timer.Cancel(h) ? 1 : 0;
+      }
+      cancelled.fetch_add(ok);
+    });
+    out.values[KeyW2NsPerPair(producers)] =
+        static_cast<double>(t.wall_ns) / static_cast<double>(c.w2_n);
+    out.values[KeyW2CpuNsPerPair(producers)] =
+        static_cast<double>(t.cpu_ns) / static_cast<double>(c.w2_n);
+    SleepNanos(3 * Ms(c.tick_ms).count());
+    const int64_t pending = timer.Pending();
+    out.values[KeyW2Pending(producers)] = static_cast<double>(pending);
+    if (peak_reset) {
+      out.values[KeyW2RssPeak(producers)] =
+          static_cast<double>(PeakResidentBytes() - rss0) / 1e6;
+    }
+    TrimMalloc();
+    out.values[KeyW2RssHeld(producers)] =
+        static_cast<double>(ResidentBytes() - rss0) / 1e6;
+    const int64_t unprocessed = timer.Stop();
+    out.counters = timer.Counters();
+    if (T::kExactPending) {
+      if (pending != 0) {
+        out.failures.push_back(
+            fmt::format("pending is {} three ticks after cancelling all", pending));
+      }
+      if (cancelled.load() != c.w2_n) {
+        out.failures.push_back(fmt::format("{} of {} cancels succeeded",
+                                           cancelled.load(), c.w2_n));
+      }
+    }
+    if (unprocessed != 0) {
+      out.failures.push_back(
+          fmt::format("stop returned {} unprocessed, expected 0", unprocessed));
+    }
+  }
+  if (runs.load() != 0) {
+    out.failures.push_back(fmt::format("{} cancelled tasks ran", runs.load()));
+  }
+  return out;
+}
+
+template <BenchTimer T>
+RepOutput RunW4(const BenchConfig& c, uint64_t seed) {
+  RepOutput out;
+  const auto delays = RandomDelays(c.w4_n, 1, Ms(c.far_min_s * 1e3).count(),
+                                   Ms(c.far_max_s * 1e3).count(), seed);
+  std::atomic<int64_t> runs{0};
+  TrimMalloc();
+  const int64_t rss0 = ResidentBytes();
+  T timer(WheelOptions(c, c.tick_ms));
+  int64_t i = 0;
+  for (int64_t d : delays[0]) {
+    timer.Schedule(CountingTask{&runs, i++}, std::chrono::nanoseconds(d));
+  }
+  // Asio arms on its own thread: wait until every timer exists, then two
+  // ticks more so tickwheel's worker has moved nodes into the wheel.
+  if (!WaitFor([&] { return timer.Pending() >= c.w4_n; }, 120'000'000'000)) {
+    out.failures.push_back(fmt::format("only {} of {} armed after 120 s",
+                                       timer.Pending(), c.w4_n));
+  }
+  SleepNanos(2 * Ms(c.tick_ms).count());
+  TrimMalloc();
+  const int64_t rss1 = ResidentBytes();
+  out.values[kKeyW4Bytes] =
+      static_cast<double>(rss1 - rss0) / static_cast<double>(c.w4_n);
+  const int64_t unprocessed = timer.Stop();
+  out.counters = timer.Counters();
+  if (unprocessed != c.w4_n) {
+    out.failures.push_back(fmt::format(
+        "stop returned {} unprocessed timeouts, expected {}", unprocessed, c.w4_n));
+  }
+  return out;
+}
+
+}  // namespace tickwheel::bench
+
+#endif  // TICKWHEEL_TOOLS_BENCH_WORKLOADS_THROUGHPUT_H_
