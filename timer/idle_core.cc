@@ -52,7 +52,7 @@ IdleEntry* IdleCore::Register(absl::AnyInvocable<void()> on_idle,
   auto* entry = new IdleEntry(shared_from_this(), nullptr, timeout_nanos);
   absl::AnyInvocable<void()> none;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     bool was_tracked = false;
     none = entry->StartRegistration(std::move(on_idle), timeout_nanos,
                                     timer_.get(), config_.clock->NowNanos(),
@@ -68,7 +68,7 @@ absl::Status IdleCore::Reregister(IdleEntry* entry,
                                   int64_t timeout_nanos) {
   absl::AnyInvocable<void()> previous;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (closed_ || entry->state() == IdleState::kDetached) {
       return absl::FailedPreconditionError(
           "reregister: the IdleTracker has been destroyed");
@@ -86,7 +86,7 @@ absl::Status IdleCore::Reregister(IdleEntry* entry,
 }
 
 absl::Status IdleCore::Activate() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (closed_) {
     return absl::FailedPreconditionError(
         "Activate: the IdleTracker is being destroyed");
@@ -133,7 +133,7 @@ void IdleCore::OnRefresh(Timer* timer) {
 absl::Status IdleCore::Deactivate() {
   std::unique_ptr<Timer> timer;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (active_ == 0) {
       return absl::FailedPreconditionError(
           "Deactivate: the tracker is not active (more Deactivate() than "
@@ -149,7 +149,7 @@ void IdleCore::Close() {
   std::unique_ptr<Timer> timer;
   std::vector<absl::AnyInvocable<void()>> callbacks;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     closed_ = true;
     active_ = 0;
     timer = std::move(timer_);
@@ -173,9 +173,9 @@ void IdleCore::AwaitCallbacks() {
 
 absl::Status IdleCore::StopTimer(std::unique_ptr<Timer> timer) {
   struct Done {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
+    Mutex mu;
+    std::condition_variable_any cv;
+    bool done ABSL_GUARDED_BY(mu) = false;
   };
   auto done = std::make_shared<Done>();
   std::thread stopper([self = shared_from_this(), timer = std::move(timer),
@@ -188,13 +188,13 @@ absl::Status IdleCore::StopTimer(std::unique_ptr<Timer> timer) {
         for (Timeout& t : *left) t.takeTask();
       }
       {
-        std::lock_guard<std::mutex> lock(self->mu_);
+        MutexLock lock(&self->mu_);
         self->last_timer_metrics_ = timer->metrics();
       }
       timer.reset();
     }
     self->AwaitCallbacks();
-    std::lock_guard<std::mutex> lock(done->mu);
+    MutexLock lock(&done->mu);
     done->done = true;
     done->cv.notify_all();
   });
@@ -204,14 +204,17 @@ absl::Status IdleCore::StopTimer(std::unique_ptr<Timer> timer) {
     stopper.detach();
     return absl::OkStatus();
   }
-  std::unique_lock<std::mutex> lock(done->mu);
-  if (done->cv.wait_for(lock, absl::ToChronoNanoseconds(config_.drain_timeout),
-                        [&] { return done->done; })) {
-    lock.unlock();
+  bool finished;
+  {
+    MutexLock lock(&done->mu);
+    finished = done->cv.wait_for(
+        done->mu, absl::ToChronoNanoseconds(config_.drain_timeout),
+        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(done->mu) { return done->done; });
+  }
+  if (finished) {
     stopper.join();
     return absl::OkStatus();
   }
-  lock.unlock();
   stopper.detach();
   return absl::DeadlineExceededError(fmt::format(
       "idle tracker: callbacks still running after the drain timeout ({}); "
@@ -220,7 +223,7 @@ absl::Status IdleCore::StopTimer(std::unique_ptr<Timer> timer) {
 }
 
 bool IdleCore::active() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return active_ > 0;
 }
 
@@ -236,13 +239,13 @@ IdleTrackerMetrics IdleCore::Metrics() const {
       counters_.worst_lateness_nanos.load(std::memory_order_relaxed));
   m.worst_clock_lag = absl::Nanoseconds(
       counters_.worst_clock_lag_nanos.load(std::memory_order_relaxed));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   m.active = active_;
   return m;
 }
 
 TimerMetrics IdleCore::TimerMetricsSnapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return timer_ != nullptr ? timer_->metrics() : last_timer_metrics_;
 }
 

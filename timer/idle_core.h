@@ -34,7 +34,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -45,6 +44,7 @@
 #include "timer/idle_entry.h"
 #include "timer/idle_metrics.h"
 #include "timer/timer.h"
+#include "worker/mutex.h"
 
 namespace tickwheel::internal {
 
@@ -123,7 +123,7 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
       running_callbacks_.notify_all();
     }
   }
-  std::mutex& mu() ABSL_LOCK_RETURNED(mu_) { return mu_; }
+  Mutex& mu() ABSL_LOCK_RETURNED(mu_) { return mu_; }
   void RemoveFromRegistryLocked(IdleEntry* entry)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -136,8 +136,9 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
   // Stops `timer` (may be null) on a stopper thread, waits for it and for
   // on_idle calls in progress, at most drain_timeout (not at all when called
   // from one of this tracker's callbacks). DeadlineExceeded when the stopper
-  // is still busy; it then finishes in the background.
-  absl::Status StopTimer(std::unique_ptr<Timer> timer);
+  // is still busy; it then finishes in the background. Never with mu_ held:
+  // it waits for the stopper, which takes mu_.
+  absl::Status StopTimer(std::unique_ptr<Timer> timer) ABSL_LOCKS_EXCLUDED(mu_);
   void AwaitCallbacks();
 
   const IdleCoreConfig config_;
@@ -145,7 +146,7 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
   IdleCounters counters_;
   std::atomic<int> running_callbacks_{0};
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   int64_t active_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::unique_ptr<Timer> timer_ ABSL_GUARDED_BY(mu_);

@@ -65,7 +65,7 @@ IdleEntry::IdleEntry(std::shared_ptr<IdleCore> core,
       core_(std::move(core)) {}
 
 int64_t IdleEntry::timeout_nanos() const {
-  std::lock_guard<IdleSpinLock> l(lock_);
+  IdleSpinLockGuard l(&lock_);
   return timeout_nanos_;
 }
 
@@ -98,7 +98,7 @@ bool IdleEntry::ArmLocked(Timer* timer, int64_t delay_nanos) {
 absl::AnyInvocable<void()> IdleEntry::StartRegistration(
     absl::AnyInvocable<void()> on_idle, int64_t timeout_nanos, Timer* timer,
     int64_t now, bool* was_tracked) {
-  std::lock_guard<IdleSpinLock> l(lock_);
+  IdleSpinLockGuard l(&lock_);
   const IdleState s = state_.load(std::memory_order_relaxed);
   *was_tracked = s == IdleState::kDormant || s == IdleState::kArmed;
   CancelAndCount(TakeArmedLocked());
@@ -111,7 +111,7 @@ absl::AnyInvocable<void()> IdleEntry::StartRegistration(
 }
 
 void IdleEntry::Rearm(Timer* timer, int64_t now) {
-  std::lock_guard<IdleSpinLock> l(lock_);
+  IdleSpinLockGuard l(&lock_);
   const IdleState s = state_.load(std::memory_order_relaxed);
   if (s != IdleState::kDormant && s != IdleState::kArmed) return;
   // A timeout of an earlier activation: its timer was stopped, so this
@@ -125,7 +125,7 @@ void IdleEntry::Rearm(Timer* timer, int64_t now) {
 }
 
 absl::AnyInvocable<void()> IdleEntry::Detach(bool* was_tracked) {
-  std::lock_guard<IdleSpinLock> l(lock_);
+  IdleSpinLockGuard l(&lock_);
   const IdleState s = state_.load(std::memory_order_relaxed);
   *was_tracked = s == IdleState::kDormant || s == IdleState::kArmed;
   if (s == IdleState::kDetached) return nullptr;
@@ -142,9 +142,9 @@ bool IdleEntry::Unregister() {
   bool ended = false;
   bool wait = false;
   {
-    std::lock_guard<std::mutex> core_lock(core->mu());
+    MutexLock core_lock(&core->mu());
     {
-      std::lock_guard<IdleSpinLock> l(lock_);
+      IdleSpinLockGuard l(&lock_);
       const IdleState s = state_.load(std::memory_order_relaxed);
       if (s == IdleState::kDormant || s == IdleState::kArmed) {
         IdleCounters::Add(core->counters().tracked, -1);
@@ -184,7 +184,7 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
   uint64_t fired_version = 0;
   bool use_executor = false;
   {
-    std::lock_guard<IdleSpinLock> l(lock_);
+    IdleSpinLockGuard l(&lock_);
     if (version != version_ ||
         state_.load(std::memory_order_relaxed) != IdleState::kArmed) {
       IdleCounters::Add(counters.stale_dropped);
@@ -233,7 +233,7 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
 void IdleEntry::OnQueuedFire(bool run, uint64_t version) {
   absl::AnyInvocable<void()> on_idle;
   {
-    std::lock_guard<IdleSpinLock> l(lock_);
+    IdleSpinLockGuard l(&lock_);
     if (version != version_ ||
         state_.load(std::memory_order_relaxed) != IdleState::kQueued) {
       return;  // unregistered, re-registered or detached meanwhile
@@ -271,7 +271,7 @@ void IdleEntry::RunOnIdle(absl::AnyInvocable<void()> on_idle,
   tls_running_entry = outer_entry;
   tls_callback_core = outer_core;
   {
-    std::lock_guard<IdleSpinLock> l(lock_);
+    IdleSpinLockGuard l(&lock_);
     // Unless unregister/re-register/detach moved on while it ran.
     if (version_ == fired_version &&
         state_.load(std::memory_order_relaxed) == IdleState::kRunning) {

@@ -1,11 +1,13 @@
 #include "timer/instance_limit.h"
 
 #include <atomic>
-#include <mutex>
 
 #include <fmt/format.h>
 
+#include "absl/base/attributes.h"
+#include "absl/base/thread_annotations.h"
 #include "timer/log.h"
+#include "worker/mutex.h"
 
 namespace tickwheel {
 namespace {
@@ -13,18 +15,19 @@ namespace {
 std::atomic<int64_t> live_timers{0};
 std::atomic<bool> warned{false};
 
-std::mutex limit_mu;
-InstanceLimit current_limit;  // guarded by limit_mu
+// Constant-initialized, so SetInstanceLimit() works from static initializers.
+ABSL_CONST_INIT internal::Mutex limit_mu;
+InstanceLimit current_limit ABSL_GUARDED_BY(limit_mu);
 
-InstanceLimit GetLimit() {
-  std::lock_guard<std::mutex> lock(limit_mu);
+InstanceLimit GetLimit() ABSL_LOCKS_EXCLUDED(limit_mu) {
+  internal::MutexLock lock(&limit_mu);
   return current_limit;
 }
 
 }  // namespace
 
 InstanceLimit SetInstanceLimit(InstanceLimit limit) {
-  std::lock_guard<std::mutex> lock(limit_mu);
+  internal::MutexLock lock(&limit_mu);
   InstanceLimit previous = current_limit;
   current_limit = limit;
   return previous;

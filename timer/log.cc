@@ -1,10 +1,12 @@
 #include "timer/log.h"
 
 #include <cstdio>
-#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "absl/base/thread_annotations.h"
+#include "worker/mutex.h"
 
 namespace tickwheel {
 namespace {
@@ -13,14 +15,14 @@ void StderrSink(LogSeverity severity, std::string_view message) {
   fmt::print(stderr, "[tickwheel {}] {}\n", LogSeverityName(severity), message);
 }
 
-std::mutex& SinkMutex() {
-  static std::mutex* const mu = new std::mutex;
+internal::Mutex& SinkMutex() {
+  static internal::Mutex* const mu = new internal::Mutex;
   return *mu;
 }
 
 // Guarded by SinkMutex(). Leaked on purpose: workers may log during static
 // destruction.
-LogSink& CurrentSink() {
+LogSink& CurrentSink() ABSL_EXCLUSIVE_LOCKS_REQUIRED(SinkMutex()) {
   static LogSink* const sink = new LogSink(StderrSink);
   return *sink;
 }
@@ -29,7 +31,7 @@ LogSink& CurrentSink() {
 
 LogSink SetLogSink(LogSink sink) {
   if (!sink) sink = StderrSink;
-  std::lock_guard<std::mutex> lock(SinkMutex());
+  internal::MutexLock lock(&SinkMutex());
   return std::exchange(CurrentSink(), std::move(sink));
 }
 
@@ -37,7 +39,7 @@ void Log(LogSeverity severity, std::string_view message) {
   // Called under the mutex so that a sink replaced concurrently is never
   // destroyed while it runs, and messages from several workers do not
   // interleave.
-  std::lock_guard<std::mutex> lock(SinkMutex());
+  internal::MutexLock lock(&SinkMutex());
   CurrentSink()(severity, message);
 }
 

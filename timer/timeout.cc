@@ -7,17 +7,20 @@ namespace tickwheel {
 using internal::TimeoutNode;
 using internal::TimeoutState;
 
-Timeout::Timeout(const Timeout& other) : node_(other.node_) {
+Timeout::Timeout(const Timeout& other)
+    : node_(other.node_), shared_(other.shared_) {
   if (node_ != nullptr) node_->Ref();
 }
 
 Timeout::Timeout(Timeout&& other) noexcept
-    : node_(std::exchange(other.node_, nullptr)) {}
+    : node_(std::exchange(other.node_, nullptr)),
+      shared_(std::exchange(other.shared_, nullptr)) {}
 
 Timeout& Timeout::operator=(const Timeout& other) {
   if (other.node_ != nullptr) other.node_->Ref();
   if (node_ != nullptr) node_->Unref();
   node_ = other.node_;
+  shared_ = other.shared_;
   return *this;
 }
 
@@ -25,6 +28,7 @@ Timeout& Timeout::operator=(Timeout&& other) noexcept {
   if (this != &other) {
     if (node_ != nullptr) node_->Unref();
     node_ = std::exchange(other.node_, nullptr);
+    shared_ = std::exchange(other.shared_, nullptr);
   }
   return *this;
 }
@@ -34,7 +38,7 @@ Timeout::~Timeout() {
 }
 
 Timer* Timeout::timer() const {
-  return node_ == nullptr ? nullptr : node_->shared->owner.load(std::memory_order_acquire);
+  return node_ == nullptr ? nullptr : shared_->owner.load(std::memory_order_acquire);
 }
 
 bool Timeout::isExpired() const {
@@ -67,7 +71,7 @@ bool Timeout::cancel() const {
   // ours to destroy: do it now, so that its captures are released at once
   // even if the worker sleeps for an hour; the worker only unlinks the node.
   node_->task = nullptr;
-  internal::SharedTimerState* shared = node_->shared;
+  internal::SharedTimerState* shared = shared_;
   node_->Ref();  // the cancellation queue's reference
   shared->cancelled.Push(node_);
   shared->pending_word.fetch_sub(internal::SharedTimerState::kOne,

@@ -4,9 +4,10 @@
 #   2. build everything, benchmarks included;
 #   3. run every test under the plain build and under ASan (with LSan), TSan
 #      and UBSan; any sanitizer report fails its test;
-#   4. build and run a consumer workspace that depends on //timer;
-#   5. a short fixed-seed libFuzzer run against the reference model, when the
-#      fuzzer script exists.
+#   4. check the thread-safety annotations with clang's -Wthread-safety;
+#   5. build and run a consumer workspace that depends on //timer;
+#   6. a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the real timer
+#      against the reference model.
 # Options: --quick runs step 3 with the plain build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,12 +38,16 @@ for cfg in "${configs[@]}"; do
   rm -f "$log"
 done
 
+echo "== thread-safety annotations (clang -Wthread-safety)"
+tools/thread_safety_check.sh
+passed=$((passed + 1))
+
 echo "== consumer workspace (local_repository)"
 tools/check_consumer.sh
 passed=$((passed + 1))
 
 if [[ -x tools/fuzz.sh && "${1:-}" != "--quick" ]]; then
-  echo "== fuzz (fixed seed)"
+  echo "== fuzz (fixed seed, corpus in tests/fuzz_corpus)"
   tools/fuzz.sh
   passed=$((passed + 1))
 fi

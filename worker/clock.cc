@@ -1,31 +1,36 @@
 #include "worker/clock.h"
 
 #include <chrono>
+#include <condition_variable>
+
+#include "worker/mutex.h"
 
 namespace tickwheel {
 namespace {
 
 class RealSleeper final : public Clock::Sleeper {
  public:
-  void SleepUntil(int64_t deadline_nanos) override {
+  void SleepUntil(int64_t deadline_nanos) ABSL_LOCKS_EXCLUDED(mu_) override {
     const auto deadline = std::chrono::steady_clock::time_point(
         std::chrono::nanoseconds(deadline_nanos));
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_until(lock, deadline, [this] { return woken_; });
+    internal::MutexLock lock(&mu_);
+    cv_.wait_until(mu_, deadline, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return woken_;
+    });
     woken_ = false;
   }
 
-  void Wake() override {
+  void Wake() ABSL_LOCKS_EXCLUDED(mu_) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      internal::MutexLock lock(&mu_);
       woken_ = true;
     }
     cv_.notify_one();
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
+  internal::Mutex mu_;
+  std::condition_variable_any cv_;
   bool woken_ ABSL_GUARDED_BY(mu_) = false;
 };
 

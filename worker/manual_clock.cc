@@ -7,40 +7,42 @@ namespace tickwheel {
 class ManualClock::ManualSleeper final : public Clock::Sleeper {
  public:
   explicit ManualSleeper(ManualClock* clock) : clock_(clock) {
-    std::lock_guard<std::mutex> lock(clock_->mu_);
+    internal::MutexLock lock(&clock_->mu_);
     clock_->sleepers_.push_back(&state_);
     clock_->cv_.notify_all();
   }
 
   ~ManualSleeper() override {
-    std::lock_guard<std::mutex> lock(clock_->mu_);
+    internal::MutexLock lock(&clock_->mu_);
     auto& v = clock_->sleepers_;
     v.erase(std::find(v.begin(), v.end(), &state_));
     clock_->cv_.notify_all();
   }
 
-  void SleepUntil(int64_t deadline_nanos) override {
-    std::unique_lock<std::mutex> lock(clock_->mu_);
+  void SleepUntil(int64_t deadline_nanos)
+      ABSL_LOCKS_EXCLUDED(clock_->mu_) override {
+    internal::MutexLock lock(&clock_->mu_);
     state_.deadline = deadline_nanos;
     state_.asleep = true;
     clock_->cv_.notify_all();  // AwaitIdle() may be waiting for this.
-    clock_->cv_.wait(lock, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return state_.woken ||
-             (deadline_nanos != INT64_MAX && clock_->now_ >= deadline_nanos);
-    });
+    clock_->cv_.wait(
+        clock_->mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(clock_->mu_) {
+          return state_.woken || (deadline_nanos != INT64_MAX &&
+                                  clock_->now_ >= deadline_nanos);
+        });
     state_.asleep = false;
     state_.woken = false;
   }
 
-  void Wake() override {
-    std::lock_guard<std::mutex> lock(clock_->mu_);
+  void Wake() ABSL_LOCKS_EXCLUDED(clock_->mu_) override {
+    internal::MutexLock lock(&clock_->mu_);
     state_.woken = true;
     clock_->cv_.notify_all();
   }
 
  private:
   ManualClock* const clock_;
-  SleeperState state_;  // guarded by clock_->mu_
+  SleeperState state_ ABSL_GUARDED_BY(clock_->mu_);
 };
 
 ManualClock::ManualClock(int64_t start_nanos) : now_(start_nanos) {}
@@ -48,7 +50,7 @@ ManualClock::ManualClock(int64_t start_nanos) : now_(start_nanos) {}
 ManualClock::~ManualClock() = default;
 
 int64_t ManualClock::NowNanos() {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   return now_;
 }
 
@@ -58,7 +60,7 @@ std::unique_ptr<Clock::Sleeper> ManualClock::NewSleeper() {
 
 void ManualClock::Advance(absl::Duration d) {
   const int64_t nanos = std::max<int64_t>(0, absl::ToInt64Nanoseconds(d));
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   now_ = (now_ > INT64_MAX - nanos) ? INT64_MAX : now_ + nanos;
   cv_.notify_all();
 }
@@ -72,8 +74,8 @@ bool ManualClock::IdleLocked() const {
 }
 
 void ManualClock::AwaitIdle() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  internal::MutexLock lock(&mu_);
+  cv_.wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return IdleLocked();
   });
 }
@@ -92,7 +94,7 @@ void ManualClock::AdvanceInSteps(absl::Duration total, absl::Duration step) {
 }
 
 int ManualClock::SleeperCount() {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   return static_cast<int>(sleepers_.size());
 }
 

@@ -26,12 +26,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "worker/clock.h"
+#include "worker/mutex.h"
 
 namespace tickwheel {
 
@@ -41,32 +41,35 @@ class ManualClock final : public Clock {
   explicit ManualClock(int64_t start_nanos = 0);
   ~ManualClock() override;
 
-  int64_t NowNanos() override;
-  std::unique_ptr<Sleeper> NewSleeper() override;
+  int64_t NowNanos() ABSL_LOCKS_EXCLUDED(mu_) override;
+  std::unique_ptr<Sleeper> NewSleeper() ABSL_LOCKS_EXCLUDED(mu_) override;
 
   // Moves time forward by `d` (negative counts as zero) and wakes every sleeper
   // whose deadline is now reached. Does not wait for them.
-  void Advance(absl::Duration d);
+  void Advance(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Blocks until every live sleeper of this clock is asleep with a deadline
   // later than NowNanos() (or none: INT64_MAX) and no pending Wake(). Returns
   // at once when there are no sleepers.
-  void AwaitIdle();
+  void AwaitIdle() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Advance(d) then AwaitIdle().
-  void AdvanceAndSettle(absl::Duration d);
+  void AdvanceAndSettle(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Advances in steps of `step` until `total` has passed, settling after each
   // step: what a worker that is never late would see.
-  void AdvanceInSteps(absl::Duration total, absl::Duration step);
+  void AdvanceInSteps(absl::Duration total, absl::Duration step)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Number of sleepers currently registered (one per running worker).
-  int SleeperCount();
+  int SleeperCount() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   class ManualSleeper;
   friend class ManualSleeper;
 
+  // One per live ManualSleeper, which owns it. Guarded by mu_ (declared on
+  // ManualSleeper::state_; IdleLocked() reads them through sleepers_).
   struct SleeperState {
     bool asleep = false;      // inside SleepUntil(), blocked
     bool woken = false;       // Wake() not yet consumed
@@ -75,9 +78,10 @@ class ManualClock final : public Clock {
 
   bool IdleLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  std::mutex mu_;
+  // Guards the time, the registry of sleepers and every SleeperState.
+  internal::Mutex mu_;
   // Signalled on every change: time, sleeper state, registration.
-  std::condition_variable cv_;
+  std::condition_variable_any cv_;
   int64_t now_ ABSL_GUARDED_BY(mu_);
   std::vector<SleeperState*> sleepers_ ABSL_GUARDED_BY(mu_);
 };

@@ -93,42 +93,42 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
       SaturatingAdd(std::max<int64_t>(0, elapsed), delay_nanos);
   auto* node = new TimeoutNode;
   node->refs.store(2, std::memory_order_relaxed);  // handle + worker
-  node->shared = &shared_;
   node->task = std::move(task);
   node->deadline = deadline;
   pending_queue_.Push(node);  // seq_cst: pairs with Sleep()'s check
 
-  // Wake the worker only if it sleeps past this node's tick.
-  const int64_t due = Wheel::DueTick(deadline, config_.tick_nanos);
-  int64_t planned = planned_wake_tick_.load(std::memory_order_seq_cst);
-  while (due < planned) {
-    if (planned_wake_tick_.compare_exchange_weak(planned, due,
-                                                 std::memory_order_seq_cst)) {
+  // Wake the worker only if it sleeps past this node's tick. The first
+  // producer to need it claims the wake-up (kAwake): the woken worker drains
+  // the queue before it plans again, so later producers need not wake it.
+  int64_t limit = wake_limit_.load(std::memory_order_seq_cst);
+  while (deadline <= limit) {
+    if (wake_limit_.compare_exchange_weak(limit, kAwake,
+                                          std::memory_order_seq_cst)) {
       WakeWorker();
       break;
     }
   }
-  return TimeoutAccess::Adopt(node);
+  return TimeoutAccess::Adopt(node, &shared_);
 }
 
 void Worker::WakeWorker() {
-  std::lock_guard<std::mutex> lock(wake_mu_);
+  MutexLock lock(&wake_mu_);
   if (sleeper_ != nullptr) sleeper_->Wake();
 }
 
 absl::Status Worker::StartThread() {
-  std::lock_guard<std::mutex> lock(start_mu_);
+  MutexLock lock(&start_mu_);
   if (started_.load(std::memory_order_relaxed)) return absl::OkStatus();
   if (shared_.pending_word.load(std::memory_order_relaxed) &
       SharedTimerState::kClosed) {
     return absl::FailedPreconditionError(
         "newTimeout: the timer has been stopped; create a new Timer");
   }
-  sleeper_ = config_.clock->NewSleeper();
+  SetSleeperBeforeStart(config_.clock->NewSleeper());
   try {
     thread_ = std::thread([self = shared_from_this()] { self->Run(); });
   } catch (const std::system_error& e) {
-    sleeper_.reset();
+    SetSleeperBeforeStart(nullptr);
     return absl::ResourceExhaustedError(
         fmt::format("newTimeout: cannot start the worker thread: {}", e.what()));
   }
@@ -154,7 +154,7 @@ void Worker::Run() {
   if (finish_on_thread_) {
     // The Timer was destroyed from one of its own tasks; nobody will join us.
     for (Timeout& t : CollectUnprocessed()) t.takeTask();
-    std::lock_guard<std::mutex> lock(wake_mu_);
+    MutexLock lock(&wake_mu_);
     sleeper_.reset();
   }
 }
@@ -178,11 +178,16 @@ void Worker::Sleep() {
   // nodes and their captures are released within about a tick. Without
   // traffic, sleep until real work is due, however far away.
   if (queue_traffic_) next = std::min(next, wheel_.elapsed());
-  planned_wake_tick_.store(next, std::memory_order_seq_cst);
+  // A node is due before tick `next` iff DueTick(deadline) < next, that is
+  // iff deadline <= next * tick: producers compare without dividing.
+  wake_limit_.store(
+      next == Wheel::kNever ? INT64_MAX
+                            : SaturatingMul(next, config_.tick_nanos),
+      std::memory_order_seq_cst);
   // Dekker with Schedule(): a node pushed before our store is seen here; one
   // pushed after it sees our plan and wakes us if it is due earlier.
   if (!pending_queue_.Empty()) {
-    planned_wake_tick_.store(kAwake, std::memory_order_seq_cst);
+    wake_limit_.store(kAwake, std::memory_order_seq_cst);
     return;
   }
   // A tick end the clock cannot express (past INT64_MAX) never comes: sleep
@@ -192,9 +197,9 @@ void Worker::Sleep() {
           ? INT64_MAX
           : SaturatingAdd(start_nanos_,
                           SaturatingMul(next + 1, config_.tick_nanos));
-  sleeper_->SleepUntil(wake_at);
+  OwnSleeper().SleepUntil(wake_at);
   Bump(wakeups_);
-  planned_wake_tick_.store(kAwake, std::memory_order_seq_cst);
+  wake_limit_.store(kAwake, std::memory_order_seq_cst);
 }
 
 void Worker::DiscardCancelled(TimeoutNode* node) {
@@ -279,7 +284,8 @@ void Worker::InvokeTask(const Timeout& timeout) {
 }
 
 void Worker::RunTask(TimeoutNode* node) {
-  Timeout timeout = TimeoutAccess::Adopt(node);  // takes the worker reference
+  // Takes the worker reference.
+  Timeout timeout = TimeoutAccess::Adopt(node, &shared_);
   if (!config_.task_executor) {
     InvokeTask(timeout);
     return;
@@ -342,7 +348,7 @@ std::vector<Timeout> Worker::CollectUnprocessed() {
   std::vector<Timeout> result;
   result.reserve(stopped.size());
   for (const auto& entry : stopped) {
-    result.push_back(TimeoutAccess::Adopt(entry.second));
+    result.push_back(TimeoutAccess::Adopt(entry.second, &shared_));
   }
   return result;
 }
@@ -354,7 +360,7 @@ absl::StatusOr<std::vector<Timeout>> Worker::Stop() {
         "task_executor that runs tasks inline); call stop() from another "
         "thread");
   }
-  std::lock_guard<std::mutex> lock(stop_mu_);
+  MutexLock lock(&stop_mu_);
   if (shared_.pending_word.fetch_or(SharedTimerState::kClosed,
                                     std::memory_order_acq_rel) &
       SharedTimerState::kClosed) {
@@ -364,7 +370,7 @@ absl::StatusOr<std::vector<Timeout>> Worker::Stop() {
   // under start_mu_.
   bool started;
   {
-    std::lock_guard<std::mutex> start_lock(start_mu_);
+    MutexLock start_lock(&start_mu_);
     started = started_.load(std::memory_order_relaxed);
   }
   if (started) {
@@ -373,7 +379,7 @@ absl::StatusOr<std::vector<Timeout>> Worker::Stop() {
     thread_.join();
   }
   std::vector<Timeout> unprocessed = CollectUnprocessed();
-  std::lock_guard<std::mutex> wake_lock(wake_mu_);
+  MutexLock wake_lock(&wake_mu_);
   sleeper_.reset();  // unregisters from a ManualClock
   return unprocessed;
 }
@@ -389,7 +395,7 @@ void Worker::Shutdown() {
     return;
   }
   // Destroyed from inside one of our own tasks: we cannot join ourselves.
-  std::lock_guard<std::mutex> lock(stop_mu_);
+  MutexLock lock(&stop_mu_);
   if (shared_.pending_word.fetch_or(SharedTimerState::kClosed,
                                     std::memory_order_acq_rel) &
       SharedTimerState::kClosed) {

@@ -28,12 +28,13 @@
 //   processes every missed tick's work in order.
 //
 // Waking the worker (newTimeout vs a sleeping worker)
-//   Before sleeping, the worker stores the tick it plans to wake for in
-//   `planned_wake_tick_` (seq_cst), then checks that the pending queue is still
-//   empty (seq_cst); while awake it stores kAwake. newTimeout() pushes its
-//   node (a seq_cst exchange), then loads `planned_wake_tick_` (seq_cst): only
-//   if the new node is due earlier does it claim the wake-up with a CAS and
-//   call Sleeper::Wake(). Either the worker sees the node or the producer sees
+//   Before sleeping until the end of tick p, the worker stores in
+//   `wake_limit_` the latest deadline that would be due before p, p * tick
+//   (seq_cst), then checks that the pending queue is still empty (seq_cst);
+//   while awake it stores kAwake. newTimeout() pushes its node (a seq_cst
+//   exchange), then loads `wake_limit_` (seq_cst): only if its deadline is at
+//   or below the limit does it claim the wake-up with a CAS and call
+//   Sleeper::Wake(). Either the worker sees the node or the producer sees
 //   the plan (Dekker), so no timeout sleeps through its deadline; and a
 //   newTimeout() due later than the planned wake-up, or any cancel(), costs
 //   the sleeping worker nothing.
@@ -61,11 +62,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -74,6 +75,7 @@
 #include "timer/timeout_node.h"
 #include "timer/wheel.h"
 #include "worker/clock.h"
+#include "worker/mutex.h"
 
 namespace tickwheel::internal {
 
@@ -100,15 +102,17 @@ class Worker : public std::enable_shared_from_this<Worker> {
   ~Worker();
 
   // Timer::newTimeout. Starts the thread on first use.
-  absl::StatusOr<Timeout> Schedule(TimerTask&& task, absl::Duration delay);
+  absl::StatusOr<Timeout> Schedule(TimerTask&& task, absl::Duration delay)
+      ABSL_LOCKS_EXCLUDED(start_mu_, wake_mu_);
 
   // Timer::stop.
-  absl::StatusOr<std::vector<Timeout>> Stop();
+  absl::StatusOr<std::vector<Timeout>> Stop()
+      ABSL_LOCKS_EXCLUDED(stop_mu_, start_mu_, wake_mu_);
 
   // What ~Timer does: stop, destroy the tasks of what stop returned. From the
   // worker thread itself (a task destroying its Timer), the thread is detached
   // and finishes the shutdown once the task returns.
-  void Shutdown();
+  void Shutdown() ABSL_LOCKS_EXCLUDED(stop_mu_, start_mu_, wake_mu_);
 
   int64_t pending() const {
     return SharedTimerState::Count(
@@ -120,14 +124,33 @@ class Worker : public std::enable_shared_from_this<Worker> {
  private:
   static constexpr int64_t kAwake = INT64_MIN;
 
-  absl::Status StartThread();
-  void Run();
+  absl::Status StartThread() ABSL_LOCKS_EXCLUDED(start_mu_);
+  void Run() ABSL_LOCKS_EXCLUDED(wake_mu_);
   // One pass (steps 1-3 above); true when it finished all work that is due.
   bool Pass(int64_t now);
-  // Sleeps until the wheel's next work is due or a producer wakes us.
-  void Sleep();
+  // Sleeps until the wheel's next work is due or a producer wakes us. Never
+  // with wake_mu_ held: the producer's Wake() needs it.
+  void Sleep() ABSL_LOCKS_EXCLUDED(wake_mu_);
   // Wakes the worker from another thread.
-  void WakeWorker();
+  void WakeWorker() ABSL_LOCKS_EXCLUDED(wake_mu_);
+  // The two uses of sleeper_ without wake_mu_. Each is safe for the reason
+  // given, which the analysis cannot see, so each is exempt from it.
+  //
+  // StartThread() installs the sleeper (or removes it when the thread cannot
+  // start) with start_mu_ held but not wake_mu_, before any other thread can
+  // reach it: a producer wakes only a worker that has planned a sleep
+  // (wake_limit_ is kAwake until then), and stop() reads started_
+  // under start_mu_ before it touches sleeper_.
+  void SetSleeperBeforeStart(std::unique_ptr<Clock::Sleeper> sleeper)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(start_mu_) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    sleeper_ = std::move(sleeper);
+  }
+  // The worker sleeps without wake_mu_, since a Wake() must be able to take
+  // it meanwhile. The sleeper cannot die under it: only the worker itself
+  // (Run) or stop() after joining the worker destroys it.
+  Clock::Sleeper& OwnSleeper() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return *sleeper_;
+  }
   // Each returns true when its queue is drained, false when the slice budget
   // ran out first.
   bool ProcessCancelled();
@@ -153,13 +176,24 @@ class Worker : public std::enable_shared_from_this<Worker> {
   const WorkerConfig config_;
   SharedTimerState shared_;
   PendingQueue pending_queue_;
-  // The tick the sleeping worker will wake for, kAwake while it runs, or
-  // Wheel::kNever while it sleeps with an empty wheel.
-  alignas(64) std::atomic<int64_t> planned_wake_tick_{kAwake};
+  // Deadlines (nanoseconds after startTime) at or below this must wake the
+  // sleeping worker: the end of the tick before the one it plans to wake for;
+  // kAwake while it runs or once a producer has claimed the wake-up;
+  // INT64_MAX while it sleeps with an empty wheel.
+  alignas(64) std::atomic<int64_t> wake_limit_{kAwake};
 
-  // Start-up: guarded by start_mu_; started_ and start_nanos_ are published
-  // with release/acquire through started_.
-  std::mutex start_mu_;
+  // Lock order: stop_mu_, then start_mu_ or wake_mu_ (never both at once).
+  //
+  // Start-up. start_mu_ serialises StartThread() and makes its check of the
+  // closed bit atomic with stop()'s read of started_: either stop() sees the
+  // thread started and joins it, or the thread never starts. No field is
+  // ABSL_GUARDED_BY(start_mu_), since none is only ever touched under it:
+  // started_ is written under it but read without it by newTimeout()
+  // (acquire, pairing with the release store); start_nanos_ is published
+  // through start_ready_ and started_; thread_ is written once under it,
+  // before started_, then joined or detached only by the stop() or Shutdown()
+  // that set the closed bit.
+  Mutex start_mu_;
   std::atomic<bool> started_{false};
   std::atomic<bool> start_ready_{false};  // set by the worker thread
   int64_t start_nanos_ = 0;               // clock reading at startTime
@@ -168,10 +202,15 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // The worker's sleeper. Producers may still be about to Wake() it after
   // stop() has collected their node, so it dies under wake_mu_, and every
   // Wake() from another thread (rare: only an earlier deadline) takes it.
-  std::mutex wake_mu_;
-  std::unique_ptr<Clock::Sleeper> sleeper_;
+  // Two deliberate exceptions: SetSleeperBeforeStart() and OwnSleeper().
+  Mutex wake_mu_;
+  std::unique_ptr<Clock::Sleeper> sleeper_ ABSL_GUARDED_BY(wake_mu_);
 
-  std::mutex stop_mu_;  // serialises stop() calls
+  // Serialises stop() and Shutdown(): a second stop() returns only once the
+  // first has finished. It guards no field: the one call that sets the
+  // closed bit owns the shutdown; the others then find the bit set and
+  // return.
+  Mutex stop_mu_ ABSL_ACQUIRED_BEFORE(start_mu_, wake_mu_);
   std::atomic<bool> shutdown_{false};
   bool finish_on_thread_ = false;  // set before shutdown_ (release)
 

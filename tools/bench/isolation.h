@@ -7,11 +7,10 @@
 // parses it. The child's stderr is the parent's.
 //
 // Why: a run must not inherit the state earlier runs left in the process.
-// tickwheel recycles timeout nodes through a process-wide pool that never
-// returns memory (worker/node_pool.h), and glibc keeps freed memory too, so
-// in one process W4's RSS delta drops to ~0 bytes per timeout from the second
-// repetition on, and W1 runs on a pool scrambled by earlier runs (see
-// docs/PERFORMANCE.md). Every run in its own process starts every
+// glibc keeps freed memory, so in one process W4's RSS delta drops to ~0
+// bytes per timeout from the second repetition on, and later runs allocate
+// from memory that earlier runs scattered (see docs/PERFORMANCE.md). Every
+// run in its own process starts every
 // implementation from the same state. The runs still alternate between the
 // implementations within seconds, so the ratios keep their meaning on a noisy
 // machine.

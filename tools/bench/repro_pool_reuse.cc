@@ -1,25 +1,25 @@
 // tools/bench/repro_pool_reuse.cc
 // -----------------------------------------------------------------------------
-// Reproducer (performance, not correctness): newTimeout() gets several times
-// slower once the node pool (worker/node_pool.h, commit 1116d1e) recycles
-// blocks that were freed in a different order than they were allocated.
+// Reuse check (performance, not correctness): newTimeout() must not get slower
+// once the memory of earlier timeouts is recycled.
 //
 // Round 1 schedules N timeouts with random delays in [10 s, 60 s] on a fresh
-// Timer in a fresh process: the pool carves new slabs, so consecutive
-// newTimeout() calls get consecutive blocks. stop() then returns them
-// earliest deadline first and the handles die in that order, so the blocks go
-// back to the pool in deadline order, i.e. scattered across the N-block
-// region. Round 2 repeats round 1 on a new Timer: every block now comes from
-// that scrambled free list, and each newTimeout() touches cache lines (and
-// pages) nowhere near the previous one. Expiry frees nodes in deadline order
-// too, so a long-running server's pool is in the round-2 state.
+// Timer; stop() returns them earliest deadline first and the handles die in
+// that order, so the nodes are freed scattered across the N-node region.
+// Round 2 repeats round 1 on a new Timer, allocating from that freed memory.
+// Expiry frees nodes in deadline order too, so a long-running server lives in
+// the round-2 state.
+//
+// History: commit 1116d1e recycled nodes through a per-thread pool (slabs,
+// never returned to the system). This program showed round 1 at about 90 ns
+// of CPU per call and rounds 2-3 at about 480: the pool handed back blocks in
+// the scattered order they were freed, each newTimeout() touching a cold line
+// and page. Plain malloc coalesces the freed chunks and measured 113 / 106 /
+// 105 ns on the same machine, so the pool was removed.
 //
 // Run (optimised):
 //   bazel build -c opt --config=opt //tools/bench:repro_pool_reuse
 //   bazel-bin/tools/bench/repro_pool_reuse [N=1000000] [rounds=3]
-// Seen on the 2-core benchmark machine at commit 6b6c727 (see
-// docs/PERFORMANCE.md): round 1 about 100 ns of CPU per call, later rounds
-// about 600.
 
 #include <time.h>
 
