@@ -1,0 +1,544 @@
+#include "tests/model/fuzz_harness.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tests/model/timer_model.h"
+#include "timer/timer.h"
+#include "worker/manual_clock.h"
+
+namespace tickwheel::model {
+namespace {
+
+// Attempts (newTimeout() calls) one input can make: kMaxOps from the test
+// thread, each with a chain of at most three children.
+constexpr int64_t kMaxIds = 4 * kMaxOps + 8;
+
+
+std::atomic<int64_t> ops_executed{0};
+std::atomic<int64_t> task_throws_logged{0};
+
+void InstallLogSinkOnce() {
+  static const bool installed = [] {
+    SetLogSink([](LogSeverity, std::string_view message) {
+      if (message.find("task threw") != std::string_view::npos) {
+        task_throws_logged.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+    return true;
+  }();
+  (void)installed;
+}
+
+class Reader {
+ public:
+  Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  bool empty() const { return pos_ >= size_; }
+  uint8_t Byte() { return pos_ < size_ ? data_[pos_++] : 0; }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+struct FuzzConfig {
+  int64_t tick_nanos = 1;
+  int ticks_per_wheel = 1;
+  int64_t max_pending = 0;
+  bool inline_executor = false;
+  int64_t clock_start = 0;
+
+  std::string ToString() const {
+    return fmt::format(
+        "tick={}ns ticks_per_wheel={} max_pending={} inline_executor={} "
+        "clock_start={}",
+        tick_nanos, ticks_per_wheel, max_pending, inline_executor, clock_start);
+  }
+};
+
+FuzzConfig DecodeConfig(Reader& in) {
+  static constexpr std::array<int64_t, 8> kTicks = {1, 2, 3, 7, 10, 100, 1000,
+                                                    1000000};
+  static constexpr std::array<int, 8> kWheels = {1, 2, 3, 4, 5, 8, 16, 64};
+  // Clock readings at which the ManualClock starts; bit 7 negates them (a
+  // clock may have any origin: tests/repro_negative_clock_test.cc).
+  static constexpr std::array<int64_t, 4> kStarts = {0, 1, 999999999,
+                                                     int64_t{1} << 60};
+  const uint8_t b0 = in.Byte();
+  const uint8_t b1 = in.Byte();
+  FuzzConfig c;
+  c.tick_nanos = kTicks[b0 & 7];
+  c.ticks_per_wheel = kWheels[(b0 >> 3) & 7];
+  c.max_pending = (b1 & 15) < 6 ? 0 : (b1 & 15) - 5;
+  c.inline_executor = (b1 & 16) != 0;
+  c.clock_start = kStarts[(b1 >> 5) & 3];
+  if (b1 & 0x80) c.clock_start = -c.clock_start - 1;
+  return c;
+}
+
+// A delay: exact multiples of the tick, one nanosecond either side, half ticks,
+// whole turns of the wheel, negative values, and the extremes.
+absl::Duration DecodeDelay(uint8_t c, int64_t tick, int64_t wheel) {
+  const int64_t k = c & 31;
+  switch (c >> 5) {
+    case 0:
+      return absl::Nanoseconds(k * tick);
+    case 1:
+      return absl::Nanoseconds(k * tick - 1);
+    case 2:
+      return absl::Nanoseconds(k * tick + 1);
+    case 3:
+      return absl::Nanoseconds(k * tick + tick / 2);
+    case 4:
+      return absl::Nanoseconds(((k & 7) * wheel + (k >> 3)) * tick);
+    case 5:
+      return absl::Nanoseconds(-k * tick - 1);
+    case 6: {
+      static const std::array<absl::Duration, 8> kSpecial = {
+          absl::InfiniteDuration(),
+          -absl::InfiniteDuration(),
+          absl::Nanoseconds(INT64_MAX),
+          absl::Nanoseconds(INT64_MAX - 1),
+          absl::Nanoseconds(INT64_MIN),
+          absl::Hours(2562048),  // just over INT64_MAX nanoseconds
+          absl::Nanoseconds(INT64_MAX / 2),
+          absl::ZeroDuration(),
+      };
+      return kSpecial[k & 7];
+    }
+    default:
+      return absl::Nanoseconds(k);  // raw nanoseconds, mostly below a tick
+  }
+}
+
+TaskAction DecodeAction(uint8_t a, int64_t tick, int64_t wheel) {
+  TaskAction action;
+  action.repeat = a & 3;
+  const std::array<int64_t, 8> kChildDelays = {
+      0, -1, 1, tick / 2, tick, tick + 1, 3 * tick, wheel * tick + 1};
+  action.child_delay = absl::Nanoseconds(kChildDelays[(a >> 2) & 7]);
+  switch (a >> 5) {
+    case 4:
+      action.cancel_previous = true;
+      break;
+    case 5:
+      action.cancel_previous = true;
+      action.throw_after = true;
+      break;
+    case 6:
+      action.try_stop = true;
+      break;
+    case 7:
+      action.throw_after = true;
+      break;
+    default:
+      break;
+  }
+  return action;
+}
+
+// An advance: raw nanoseconds, whole ticks, ticks plus one nanosecond, whole
+// turns of the wheel minus one nanosecond.
+int64_t DecodeAdvance(uint8_t c, int64_t tick, int64_t wheel) {
+  const int64_t k = c & 63;
+  switch (c >> 6) {
+    case 0:
+      return k;
+    case 1:
+      return k * tick;
+    case 2:
+      return k * tick + 1;
+    default:
+      return ((k & 7) * wheel + ((k >> 3) & 7)) * tick - 1;
+  }
+}
+
+// The real timer, instrumented. Tasks record what they do; every task carries a
+// Capture that counts itself alive.
+class RealSide {
+ public:
+  explicit RealSide(const FuzzConfig& config)
+      : clock_(std::make_shared<ManualClock>(config.clock_start)) {
+    for (auto& a : alive_) a.store(0, std::memory_order_relaxed);
+    TimerOptions options;
+    options.tick_duration = absl::Nanoseconds(config.tick_nanos);
+    options.ticks_per_wheel = config.ticks_per_wheel;
+    options.max_pending_timeouts = config.max_pending;
+    options.thread_name = "tickwheel-fuzz";
+    options.clock = clock_;
+    if (config.inline_executor) {
+      options.task_executor = [](absl::AnyInvocable<void()> run) { run(); };
+    }
+    auto timer = Timer::Create(std::move(options));
+    create_status_ = timer.status();
+    if (timer.ok()) timer_ = *std::move(timer);
+    handles_.resize(kMaxIds);
+  }
+
+  const absl::Status& create_status() const { return create_status_; }
+  Timer* timer() const { return timer_.get(); }
+  int ticks_per_wheel() const { return timer_->ticksPerWheel(); }
+
+  int64_t Schedule(bool empty_task, absl::Duration delay, TaskAction action,
+                   Code* code) {
+    return ScheduleOn(timer_.get(), empty_task, delay, action, code);
+  }
+
+  // newTimeout() on `timer` (tasks use their own Timeout's timer()).
+  int64_t ScheduleOn(Timer* timer, bool empty_task, absl::Duration delay,
+                     TaskAction action, Code* code) {
+    const int64_t id = next_id_.fetch_add(1);
+    absl::StatusOr<Timeout> t = timer->newTimeout(
+        empty_task ? TimerTask() : MakeTask(id, action), delay);
+    *code = CodeOf(t.status());
+    if (t.ok()) SetHandle(id, *std::move(t));
+    return id;
+  }
+
+  bool Cancel(int64_t id) { return Handle(id).cancel(); }
+  bool TakeTask(int64_t id) { return Handle(id).takeTask() != nullptr; }
+  void Advance(int64_t nanos) { clock_->AdvanceAndSettle(absl::Nanoseconds(nanos)); }
+  // Waits until the worker has finished what a newTimeout() woke it for.
+  void Settle() { clock_->AwaitIdle(); }
+  bool Ran(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Event& e : events_) {
+      if (e.kind == Event::Kind::kRan && e.id == id) return true;
+    }
+    return false;
+  }
+
+  // stop() from the test thread; ids in the order returned (-1: unknown).
+  std::vector<int64_t> Stop(Code* code) {
+    absl::StatusOr<std::vector<Timeout>> r = timer_->stop();
+    *code = CodeOf(r.status());
+    std::vector<int64_t> ids;
+    if (!r.ok()) return ids;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Timeout& t : *r) {
+      int64_t found = -1;
+      for (int64_t id = 0; id < next_id_.load(); ++id) {
+        if (handles_[id] && handles_[id] == t) found = id;
+      }
+      ids.push_back(found);
+    }
+    return ids;
+  }
+
+  void Destroy() { timer_.reset(); }
+  int64_t Pending() const { return timer_->pendingTimeouts(); }
+  int64_t next_id() const { return next_id_.load(); }
+  int alive(int64_t id) const { return alive_[id].load(); }
+
+  std::vector<Event> events() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+
+  Timeout Handle(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return id >= 0 && id < kMaxIds ? handles_[id] : Timeout();
+  }
+
+  void DropHandles() {
+    std::vector<Timeout> handles;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      handles.swap(handles_);
+    }
+  }
+
+ private:
+  // Counts itself in alive_[id] while it exists; moving transfers the count.
+  class Capture {
+   public:
+    Capture(RealSide* owner, int64_t id) : owner_(owner), id_(id) {
+      owner_->alive_[id_].fetch_add(1);
+    }
+    Capture(Capture&& other) noexcept
+        : owner_(std::exchange(other.owner_, nullptr)), id_(other.id_) {}
+    Capture& operator=(Capture&&) = delete;
+    ~Capture() {
+      if (owner_ != nullptr) owner_->alive_[id_].fetch_sub(1);
+    }
+
+   private:
+    RealSide* owner_;
+    int64_t id_;
+  };
+
+  TimerTask MakeTask(int64_t id, TaskAction action) {
+    return [this, action, capture = Capture(this, id), id](const Timeout& self) {
+      RunTask(id, action, self);
+    };
+  }
+
+  void SetHandle(int64_t id, Timeout t) {
+    std::lock_guard<std::mutex> lock(mu_);
+    handles_[id] = std::move(t);
+  }
+
+  void Record(Event e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(e);
+  }
+
+  // Runs on the worker thread (or inline in the task executor).
+  void RunTask(int64_t id, const TaskAction& action, const Timeout& self) {
+    Timer* timer = self.timer();
+    const int64_t tick = timer->metrics().ticks;
+    const int64_t clock = clock_->NowNanos();
+    Record({Event::Kind::kRan, id, tick, clock, -1, 0});
+    if (action.repeat > 0) {
+      Code code;
+      const int64_t child =
+          ScheduleOn(timer, false, action.child_delay, action.Child(), &code);
+      Record({Event::Kind::kChildScheduled, id, tick, clock, child,
+              static_cast<int>(code)});
+    }
+    if (action.cancel_previous) {
+      const bool ok = Handle(id - 1).cancel();
+      Record({Event::Kind::kCancelledOther, id, tick, clock, id - 1, ok ? 1 : 0});
+    }
+    if (action.try_stop) {
+      const Code code = CodeOf(timer->stop().status());
+      Record({Event::Kind::kStopFromTask, id, tick, clock, -1,
+              static_cast<int>(code)});
+    }
+    if (action.throw_after) throw std::runtime_error("fuzz task throws");
+  }
+
+  std::shared_ptr<ManualClock> clock_;
+  absl::Status create_status_;
+  std::atomic<int64_t> next_id_{0};
+  std::array<std::atomic<int>, kMaxIds> alive_;
+  std::mutex mu_;
+  std::vector<Timeout> handles_;  // guarded by mu_; by id, empty if rejected
+  std::vector<Event> events_;     // guarded by mu_
+  // Last, so destroyed first: its tasks use everything above.
+  std::unique_ptr<Timer> timer_;
+};
+
+// Everything observable, compared after every operation.
+std::string Compare(const TimerModel& model, RealSide& real,
+                    int64_t throws_before) {
+  if (real.next_id() != model.next_id()) {
+    return fmt::format("attempt count: real {} model {}", real.next_id(),
+                       model.next_id());
+  }
+  const std::vector<Event> events = real.events();
+  const std::vector<Event>& expected = model.events();
+  for (size_t i = 0; i < std::max(events.size(), expected.size()); ++i) {
+    const std::string r = i < events.size() ? events[i].ToString() : "(none)";
+    const std::string m = i < expected.size() ? expected[i].ToString() : "(none)";
+    if (r != m) {
+      return fmt::format("task event #{}: real {} model {}", i, r, m);
+    }
+  }
+  if (!model.destroyed() && real.Pending() != model.Pending()) {
+    return fmt::format("pendingTimeouts(): real {} model {}", real.Pending(),
+                       model.Pending());
+  }
+  for (int64_t id = 0; id < model.next_id(); ++id) {
+    const int alive = real.alive(id);
+    if (alive < 0 || alive > 1) {
+      return fmt::format("task {}: {} live captures (destroyed twice?)", id,
+                         alive);
+    }
+    if ((alive == 1) != model.CapturesAlive(id)) {
+      return fmt::format("task {}: captures alive: real {} model {}", id,
+                         alive == 1, model.CapturesAlive(id));
+    }
+    const Timeout t = real.Handle(id);
+    if (t.isExpired() != model.IsExpired(id) ||
+        t.isCancelled() != model.IsCancelled(id)) {
+      return fmt::format(
+          "task {}: isExpired/isCancelled: real {}/{} model {}/{}", id,
+          t.isExpired(), t.isCancelled(), model.IsExpired(id),
+          model.IsCancelled(id));
+    }
+  }
+  const int64_t throws = task_throws_logged.load() - throws_before;
+  if (throws != model.throws()) {
+    return fmt::format("task exceptions logged: real {} model {}", throws,
+                       model.throws());
+  }
+  return "";
+}
+
+std::string CompareStop(const TimerModel& model, Code code,
+                        const std::vector<int64_t>& real_ids,
+                        const std::vector<int64_t>& model_ids) {
+  if (code != Code::kOk) {
+    return fmt::format("stop(): {} from the test thread", CodeName(code));
+  }
+  std::vector<int64_t> a = real_ids, b = model_ids;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  if (a != b) {
+    return fmt::format("stop() returned ids [{}], model [{}]",
+                       fmt::join(real_ids, ","), fmt::join(model_ids, ","));
+  }
+  for (size_t i = 1; i < real_ids.size(); ++i) {
+    if (model.Deadline(real_ids[i - 1]) > model.Deadline(real_ids[i])) {
+      return fmt::format("stop() not in deadline order: [{}]",
+                         fmt::join(real_ids, ","));
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+int64_t FuzzOpsExecuted() { return ops_executed.load(); }
+
+std::string RunFuzzInput(const uint8_t* data, size_t size) {
+  InstallLogSinkOnce();
+  Reader in(data, size);
+  const FuzzConfig config = DecodeConfig(in);
+  RealSide real(config);
+  if (!real.create_status().ok()) {
+    return fmt::format("Timer::Create failed for a valid config {}: {}",
+                       config.ToString(), real.create_status().ToString());
+  }
+  TimerModel model({.tick_nanos = config.tick_nanos,
+                    .max_pending = config.max_pending,
+                    .clock_start = config.clock_start});
+  const int64_t tick = config.tick_nanos;
+  const int64_t wheel = real.ticks_per_wheel();
+  const int64_t throws_before = task_throws_logged.load();
+  int64_t ticks_left = kMaxTicksPerInput;
+  std::string trace;
+
+  auto fail = [&](const std::string& what) {
+    return fmt::format("MISMATCH: {}\nconfig: {}\noperations:\n{}{}", what,
+                       config.ToString(), trace, model.Describe());
+  };
+  auto check = [&]() -> std::string {
+    std::string diff = Compare(model, real, throws_before);
+    if (diff.empty()) diff = model.CheckContract();
+    return diff;
+  };
+
+  for (int op = 0; op < kMaxOps && !in.empty(); ++op) {
+    const uint8_t opcode = in.Byte() & 15;
+    ops_executed.fetch_add(1, std::memory_order_relaxed);
+    if (model.destroyed() && opcode != 6 && opcode != 7 && opcode != 12) {
+      continue;  // only handles are left
+    }
+    switch (opcode) {
+      case 0: case 1: case 2: case 3: case 4: case 5:
+      case 13: {  // newTimeout (13: with an empty task)
+        const bool empty_task = opcode == 13;
+        const absl::Duration delay = DecodeDelay(in.Byte(), tick, wheel);
+        const TaskAction action = DecodeAction(in.Byte(), tick, wheel);
+        Code real_code, model_code;
+        const int64_t id = real.Schedule(empty_task, delay, action, &real_code);
+        model.Schedule(empty_task, delay, action, &model_code);
+        trace += fmt::format("  #{} newTimeout({}, {}{}) -> {}\n", id,
+                             absl::FormatDuration(delay), action.ToString(),
+                             empty_task ? ", empty task" : "",
+                             CodeName(real_code));
+        if (real_code != model_code) {
+          return fail(fmt::format("newTimeout #{}: real {} model {}", id,
+                                  CodeName(real_code), CodeName(model_code)));
+        }
+        real.Settle();  // the worker may have been woken
+        if (model_code == Code::kOk && model.Overdue(id)) {
+          const bool ran = real.Ran(id);
+          model.ResolveOverdue(id, ran);
+          trace += fmt::format("     (overdue: {})\n",
+                               ran ? "ran at once" : "due at the next tick");
+        }
+        break;
+      }
+      case 6: case 7: case 14: {  // cancel (14: the newest timeout)
+        if (model.next_id() == 0) break;
+        const int64_t id = opcode == 14 ? model.next_id() - 1
+                                        : in.Byte() % model.next_id();
+        const bool r = real.Cancel(id);
+        const bool m = model.Cancel(id);
+        trace += fmt::format("  cancel(#{}) -> {}\n", id, r);
+        if (r != m) {
+          return fail(fmt::format("cancel(#{}): real {} model {}", id, r, m));
+        }
+        break;
+      }
+      case 8: case 9: case 10: {  // advance the clock and settle
+        int64_t nanos = DecodeAdvance(in.Byte(), tick, wheel);
+        nanos = std::min(nanos, ticks_left * tick);
+        ticks_left -= nanos / tick;
+        real.Advance(nanos);
+        model.Advance(absl::Nanoseconds(nanos));
+        trace += fmt::format("  advance({}ns) -> ticks={}\n", nanos,
+                             model.ticks_processed());
+        break;
+      }
+      case 11: {  // stop()
+        Code code;
+        const std::vector<int64_t> r = real.Stop(&code);
+        const std::vector<int64_t> m = model.Stop();
+        trace += fmt::format("  stop() -> [{}]\n", fmt::join(r, ","));
+        if (std::string d = CompareStop(model, code, r, m); !d.empty()) {
+          return fail(d);
+        }
+        break;
+      }
+      case 12: {  // takeTask()
+        if (model.next_id() == 0) break;
+        const int64_t id = in.Byte() % model.next_id();
+        const bool r = real.TakeTask(id);
+        const bool m = model.TakeTask(id);
+        trace += fmt::format("  takeTask(#{}) -> {}\n", id, r);
+        if (r != m) {
+          return fail(fmt::format("takeTask(#{}): real {} model {}", id, r, m));
+        }
+        break;
+      }
+      default: {  // 15: destroy the Timer; handles stay
+        real.Destroy();
+        model.Destroy();
+        trace += "  ~Timer()\n";
+        break;
+      }
+    }
+    if (std::string d = check(); !d.empty()) return fail(d);
+  }
+
+  // The end: stop, take every task back, destroy. Nothing may be left alive.
+  if (!model.destroyed()) {
+    Code code;
+    const std::vector<int64_t> r = real.Stop(&code);
+    const std::vector<int64_t> m = model.Stop();
+    trace += fmt::format("  final stop() -> [{}]\n", fmt::join(r, ","));
+    if (std::string d = CompareStop(model, code, r, m); !d.empty()) {
+      return fail(d);
+    }
+    for (int64_t id : r) {
+      if (real.TakeTask(id) != model.TakeTask(id)) {
+        return fail(fmt::format("takeTask(#{}) after the final stop()", id));
+      }
+    }
+    real.Destroy();
+    model.Destroy();
+  }
+  if (std::string d = check(); !d.empty()) return fail(d);
+  real.DropHandles();
+  for (int64_t id = 0; id < model.next_id(); ++id) {
+    if (real.alive(id) != 0) {
+      return fail(fmt::format("task {}: captures still alive at the end", id));
+    }
+  }
+  return "";
+}
+
+}  // namespace tickwheel::model

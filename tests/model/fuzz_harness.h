@@ -1,0 +1,65 @@
+// tests/model/fuzz_harness.h
+// -----------------------------------------------------------------------------
+// The differential harness behind tests/timer_fuzzer.cc: decodes a byte string
+// into a timer configuration and a sequence of operations, applies each
+// operation to a real tickwheel::Timer (on a ManualClock, settled after every
+// advance so that the comparison is exact) and to the reference TimerModel
+// (tests/model/timer_model.h), and compares after every operation:
+//
+//   * the result of the operation (status code, cancel()'s bool, the ids
+//     returned by stop() and their order by deadline, takeTask());
+//   * pendingTimeouts();
+//   * everything tasks did, in order: which task ran, in which tick
+//     (metrics().ticks inside the task), at which clock reading, and what it
+//     scheduled, cancelled or tried to stop, with the results;
+//   * for every task ever handed to newTimeout(): whether its captures are
+//     alive (captures are counted objects), isExpired() and isCancelled();
+//   * how many task exceptions the worker logged.
+//
+// At the end the timer is stopped and destroyed, and every capture must be
+// gone: nothing run twice, nothing lost, nothing leaked.
+//
+// Input format (bytes; a missing byte reads as 0, so every input is valid):
+//   byte 0   tick (bits 0-2: 1, 2, 3, 7, 10, 100, 1000 or 1e6 ns) and
+//            ticks_per_wheel (bits 3-5: 1, 2, 3, 4, 5, 8, 16, 64)
+//   byte 1   max_pending (bits 0-3: 0-5 unlimited, else 1-10), inline
+//            task_executor (bit 4), clock start (bits 5-6: 0, 1, 1e9 - 1 or
+//            2^60 ns; bit 7: negated, minus one)
+//   then up to kMaxOps operations, each an opcode byte and its arguments; see
+//   fuzz_harness.cc (DecodeDelay, DecodeAction, DecodeAdvance, RunFuzzInput).
+//
+// The corpus (tests/fuzz_corpus/) is what libFuzzer kept, minimised for edge
+// coverage, plus hand-written seed_* files that pin scenarios coverage cannot
+// tell apart (each fails against a planted bug that the rest let through):
+//   seed_cascade_order        tick 10 ns, 4 buckets: a timeout due at tick 4
+//                             (an upper level), advance to 40 ns, a second one
+//                             due at tick 4: the first must still run first.
+//   seed_wake_one_tick_early  the worker sleeps until tick 2; a timeout due at
+//                             tick 1 must wake it, and run when the clock
+//                             reaches 20 ns.
+
+#ifndef TICKWHEEL_TESTS_MODEL_FUZZ_HARNESS_H_
+#define TICKWHEEL_TESTS_MODEL_FUZZ_HARNESS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tickwheel::model {
+
+// Operations decoded from one input at most; keeps one input to milliseconds.
+inline constexpr int kMaxOps = 64;
+// Ticks one input may advance the clock by in total.
+inline constexpr int64_t kMaxTicksPerInput = 4096;
+
+// Runs one input. Returns "" when the timer and the model agree throughout,
+// else a description of the first difference with the decoded operations and
+// the model's state.
+std::string RunFuzzInput(const uint8_t* data, size_t size);
+
+// Operations executed by RunFuzzInput() in this process so far.
+int64_t FuzzOpsExecuted();
+
+}  // namespace tickwheel::model
+
+#endif  // TICKWHEEL_TESTS_MODEL_FUZZ_HARNESS_H_

@@ -1,0 +1,485 @@
+// tests/stress_test.cc
+// -----------------------------------------------------------------------------
+// The exactly-once invariant under threads (issue #4, part 2).
+//
+// Each round: several producer threads schedule tasks on a real-clock Timer
+// (1 ms tick), cancel random timeouts at random moments, and the tasks
+// themselves reschedule children and cancel other timeouts from the worker (or
+// from a task executor thread); meanwhile a stopper thread calls stop() at a
+// random point (in some rounds two stoppers race). Afterwards every task ever
+// handed to newTimeout() is accounted for:
+//
+//   * rejected (FailedPrecondition only after stop() began, ResourceExhausted
+//     only with max_pending_timeouts): never ran, captures destroyed once;
+//   * accepted: exactly one of ran (once), cancelled (cancel() returned true
+//     exactly once) or returned by stop() (isCancelled(), takeTask() gives the
+//     task exactly once), and its captures destroyed exactly once;
+//   * no task ran before its delay had passed (the real clock read before
+//     newTimeout() plus the delay);
+//   * pendingTimeouts() never exceeded max_pending_timeouts, and is 0 after
+//     stop().
+//
+// The default suite runs a few bounded rounds (about a second, a few seconds
+// under TSan). The soak runs rounds until a time budget is spent:
+//   TICKWHEEL_STRESS_SOAK_SECONDS=600 bazel test //tests:stress_soak_test
+// (//tests:stress_soak_test is tagged manual and sets 120 s by default).
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "timer/timer.h"
+
+namespace tickwheel {
+namespace {
+
+int64_t NowNanos() { return RealClock::Shared()->NowNanos(); }
+
+// The id of the last task Capture destroyed on this thread.
+thread_local int64_t last_destroyed_id = -1;
+
+uint64_t Mix(uint64_t x) {  // splitmix64: per-task randomness without sharing
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+struct StressParams {
+  uint32_t seed = 1;
+  int producers = 4;
+  int ops_per_producer = 1500;
+  bool use_executor = false;
+  int64_t max_pending = 0;
+  int stoppers = 1;
+};
+
+// Totals over a round, printed so that CI logs show how much was exercised.
+struct StressCounts {
+  int64_t operations = 0;  // producer operations + task actions
+  int64_t attempts = 0;    // newTimeout() calls
+  int64_t accepted = 0;
+  int64_t rejected = 0;
+  int64_t ran = 0;
+  int64_t cancelled = 0;
+  int64_t stopped = 0;
+  int64_t from_tasks = 0;  // newTimeout() calls made inside tasks
+
+  void Add(const StressCounts& o) {
+    operations += o.operations;
+    attempts += o.attempts;
+    accepted += o.accepted;
+    rejected += o.rejected;
+    ran += o.ran;
+    cancelled += o.cancelled;
+    stopped += o.stopped;
+    from_tasks += o.from_tasks;
+  }
+  std::string ToString() const {
+    return fmt::format(
+        "{} operations: {} newTimeout ({} from tasks), {} accepted, {} "
+        "rejected; {} ran, {} cancelled, {} returned by stop()",
+        operations, attempts, from_tasks, accepted, rejected, ran, cancelled,
+        stopped);
+  }
+};
+
+// One record per newTimeout() attempt.
+struct Entry {
+  std::atomic<int> accepted{0};
+  std::atomic<int> rejected{0};
+  std::atomic<int> runs{0};
+  std::atomic<int> destroyed{0};
+  std::atomic<int> cancelled{0};  // cancel() calls that returned true
+  std::atomic<int> early{0};
+  std::atomic<int> bad_code{0};   // rejected with an unexpected status
+};
+
+// A task executor with one thread and a FIFO queue; Finish() runs what is
+// left and joins.
+class QueueExecutor {
+ public:
+  QueueExecutor() : thread_([this] { Loop(); }) {}
+  ~QueueExecutor() { Finish(); }
+
+  void Post(absl::AnyInvocable<void()> f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(f));
+    cv_.notify_one();
+  }
+
+  void Finish() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+      cv_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // done_
+      absl::AnyInvocable<void()> f = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      f();
+      f = nullptr;
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<absl::AnyInvocable<void()>> queue_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+class StressRound {
+ public:
+  explicit StressRound(const StressParams& p)
+      : p_(p),
+        capacity_(static_cast<int64_t>(p.producers) * p.ops_per_producer * 4),
+        entries_(new Entry[capacity_]) {}
+
+  StressCounts Run() {
+    if (p_.use_executor) executor_ = std::make_unique<QueueExecutor>();
+    TimerOptions options;
+    options.tick_duration = absl::Milliseconds(1);
+    options.ticks_per_wheel = 64;
+    options.max_pending_timeouts = p_.max_pending;
+    options.thread_name = "stress";
+    if (executor_ != nullptr) {
+      QueueExecutor* ex = executor_.get();
+      options.task_executor = [ex](absl::AnyInvocable<void()> f) {
+        ex->Post(std::move(f));
+      };
+    }
+    timer_ = Timer::Create(std::move(options)).value();
+
+    std::mt19937 rng(p_.seed);
+    const int64_t total_ops = int64_t{p_.producers} * p_.ops_per_producer;
+    // Usually in the second half; one round in eight almost at once; some
+    // after the producers are done.
+    const int64_t stop_after =
+        rng() % 8 == 0 ? static_cast<int64_t>(rng() % 64)
+                       : total_ops / 2 + static_cast<int64_t>(rng() % (total_ops * 3 / 4 + 1));
+    const int pause_us = static_cast<int>(rng() % 2000);
+
+    std::vector<std::thread> threads;
+    std::atomic<bool> observing{true};
+    std::thread observer;
+    if (p_.max_pending > 0) {
+      observer = std::thread([&] {
+        while (observing.load()) {
+          const int64_t n = timer_->pendingTimeouts();
+          if (n > p_.max_pending || n < 0) pending_violation_.store(n);
+          std::this_thread::yield();
+        }
+      });
+    }
+    for (int i = 0; i < p_.producers; ++i) {
+      threads.emplace_back([this, i] { Produce(p_.seed * 1000 + i); });
+    }
+    std::mutex stopped_mu;
+    std::vector<Timeout> stopped;
+    std::vector<std::thread> stoppers;
+    for (int s = 0; s < p_.stoppers; ++s) {
+      stoppers.emplace_back([&, s] {
+        while (ops_done_.load() < stop_after &&
+               producers_done_.load() < p_.producers) {
+          std::this_thread::yield();
+        }
+        if (s == 0 && pause_us > 1000) {
+          std::this_thread::sleep_for(std::chrono::microseconds(pause_us - 1000));
+        }
+        stop_started_.store(true);
+        absl::StatusOr<std::vector<Timeout>> r = timer_->stop();
+        EXPECT_TRUE(r.ok()) << r.status();
+        if (!r.ok()) return;
+        std::lock_guard<std::mutex> lock(stopped_mu);
+        for (Timeout& t : *r) stopped.push_back(std::move(t));
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (auto& t : stoppers) t.join();
+    observing.store(false);
+    if (observer.joinable()) observer.join();
+    if (executor_ != nullptr) executor_->Finish();  // tasks already handed off
+    EXPECT_EQ(timer_->pendingTimeouts(), 0);
+    EXPECT_EQ(pending_violation_.load(), 0)
+        << "pendingTimeouts() exceeded max_pending_timeouts=" << p_.max_pending;
+
+    // Who did stop() return? Taking a task out and destroying it runs its
+    // Capture's destructor, which names the task (public API only).
+    const int64_t n = next_id_.load();
+    StressCounts counts;
+    std::vector<int> in_stop(capacity_, 0);
+    for (const Timeout& t : stopped) {
+      EXPECT_TRUE(t.isCancelled());
+      EXPECT_FALSE(t.isExpired());
+      EXPECT_FALSE(t.cancel());
+      last_destroyed_id = -1;
+      {
+        TimerTask task = t.takeTask();
+        if (task == nullptr) {
+          ADD_FAILURE() << "takeTask() on a timeout from stop() gave nothing";
+          continue;
+        }
+      }  // destroyed here, on this thread
+      EXPECT_TRUE(t.takeTask() == nullptr) << "takeTask() twice";
+      if (last_destroyed_id < 0) {
+        ADD_FAILURE() << "stop() returned a task without our capture";
+        continue;
+      }
+      ++in_stop[last_destroyed_id];
+    }
+    stopped.clear();
+    timer_.reset();
+    {
+      std::lock_guard<std::mutex> lock(ring_mu_);
+      ring_.clear();
+    }
+
+    // The ledger.
+    int reported = 0;
+    auto report = [&](int64_t id, const std::string& what) {
+      if (++reported <= 20) ADD_FAILURE() << "task " << id << ": " << what;
+    };
+    for (int64_t id = 0; id < std::min(n, capacity_); ++id) {
+      const Entry& e = entries_[id];
+      const int accepted = e.accepted.load(), rejected = e.rejected.load();
+      const int runs = e.runs.load(), cancelled = e.cancelled.load();
+      const int destroyed = e.destroyed.load();
+      ++counts.attempts;
+      if (accepted + rejected != 1) {
+        report(id, fmt::format("accepted={} rejected={}", accepted, rejected));
+      }
+      if (destroyed != 1) {
+        report(id, fmt::format("captures destroyed {} times", destroyed));
+      }
+      if (e.early.load() != 0) report(id, "ran before its deadline");
+      if (e.bad_code.load() != 0) report(id, "rejected with a wrong status");
+      if (rejected == 1) {
+        ++counts.rejected;
+        if (runs + cancelled + in_stop[id] != 0) {
+          report(id, "rejected yet ran, was cancelled or stopped");
+        }
+        continue;
+      }
+      ++counts.accepted;
+      counts.ran += runs;
+      counts.cancelled += cancelled;
+      counts.stopped += in_stop[id];
+      if (runs + cancelled + in_stop[id] != 1) {
+        report(id, fmt::format("ran {} cancelled {} stopped {} (want exactly one)",
+                               runs, cancelled, in_stop[id]));
+      }
+    }
+    counts.operations = ops_done_.load() + task_actions_.load();
+    counts.from_tasks = from_tasks_.load();
+    return counts;
+  }
+
+ private:
+  class Capture {
+   public:
+    Capture(StressRound* round, int64_t id) : round_(round), id_(id) {}
+    Capture(Capture&& o) noexcept
+        : round_(std::exchange(o.round_, nullptr)), id_(o.id_) {}
+    Capture& operator=(Capture&&) = delete;
+    ~Capture() {
+      if (round_ == nullptr) return;
+      round_->entries_[id_].destroyed.fetch_add(1);
+      last_destroyed_id = id_;
+    }
+
+   private:
+    StressRound* round_;
+    int64_t id_;
+  };
+
+  void Produce(uint32_t seed) {
+    std::mt19937_64 rng(seed);
+    int after_stop = 0;
+    for (int i = 0; i < p_.ops_per_producer; ++i) {
+      // Keep going for a while once stop() has begun (racing it), then quit.
+      if (stop_started_.load() && ++after_stop > 100) break;
+      const uint64_t r = rng();
+      switch (r % 10) {
+        case 0: case 1: case 2: case 3: case 4: case 5:
+          Schedule(timer_.get(), 0, rng());
+          break;
+        case 6: case 7: case 8:
+          CancelRandom(rng());
+          break;
+        default:
+          if ((r >> 8) % 8 == 0) {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+          } else {
+            std::this_thread::yield();
+          }
+      }
+      ops_done_.fetch_add(1);
+    }
+    producers_done_.fetch_add(1);
+  }
+
+  void Schedule(Timer* timer, int depth, uint64_t r) {
+    const int64_t id = next_id_.fetch_add(1);
+    if (id >= capacity_) return;
+    Entry& e = entries_[id];
+    absl::Duration delay;
+    switch (r % 20) {
+      case 0:
+        delay = absl::Hours(1);  // still there at stop()
+        break;
+      case 1:
+        delay = -absl::Milliseconds(1);
+        break;
+      case 2:
+        delay = absl::ZeroDuration();
+        break;
+      default:
+        delay = absl::Microseconds((r >> 8) % 4000);
+    }
+    const int64_t not_before =
+        NowNanos() + std::max<int64_t>(0, absl::ToInt64Nanoseconds(delay));
+    TimerTask task = [this, id, depth, not_before, capture = Capture(this, id)](
+                         const Timeout& self) {
+      RunTask(id, depth, not_before, self);
+    };
+    absl::StatusOr<Timeout> t = timer->newTimeout(std::move(task), delay);
+    if (t.ok()) {
+      e.accepted.store(1);
+      if (p_.max_pending > 0 && timer->pendingTimeouts() > p_.max_pending) {
+        pending_violation_.store(timer->pendingTimeouts());
+      }
+      std::lock_guard<std::mutex> lock(ring_mu_);
+      ring_[(r >> 20) % ring_.size()] = {*std::move(t), id};
+    } else {
+      e.rejected.store(1);
+      const absl::StatusCode code = t.status().code();
+      const bool ok_code =
+          (code == absl::StatusCode::kFailedPrecondition && stop_started_.load()) ||
+          (code == absl::StatusCode::kResourceExhausted && p_.max_pending > 0);
+      if (!ok_code) e.bad_code.store(1);
+    }
+  }
+
+  void CancelRandom(uint64_t r) {
+    std::pair<Timeout, int64_t> victim;
+    {
+      std::lock_guard<std::mutex> lock(ring_mu_);
+      victim = ring_[r % ring_.size()];
+    }
+    if (victim.first.cancel()) entries_[victim.second].cancelled.fetch_add(1);
+  }
+
+  void RunTask(int64_t id, int depth, int64_t not_before, const Timeout& self) {
+    Entry& e = entries_[id];
+    e.runs.fetch_add(1);
+    if (NowNanos() < not_before) e.early.fetch_add(1);
+    if (self.cancel()) e.cancelled.fetch_add(1);  // must be false: it expired
+    const uint64_t r = Mix(p_.seed * 0x100000001ULL + id);
+    // timer() is null once the Timer's destructor has started (not here: the
+    // executor is drained before the Timer is destroyed, but be safe).
+    Timer* timer = self.timer();
+    if (depth < 3 && r % 3 == 0 && timer != nullptr) {
+      from_tasks_.fetch_add(1);
+      Schedule(timer, depth + 1, Mix(r));
+      task_actions_.fetch_add(1);
+    }
+    if (r % 5 == 1) {
+      CancelRandom(r >> 7);
+      task_actions_.fetch_add(1);
+    }
+  }
+
+  const StressParams p_;
+  const int64_t capacity_;
+  std::unique_ptr<Entry[]> entries_;
+  std::mutex ring_mu_;
+  std::vector<std::pair<Timeout, int64_t>> ring_ =
+      std::vector<std::pair<Timeout, int64_t>>(256);  // guarded by ring_mu_
+  std::unique_ptr<QueueExecutor> executor_;
+  std::unique_ptr<Timer> timer_;
+  std::atomic<int64_t> next_id_{0};
+  std::atomic<int64_t> ops_done_{0};
+  std::atomic<int64_t> task_actions_{0};
+  std::atomic<int64_t> from_tasks_{0};
+  std::atomic<int> producers_done_{0};
+  std::atomic<bool> stop_started_{false};
+  std::atomic<int64_t> pending_violation_{0};
+};
+
+StressParams ParamsForSeed(uint32_t seed, int ops_per_producer) {
+  StressParams p;
+  p.seed = seed;
+  p.ops_per_producer = ops_per_producer;
+  p.use_executor = seed % 2 == 0;
+  p.max_pending = seed % 3 == 0 ? 50 : 0;
+  p.stoppers = seed % 4 == 1 ? 2 : 1;
+  return p;
+}
+
+TEST(StressTest, ExactlyOnceUnderProducersCancelsAndStop) {
+  StressCounts total;
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kRounds = 12;
+  for (uint32_t seed = 1; seed <= kRounds; ++seed) {
+    const StressParams p = ParamsForSeed(seed, 4000);
+    SCOPED_TRACE(fmt::format("seed {} executor {} max_pending {} stoppers {}",
+                             seed, p.use_executor, p.max_pending, p.stoppers));
+    total.Add(StressRound(p).Run());
+  }
+  const double secs = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start).count();
+  fmt::print("stress: {} rounds in {:.2f}s, {}\n", kRounds, secs,
+             total.ToString());
+  EXPECT_GT(total.ran, 0);
+  EXPECT_GT(total.cancelled, 0);
+}
+
+TEST(StressTest, Soak) {
+  const char* env = std::getenv("TICKWHEEL_STRESS_SOAK_SECONDS");
+  if (env == nullptr || std::atoi(env) <= 0) {
+    GTEST_SKIP() << "set TICKWHEEL_STRESS_SOAK_SECONDS to run the soak";
+  }
+  const auto budget = std::chrono::seconds(std::atoi(env));
+  const auto start = std::chrono::steady_clock::now();
+  StressCounts total;
+  int rounds = 0;
+  for (uint32_t seed = 1000; std::chrono::steady_clock::now() - start < budget;
+       ++seed) {
+    const StressParams p = ParamsForSeed(seed, 10000);
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    total.Add(StressRound(p).Run());
+    ++rounds;
+    if (::testing::Test::HasFailure()) break;
+  }
+  const double secs = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start).count();
+  fmt::print("soak: {} rounds in {:.1f}s, {}\n", rounds, secs,
+             total.ToString());
+}
+
+}  // namespace
+}  // namespace tickwheel

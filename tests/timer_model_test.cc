@@ -1,0 +1,143 @@
+// tests/timer_model_test.cc
+// -----------------------------------------------------------------------------
+// The reference model (tests/model/timer_model.h) checked against expectations
+// worked out by hand from the documented contract, so that the fuzzer compares
+// the timer against something known to be right.
+
+#include "tests/model/timer_model.h"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace tickwheel::model {
+namespace {
+
+using State = TimerModel::State;
+
+std::vector<int64_t> RunClocks(const TimerModel& m) {
+  std::vector<int64_t> clocks;
+  for (const Event& e : m.events()) {
+    if (e.kind == Event::Kind::kRan) clocks.push_back(e.clock);
+  }
+  return clocks;
+}
+
+TEST(TimerModelTest, RunsAtFirstTickEndAtOrAfterDeadline) {
+  TimerModel m({.tick_nanos = 10});
+  Code code;
+  for (int d : {0, 5, 10, 11, 39, 40, 41, 100, -7}) {
+    m.Schedule(false, absl::Nanoseconds(d), {}, &code);
+    ASSERT_EQ(code, Code::kOk);
+  }
+  for (int i = 0; i < 20; ++i) m.Advance(absl::Nanoseconds(10));
+  // Acceptance order within a tick: the negative delay (id 8) runs last at 10.
+  EXPECT_EQ(RunClocks(m), (std::vector<int64_t>{10, 10, 10, 10, 20, 40, 40, 50, 100}));
+  EXPECT_EQ(m.events()[3].id, 8);
+  EXPECT_EQ(m.CheckContract(), "");
+}
+
+TEST(TimerModelTest, NeverIntoAPassedTickAndCatchUpInOrder) {
+  TimerModel m({.tick_nanos = 10, .clock_start = 1000});
+  Code code;
+  m.Schedule(false, absl::Nanoseconds(100), {}, &code);  // starts at 1000
+  m.Advance(absl::Nanoseconds(25));                      // ticks 0, 1 done
+  EXPECT_EQ(m.ticks_processed(), 2);
+  m.Schedule(false, absl::ZeroDuration(), {}, &code);    // deadline 25: tick 2
+  m.Schedule(false, absl::Nanoseconds(30), {}, &code);   // deadline 55: tick 5
+  m.Advance(absl::Nanoseconds(200));                     // all at once
+  ASSERT_EQ(m.events().size(), 3u);
+  EXPECT_EQ(m.events()[0].id, 1);
+  EXPECT_EQ(m.events()[0].tick, 2);
+  EXPECT_EQ(m.events()[1].id, 2);
+  EXPECT_EQ(m.events()[1].tick, 5);
+  EXPECT_EQ(m.events()[2].id, 0);
+  EXPECT_EQ(m.events()[2].tick, 9);
+  EXPECT_EQ(m.events()[2].clock, 1225);  // the clock did not move meanwhile
+}
+
+TEST(TimerModelTest, ChildOfCatchUpTaskCountsFromTheClock) {
+  TimerModel m({.tick_nanos = 10});
+  Code code;
+  TaskAction parent{.repeat = 1, .child_delay = absl::Nanoseconds(5)};
+  m.Schedule(false, absl::ZeroDuration(), parent, &code);  // tick 0
+  m.Advance(absl::Nanoseconds(100));  // runs at tick 0 with the clock at 100
+  // Child: deadline 105 -> tick 10 (ends at 110), not tick 1.
+  ASSERT_EQ(m.events().size(), 2u);
+  EXPECT_EQ(m.events()[1].kind, Event::Kind::kChildScheduled);
+  m.Advance(absl::Nanoseconds(10));
+  ASSERT_EQ(m.events().size(), 3u);
+  EXPECT_EQ(m.events()[2].id, 1);
+  EXPECT_EQ(m.events()[2].tick, 10);
+}
+
+TEST(TimerModelTest, ChildDueInAnEndedTickRunsAtTheNextBoundary) {
+  TimerModel m({.tick_nanos = 10});
+  Code code;
+  TaskAction parent{.repeat = 1, .child_delay = absl::ZeroDuration()};
+  m.Schedule(false, absl::ZeroDuration(), parent, &code);
+  m.Advance(absl::Nanoseconds(100));
+  // Child: deadline 100 is tick 9's end, which this pass has processed.
+  EXPECT_EQ(m.Pending(), 1);
+  m.Advance(absl::Nanoseconds(10));
+  ASSERT_EQ(m.events().size(), 3u);
+  EXPECT_EQ(m.events()[2].tick, 10);
+}
+
+TEST(TimerModelTest, OverdueAtScheduleRunsAtOnceOrAtTheNextBoundary) {
+  for (bool at_once : {true, false}) {
+    TimerModel m({.tick_nanos = 10});
+    Code code;
+    m.Schedule(false, absl::Hours(1), {}, &code);  // starts the timer
+    m.Advance(absl::Nanoseconds(30));
+    const int64_t id = m.Schedule(false, absl::ZeroDuration(), {}, &code);
+    ASSERT_TRUE(m.Overdue(id));  // deadline 30: tick 2, which has ended
+    m.ResolveOverdue(id, at_once);
+    if (at_once) {
+      ASSERT_EQ(m.events().size(), 1u);
+      EXPECT_EQ(m.events()[0].tick, 2);
+    } else {
+      EXPECT_TRUE(m.events().empty());
+      m.Advance(absl::Nanoseconds(10));
+      ASSERT_EQ(m.events().size(), 1u);
+      EXPECT_EQ(m.events()[0].tick, 3);
+    }
+    EXPECT_EQ(m.CheckContract(), "");
+  }
+}
+
+TEST(TimerModelTest, CancelDestroysCapturesAtOnce) {
+  TimerModel m({.tick_nanos = 10});
+  Code code;
+  const int64_t id = m.Schedule(false, absl::Nanoseconds(50), {}, &code);
+  EXPECT_TRUE(m.CapturesAlive(id));
+  EXPECT_TRUE(m.Cancel(id));
+  EXPECT_FALSE(m.Cancel(id));
+  EXPECT_EQ(m.Pending(), 0);
+  EXPECT_FALSE(m.CapturesAlive(id));
+  m.Advance(absl::Nanoseconds(100));
+  EXPECT_TRUE(m.events().empty());
+}
+
+TEST(TimerModelTest, MaxPendingAndStop) {
+  TimerModel m({.tick_nanos = 10, .max_pending = 2});
+  Code code;
+  m.Schedule(false, absl::InfiniteDuration(), {}, &code);
+  m.Schedule(false, absl::Nanoseconds(30), {}, &code);
+  m.Schedule(false, absl::Nanoseconds(1), {}, &code);
+  EXPECT_EQ(code, Code::kResourceExhausted);
+  m.Schedule(true, absl::Nanoseconds(1), {}, &code);
+  EXPECT_EQ(code, Code::kInvalidArgument);
+  EXPECT_EQ(m.Stop(), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(m.state(0), State::kStopped);
+  EXPECT_TRUE(m.IsCancelled(0));
+  EXPECT_TRUE(m.TakeTask(0));
+  EXPECT_FALSE(m.TakeTask(0));
+  m.Schedule(false, absl::Nanoseconds(1), {}, &code);
+  EXPECT_EQ(code, Code::kFailedPrecondition);
+  EXPECT_TRUE(m.Stop().empty());
+  EXPECT_EQ(m.CheckContract(), "");
+}
+
+}  // namespace
+}  // namespace tickwheel::model
