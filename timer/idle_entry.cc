@@ -1,10 +1,7 @@
 #include "timer/idle_entry.h"
 
 #include <algorithm>
-#include <exception>
-#include <typeinfo>
 
-#include <fmt/format.h>
 
 #include "timer/idle_core.h"
 #include "timer/log.h"
@@ -216,18 +213,13 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
     RunOnIdle(std::move(on_idle), fired_version);
     return;
   }
-  try {
-    core->config().task_executor(QueuedFire(Ref(this), fired_version));
-  } catch (const std::exception& e) {
-    // The closure was destroyed unrun: on_idle is destroyed, never run.
-    Log(LogSeverity::kError,
-        fmt::format("idle tracker: the task_executor threw {}: {}; that "
-                    "on_idle did not run",
-                    typeid(e).name(), e.what()));
-  } catch (...) {
-    Log(LogSeverity::kError,
-        "idle tracker: the task_executor threw; that on_idle did not run");
-  }
+  // If it throws, the closure was destroyed unrun: on_idle is destroyed,
+  // never run.
+  RunLoggingExceptions("idle tracker: the task_executor",
+                       "that on_idle did not run", [&] {
+                         core->config().task_executor(
+                             QueuedFire(Ref(this), fired_version));
+                       });
 }
 
 void IdleEntry::OnQueuedFire(bool run, uint64_t version) {
@@ -257,16 +249,8 @@ void IdleEntry::RunOnIdle(absl::AnyInvocable<void()> on_idle,
   IdleCounters::Add(core->counters().fired);
   const IdleEntry* const outer_entry = std::exchange(tls_running_entry, this);
   const IdleCore* const outer_core = std::exchange(tls_callback_core, core);
-  try {
-    on_idle();
-  } catch (const std::exception& e) {
-    Log(LogSeverity::kError,
-        fmt::format("an on_idle callback threw {}: {}; the tracker goes on",
-                    typeid(e).name(), e.what()));
-  } catch (...) {
-    Log(LogSeverity::kError,
-        "an on_idle callback threw a non-std::exception; the tracker goes on");
-  }
+  RunLoggingExceptions("an on_idle callback", "the tracker goes on",
+                       [&] { on_idle(); });
   on_idle = nullptr;  // captures released before a waiting unregister returns
   tls_running_entry = outer_entry;
   tls_callback_core = outer_core;

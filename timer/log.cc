@@ -1,6 +1,8 @@
 #include "timer/log.h"
 
 #include <cstdio>
+#include <exception>
+#include <typeinfo>
 #include <utility>
 
 #include <fmt/format.h>
@@ -41,6 +43,18 @@ void Log(LogSeverity severity, std::string_view message) {
   // interleave.
   internal::MutexLock lock(&SinkMutex());
   CurrentSink()(severity, message);
+}
+
+void LogCurrentException(std::string_view who, std::string_view then) {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    Log(LogSeverity::kError, fmt::format("{} threw {}: {}; {}", who,
+                                         typeid(e).name(), e.what(), then));
+  } catch (...) {
+    Log(LogSeverity::kError,
+        fmt::format("{} threw a non-std::exception; {}", who, then));
+  }
 }
 
 std::string_view LogSeverityName(LogSeverity severity) {

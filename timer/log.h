@@ -20,6 +20,7 @@
 #define TICKWHEEL_TIMER_LOG_H_
 
 #include <functional>
+#include <utility>
 #include <string_view>
 
 namespace tickwheel {
@@ -37,6 +38,24 @@ void Log(LogSeverity severity, std::string_view message);
 
 // "INFO", "WARNING" or "ERROR".
 std::string_view LogSeverityName(LogSeverity severity);
+
+// Logs the exception being handled (call it from a catch block) as an error:
+// "<who> threw <type>: <what>; <then>", or "<who> threw a non-std::exception;
+// <then>".
+void LogCurrentException(std::string_view who, std::string_view then);
+
+// Runs `f()`. An exception it throws is logged (LogCurrentException) and goes
+// no further: how tickwheel runs user callbacks, so that no exception crosses
+// its API or kills its worker.
+template <typename F>
+void RunLoggingExceptions(std::string_view who, std::string_view then,
+                          F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (...) {
+    LogCurrentException(who, then);
+  }
+}
 
 }  // namespace tickwheel
 

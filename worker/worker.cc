@@ -3,9 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <exception>
 #include <system_error>
-#include <typeinfo>
 #include <utility>
 
 #include <fmt/format.h>
@@ -270,16 +268,8 @@ bool Worker::Expire(TimeoutNode* node, int64_t now) {
 
 void Worker::InvokeTask(const Timeout& timeout) {
   TimeoutNode* node = TimeoutAccess::Node(timeout);
-  try {
-    node->task(timeout);
-  } catch (const std::exception& e) {
-    Log(LogSeverity::kError,
-        fmt::format("a timer task threw {}: {}; the worker goes on",
-                    typeid(e).name(), e.what()));
-  } catch (...) {
-    Log(LogSeverity::kError,
-        "a timer task threw a non-std::exception; the worker goes on");
-  }
+  RunLoggingExceptions("a timer task", "the worker goes on",
+                       [&] { node->task(timeout); });
   node->task = nullptr;  // captures die with the run, not with the handles
 }
 
@@ -290,22 +280,15 @@ void Worker::RunTask(TimeoutNode* node) {
     InvokeTask(timeout);
     return;
   }
-  try {
-    // The closure keeps the Worker (and so the shared state behind
-    // Timeout::timer()) alive: an executor may run it after ~Timer, when
-    // timer() then returns nullptr.
+  // The closure keeps the Worker (and so the shared state behind
+  // Timeout::timer()) alive: an executor may run it after ~Timer, when
+  // timer() then returns nullptr.
+  RunLoggingExceptions("the task_executor", "that task did not run", [&] {
     config_.task_executor(
         [timeout = std::move(timeout), self = shared_from_this()]() {
           InvokeTask(timeout);
         });
-  } catch (const std::exception& e) {
-    Log(LogSeverity::kError,
-        fmt::format("the task_executor threw {}: {}; that task did not run",
-                    typeid(e).name(), e.what()));
-  } catch (...) {
-    Log(LogSeverity::kError,
-        "the task_executor threw a non-std::exception; that task did not run");
-  }
+  });
 }
 
 std::vector<Timeout> Worker::CollectUnprocessed() {
