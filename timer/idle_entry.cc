@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 #include "timer/idle_core.h"
 #include "timer/log.h"
 
