@@ -15,12 +15,8 @@
 #ifndef TICKWHEEL_WORKER_CLOCK_H_
 #define TICKWHEEL_WORKER_CLOCK_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-
-#include "absl/base/thread_annotations.h"
 
 namespace tickwheel {
 
