@@ -16,12 +16,17 @@ namespace {
 
 struct Nodes {
   std::vector<std::unique_ptr<TimeoutNode>> all;
-  TimeoutNode* New(int64_t deadline = 0) {
+  TimeoutNode* New() {
     all.push_back(std::make_unique<TimeoutNode>());
-    all.back()->deadline = deadline;
     return all.back().get();
   }
 };
+
+// The wheels here have a 1 ns tick, so a deadline of d + 1 is due at tick d.
+void Insert(Wheel& wheel, TimeoutNode* n, int64_t due_tick) {
+  n->deadline = due_tick == INT64_MAX ? INT64_MAX : due_tick + 1;
+  wheel.Insert(n);
+}
 
 // Advances to `last_tick` with an unlimited budget; returns (tick, node) of
 // every expiry in order.
@@ -29,7 +34,7 @@ std::vector<std::pair<int64_t, TimeoutNode*>> AdvanceTo(Wheel& wheel,
                                                         int64_t last_tick) {
   std::vector<std::pair<int64_t, TimeoutNode*>> out;
   EXPECT_TRUE(wheel.Advance(last_tick, INT64_MAX, [&](TimeoutNode* n) {
-    out.emplace_back(n->due_tick, n);
+    out.emplace_back(wheel.DueTickOf(n), n);
     return true;
   }));
   EXPECT_EQ(wheel.CheckInvariants(), "") << "after advancing to " << last_tick;
@@ -78,7 +83,7 @@ TEST(WheelTest, ExpiresExactlyAtDueTickAcrossLevels) {
                                     801, 801, 5000, 32767};
   for (int64_t d : due) {
     TimeoutNode* n = nodes.New();
-    wheel.Insert(n, d);
+    Insert(wheel, n, d);
     EXPECT_EQ(wheel.RemainingRounds(n), d / 8) << "due=" << d;
   }
   ASSERT_EQ(wheel.CheckInvariants(), "");
@@ -100,7 +105,7 @@ TEST(WheelTest, NextWorkTickSkipsEmptyTicksAndSeesCascades) {
   Nodes nodes;
   Wheel wheel(8);
   EXPECT_EQ(wheel.NextWorkTick(), Wheel::kNever);
-  wheel.Insert(nodes.New(), 5);
+  Insert(wheel, nodes.New(), 5);
   EXPECT_EQ(wheel.NextWorkTick(), 5);
   AdvanceTo(wheel, 5);
   EXPECT_EQ(wheel.elapsed(), 6);
@@ -108,11 +113,11 @@ TEST(WheelTest, NextWorkTickSkipsEmptyTicksAndSeesCascades) {
   // ticks. The wheel must come back at the start of that bucket (512) to move
   // it down, and not before.
   TimeoutNode* far = nodes.New();
-  wheel.Insert(far, 1000);
-  EXPECT_EQ(far->level, 2);
+  Insert(wheel, far, 1000);
+  EXPECT_EQ(Wheel::LevelOf(far), 2);
   EXPECT_EQ(wheel.NextWorkTick(), 512);
   EXPECT_TRUE(AdvanceTo(wheel, 958).empty());
-  EXPECT_EQ(far->level, 1);  // cascaded at the start of its bucket, early
+  EXPECT_EQ(Wheel::LevelOf(far), 1);  // cascaded at the start of its bucket, early
   EXPECT_EQ(wheel.NextWorkTick(), 1000 & ~7);
   auto fired = AdvanceTo(wheel, 1000);
   ASSERT_EQ(fired.size(), 1u);
@@ -123,11 +128,34 @@ TEST(WheelTest, PastDueTickIsRaisedToElapsed) {
   Nodes nodes;
   Wheel wheel(8);
   AdvanceTo(wheel, 9);
+  TimeoutNode* on_time = nodes.New();
+  Insert(wheel, on_time, 10);
   TimeoutNode* late = nodes.New();
-  wheel.Insert(late, 3);
-  EXPECT_EQ(late->due_tick, 10);
+  Insert(wheel, late, 3);  // its tick is long processed
+  EXPECT_EQ(Wheel::LevelOf(late), Wheel::kOverdueLevel);
+  EXPECT_EQ(wheel.RemainingRounds(late), 0);
   EXPECT_EQ(wheel.NextWorkTick(), 10);
-  EXPECT_EQ(AdvanceTo(wheel, 10).size(), 1u);
+  EXPECT_TRUE(AdvanceTo(wheel, 9).empty());  // not before tick 10 ends
+  auto fired = AdvanceTo(wheel, 10);
+  ASSERT_EQ(fired.size(), 2u);
+  EXPECT_EQ(fired[0].second, on_time);  // in insertion order within the tick
+  EXPECT_EQ(fired[1].second, late);
+}
+
+TEST(WheelTest, RemoveOverdueNode) {
+  Nodes nodes;
+  Wheel wheel(8);
+  AdvanceTo(wheel, 20);
+  TimeoutNode* a = nodes.New();
+  TimeoutNode* b = nodes.New();
+  Insert(wheel, a, 1);
+  Insert(wheel, b, 2);
+  wheel.Remove(a);
+  EXPECT_EQ(wheel.CheckInvariants(), "");
+  auto fired = AdvanceTo(wheel, 21);
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].second, b);
+  EXPECT_EQ(wheel.NextWorkTick(), Wheel::kNever);
 }
 
 TEST(WheelTest, TickRunsInInsertionOrderEvenAfterCascades) {
@@ -135,9 +163,9 @@ TEST(WheelTest, TickRunsInInsertionOrderEvenAfterCascades) {
   Wheel wheel(4);
   TimeoutNode* a = nodes.New();
   TimeoutNode* b = nodes.New();
-  wheel.Insert(a, 100);  // upper level
+  Insert(wheel, a, 100);  // upper level
   AdvanceTo(wheel, 95);  // a has moved down by now
-  wheel.Insert(b, 100);  // straight into level 0
+  Insert(wheel, b, 100);  // straight into level 0
   auto fired = AdvanceTo(wheel, 100);
   ASSERT_EQ(fired.size(), 2u);
   EXPECT_EQ(fired[0].second, a);
@@ -150,12 +178,12 @@ TEST(WheelTest, RemoveFromAnyPositionAndLevel) {
   std::vector<TimeoutNode*> n;
   for (int64_t d : {0, 0, 0, 0, 1, 50, 50, 5000}) {
     n.push_back(nodes.New());
-    wheel.Insert(n.back(), d);
+    Insert(wheel, n.back(), d);
   }
   for (int i : {1, 0, 3, 4, 6, 7}) {
     wheel.Remove(n[i]);
     ASSERT_EQ(wheel.CheckInvariants(), "") << "removing " << i;
-    EXPECT_FALSE(n[i]->in_bucket);
+    EXPECT_FALSE(Wheel::Linked(n[i]));
   }
   EXPECT_EQ(wheel.size(), 2);
   auto fired = AdvanceTo(wheel, 100);
@@ -168,7 +196,7 @@ TEST(WheelTest, RemoveFromAnyPositionAndLevel) {
 TEST(WheelTest, BudgetSlicesABurst) {
   Nodes nodes;
   Wheel wheel(16);
-  for (int i = 0; i < 10; ++i) wheel.Insert(nodes.New(), 3);
+  for (int i = 0; i < 10; ++i) Insert(wheel, nodes.New(), 3);
   int fired = 0;
   auto count = [&](TimeoutNode*) {
     ++fired;
@@ -186,7 +214,7 @@ TEST(WheelTest, BudgetSlicesABurst) {
 TEST(WheelTest, ExpireReturningFalseStopsAtOnce) {
   Nodes nodes;
   Wheel wheel(1);
-  for (int i = 0; i < 3; ++i) wheel.Insert(nodes.New(), 0);
+  for (int i = 0; i < 3; ++i) Insert(wheel, nodes.New(), 0);
   int seen = 0;
   EXPECT_FALSE(wheel.Advance(0, INT64_MAX, [&](TimeoutNode*) {
     ++seen;
@@ -200,10 +228,10 @@ TEST(WheelTest, ExpireReturningFalseStopsAtOnce) {
 TEST(WheelTest, DrainAllUnlinksEveryLevel) {
   Nodes nodes;
   Wheel wheel(16);
-  for (int i = 0; i < 100; ++i) wheel.Insert(nodes.New(), int64_t{i} * i * i);
+  for (int i = 0; i < 100; ++i) Insert(wheel, nodes.New(), int64_t{i} * i * i);
   int drained = 0;
   wheel.DrainAll([&](TimeoutNode* n) {
-    EXPECT_FALSE(n->in_bucket);
+    EXPECT_FALSE(Wheel::Linked(n));
     ++drained;
   });
   EXPECT_EQ(drained, 100);
@@ -215,7 +243,7 @@ TEST(WheelTest, HugeDueTicksNeverOverflow) {
   Nodes nodes;
   Wheel wheel(512);
   TimeoutNode* n = nodes.New();
-  wheel.Insert(n, INT64_MAX - 1);
+  Insert(wheel, n, INT64_MAX - 1);
   EXPECT_EQ(wheel.CheckInvariants(), "");
   EXPECT_GT(wheel.NextWorkTick(), int64_t{1} << 62);
   EXPECT_TRUE(AdvanceTo(wheel, int64_t{1} << 40).empty());
@@ -225,14 +253,98 @@ TEST(WheelTest, HugeDueTicksNeverOverflow) {
 TEST(WheelTest, CheckInvariantsReportsMisplacedNode) {
   Nodes nodes;
   Wheel wheel(8);
-  TimeoutNode* n = nodes.New(42);
-  wheel.Insert(n, 5);
-  n->due_tick = 6;  // corrupt: now in the wrong bucket
+  TimeoutNode* n = nodes.New();
+  Insert(wheel, n, 5);
+  n->deadline = 42;  // corrupt: now due at tick 41, in another bucket
   const std::string problem = wheel.CheckInvariants();
   EXPECT_NE(problem.find("misplaced"), std::string::npos) << problem;
   EXPECT_NE(problem.find("deadline=42"), std::string::npos) << problem;
-  n->due_tick = 5;
+  n->deadline = 6;
   wheel.Remove(n);
+}
+
+TEST(WheelTest, ManyRemovalsCompactABucketAndKeepOrder) {
+  Nodes nodes;
+  Wheel wheel(4);
+  std::vector<TimeoutNode*> n;
+  for (int i = 0; i < 1000; ++i) {
+    n.push_back(nodes.New());
+    Insert(wheel, n.back(), 2);
+  }
+  // Remove all but every tenth: the bucket compacts several times.
+  for (int i = 0; i < 1000; ++i) {
+    if (i % 10 != 0) wheel.Remove(n[i]);
+  }
+  ASSERT_EQ(wheel.CheckInvariants(), "");
+  // New arrivals queue behind the survivors.
+  TimeoutNode* last = nodes.New();
+  Insert(wheel, last, 2);
+  auto fired = AdvanceTo(wheel, 2);
+  ASSERT_EQ(fired.size(), 101u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(fired[i].second, n[10 * i]);
+  EXPECT_EQ(fired[100].second, last);
+}
+
+TEST(WheelTest, BudgetStopResumesMidBucketWithArrivalsAndRemovals) {
+  Nodes nodes;
+  Wheel wheel(4);
+  std::vector<TimeoutNode*> n;
+  for (int i = 0; i < 50; ++i) {
+    n.push_back(nodes.New());
+    Insert(wheel, n.back(), 1);
+  }
+  std::vector<TimeoutNode*> got;
+  auto take = [&](TimeoutNode* x) {
+    got.push_back(x);
+    return true;
+  };
+  EXPECT_FALSE(wheel.Advance(1, 20, take));
+  // Between slices: a removal behind and ahead of the cursor, an arrival.
+  wheel.Remove(n[30]);
+  TimeoutNode* extra = nodes.New();
+  Insert(wheel, extra, 1);
+  ASSERT_EQ(wheel.CheckInvariants(), "");
+  while (!wheel.Advance(1, 7, take)) {
+    ASSERT_EQ(wheel.CheckInvariants(), "");
+  }
+  std::vector<TimeoutNode*> expected;
+  for (int i = 0; i < 50; ++i) {
+    if (i != 30) expected.push_back(n[i]);
+  }
+  expected.push_back(extra);
+  EXPECT_EQ(got, expected);
+}
+
+TEST(WheelTest, TickDividerMatchesDivision) {
+  std::mt19937_64 rng(7);
+  for (int64_t d : {int64_t{1}, int64_t{3}, int64_t{1000000}, int64_t{999999937},
+                    int64_t{1} << 40, INT64_MAX - 1, INT64_MAX}) {
+    TickDivider div(d);
+    for (int i = 0; i < 20000; ++i) {
+      int64_t n = static_cast<int64_t>(rng() >> (rng() % 64));
+      if (n < 0) n = -(n + 1);
+      if (i < 4) n = std::vector<int64_t>{0, d - 1, d, INT64_MAX}[i];
+      if (n < 0) continue;
+      int64_t r;
+      const int64_t q = div.Divide(n, &r);
+      ASSERT_EQ(q, n / d) << n << " / " << d;
+      ASSERT_EQ(r, n % d) << n << " % " << d;
+    }
+  }
+}
+
+TEST(WheelTest, DueTickOfMatchesDueTick) {
+  std::mt19937_64 rng(11);
+  for (int64_t tick : {int64_t{1}, int64_t{7}, int64_t{1000000}, int64_t{1} << 33}) {
+    Wheel wheel(8, tick);
+    alignas(16) TimeoutNode n;
+    for (int i = 0; i < 20000; ++i) {
+      n.deadline = static_cast<int64_t>(rng() >> (1 + rng() % 63));
+      if (i < 3) n.deadline = std::vector<int64_t>{0, 1, INT64_MAX}[i];
+      ASSERT_EQ(wheel.DueTickOf(&n), Wheel::DueTick(n.deadline, tick))
+          << n.deadline << " tick " << tick;
+    }
+  }
 }
 
 // Random inserts, removes and advances against a model that keeps
@@ -255,7 +367,7 @@ TEST(WheelTest, MatchesSortedModelOnRandomOperations) {
         const int64_t due = last + 1 + static_cast<int64_t>(rng() % span) -
                             static_cast<int64_t>(rng() % 3);
         TimeoutNode* n = nodes.New();
-        wheel.Insert(n, due);
+        Insert(wheel, n, due);
         const auto key =
             std::make_pair(std::max(due, wheel.elapsed()), seq++);
         model[key] = n;

@@ -1,8 +1,21 @@
 #include "timer/timeout.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 namespace tickwheel {
+namespace internal {
+
+void RefCountOverflow() {
+  std::fprintf(stderr,
+               "tickwheel: more than %u handles to one Timeout are alive at "
+               "once; keep fewer copies (share one instead)\n",
+               TimeoutNode::kMaxRefs - 1);
+  std::abort();
+}
+
+}  // namespace internal
 
 using internal::TimeoutNode;
 using internal::TimeoutState;
@@ -42,13 +55,12 @@ Timer* Timeout::timer() const {
 }
 
 bool Timeout::isExpired() const {
-  return node_ != nullptr &&
-         node_->state.load(std::memory_order_acquire) == TimeoutState::kExpired;
+  return node_ != nullptr && node_->state() == TimeoutState::kExpired;
 }
 
 bool Timeout::isCancelled() const {
   if (node_ == nullptr) return false;
-  switch (node_->state.load(std::memory_order_acquire)) {
+  switch (node_->state()) {
     case TimeoutState::kCancelled:
     case TimeoutState::kStopped:
     case TimeoutState::kStoppedTaken:
@@ -60,20 +72,24 @@ bool Timeout::isCancelled() const {
 
 bool Timeout::cancel() const {
   if (node_ == nullptr) return false;
-  TimeoutState expected = TimeoutState::kPending;
-  if (!node_->state.compare_exchange_strong(expected, TimeoutState::kCancelled,
-                                            std::memory_order_acq_rel,
-                                            std::memory_order_acquire)) {
-    return false;
+  // Queued: the worker will find the node cancelled when it pops it from the
+  // pending queue. Armed: it is in the wheel, and the worker learns of the
+  // cancellation from the cancellation queue (see timeout_node.h).
+  bool armed = false;
+  if (!node_->Transition(TimeoutState::kQueued, TimeoutState::kCancelled)) {
+    if (!node_->Transition(TimeoutState::kArmed, TimeoutState::kCancelled)) {
+      return false;
+    }
+    armed = true;
   }
   // We own the node's fate now, and its pending slot keeps the shared state
   // alive until we give the slot back, last (see timeout_node.h). The task is
   // ours to destroy: do it now, so that its captures are released at once
   // even if the worker sleeps for an hour; the worker only unlinks the node.
-  node_->task = nullptr;
+  node_->task() = nullptr;
   internal::SharedTimerState* shared = shared_;
-  node_->Ref();  // the cancellation queue's reference
-  shared->cancelled.Push(node_);
+  // The worker's reference keeps the node alive in the queue.
+  if (armed) shared->cancelled.Push(node_);
   shared->pending_word.fetch_sub(internal::SharedTimerState::kOne,
                                  std::memory_order_release);
   return true;
@@ -81,15 +97,11 @@ bool Timeout::cancel() const {
 
 TimerTask Timeout::takeTask() const {
   if (node_ == nullptr) return nullptr;
-  TimeoutState expected = TimeoutState::kStopped;
-  if (!node_->state.compare_exchange_strong(expected,
-                                            TimeoutState::kStoppedTaken,
-                                            std::memory_order_acq_rel,
-                                            std::memory_order_acquire)) {
+  if (!node_->Transition(TimeoutState::kStopped, TimeoutState::kStoppedTaken)) {
     return nullptr;
   }
-  TimerTask task = std::move(node_->task);
-  node_->task = nullptr;  // leave no moved-from shell behind
+  TimerTask task = std::move(node_->task());
+  node_->task() = nullptr;  // leave no moved-from shell behind
   return task;
 }
 

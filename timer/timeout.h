@@ -61,8 +61,9 @@ class Timeout {
   // wakes it. Do not call cancel() while holding a lock that the task's
   // captures take in their destructors.
   // Returns false if the task already expired, was cancelled, or was returned
-  // by stop(), and for an empty handle. Lock-free: one CAS, one queue push,
-  // one atomic RMW on the pending count.
+  // by stop(), and for an empty handle. Lock-free: one or two CAS, one atomic
+  // RMW on the pending count, and one queue push if the worker had already
+  // linked the timeout into the wheel.
   bool cancel() const;
 
   // For a timeout returned by Timer::stop(): moves the task out, so that the

@@ -6,21 +6,34 @@
 // Ground rules
 // ------------
 // A node is created by Timer::newTimeout() and lives while anyone holds a
-// reference (`refs`): each Timeout handle holds one; the worker holds one from
-// newTimeout() until it is done with the node (the "worker reference"); a
-// cancel() holds one while the node sits in the cancellation queue.
+// reference: each Timeout handle holds one; the worker holds one from
+// newTimeout() until it is done with the node (the "worker reference").
 //
-// `state` is the only field that several threads race on. Transitions:
+// The reference count and the state share one atomic word (`refs_state`), so
+// that a node is 56 bytes: one 64-byte malloc chunk. The state is the only
+// thing several threads race on. Transitions:
 //
-//     kPending --cancel()--------> kCancelled
-//     kPending --worker expires--> kExpired
-//     kPending --stop()----------> kStopped --takeTask()--> kStoppedTaken
+//     kQueued --worker links it in the wheel--> kArmed
+//     kQueued or kArmed --cancel()--> kCancelled
+//     kArmed --worker expires--> kExpired
+//     kQueued or kArmed --stop()--> kStopped --takeTask()--> kStoppedTaken
 //
-// Each transition out of kPending is a compare-and-swap, so exactly one of
-// cancel(), expiry and stop() wins: a cancel that races an expiry returns true
-// only if it won, in which case the task never runs. The winner alone may touch
-// `task` afterwards (cancel() destroys it, the worker runs it, stop() hands it
-// to takeTask()).
+// Each transition is a compare-and-swap, so exactly one of cancel(), expiry
+// and stop() wins: a cancel that races an expiry returns true only if it won,
+// in which case the task never runs. The winner alone may touch `task`
+// afterwards (cancel() destroys it, the worker runs it, stop() hands it to
+// takeTask()).
+//
+// Who tells the worker about a cancellation: a node cancelled while kQueued
+// is still in the pending queue, and the worker finds it there (its CAS to
+// kArmed fails). A node cancelled while kArmed is linked in the wheel, so
+// cancel() pushes it on the cancellation queue, through the same `next` link:
+// the worker's kQueued -> kArmed CAS comes after it popped the node, and once
+// popped no producer writes the link again (worker/mpsc_queue.h), so a node
+// is never in both queues. The worker's reference keeps a node alive while it
+// sits in either queue: the worker drops it only after it has taken the node
+// out of the wheel and, for a kArmed cancellation, out of the cancellation
+// queue.
 //
 // The shared state outlives every call that reaches it: newTimeout() and a
 // winning cancel() both hold a pending slot in SharedTimerState::pending_word
@@ -30,20 +43,23 @@
 // newTimeout() that comes after that finds the timer closed or the node no
 // longer pending, and touches nothing shared.
 //
-// Fields below `state` are owned by the worker thread once the node has been
-// pushed on the pending queue, except `task` (see above) and `cancel_next`
-// (owned by the cancellation queue while the node is in it).
+// `where` and `deadline` are owned by the worker thread once the node has been
+// pushed on the pending queue; `task()` by the winner above; `next` by whichever
+// queue holds the node.
 //
 // Memory ordering: the producer writes every field before pushing; the pending
 // queue's release/acquire pair publishes them to the worker. State transitions
-// use acq_rel so that the winner sees the task as the producer left it.
+// use acq_rel so that the winner sees the task as the producer left it, and a
+// reference drop is acq_rel so that the thread that deletes the node sees
+// every other holder's writes.
 
 #ifndef TICKWHEEL_TIMER_TIMEOUT_NODE_H_
 #define TICKWHEEL_TIMER_TIMEOUT_NODE_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
-#include <thread>
+#include <new>
 
 #include "absl/functional/any_invocable.h"
 #include "worker/mpsc_queue.h"
@@ -58,7 +74,8 @@ using TimerTask = absl::AnyInvocable<void(const Timeout&)>;
 namespace internal {
 
 enum class TimeoutState : uint8_t {
-  kPending,       // scheduled; neither run nor cancelled
+  kQueued,        // scheduled; in the pending queue, not yet in the wheel
+  kArmed,         // scheduled; linked in the wheel by the worker
   kCancelled,     // cancelled by cancel()
   kExpired,       // the worker claimed it to run (it may be running now)
   kStopped,       // returned by stop(); the task is still inside
@@ -67,45 +84,102 @@ enum class TimeoutState : uint8_t {
 
 struct SharedTimerState;
 
+// Reports more than TimeoutNode::kMaxRefs handles to one timeout and aborts.
+[[noreturn]] void RefCountOverflow();
+
 struct TimeoutNode {
-  // First: AnyInvocable is 16-byte aligned, so anything before it would be
-  // padded to 16 bytes.
-  TimerTask task;
+  // Up to this many references at once: handles plus the worker's. A program
+  // that keeps more copies of one Timeout alive is stopped with a message
+  // (the count would spill into the state byte).
+  static constexpr uint32_t kMaxRefs = (uint32_t{1} << 24) - 1;
 
-  // References held: handles, the worker, the cancellation queue.
-  std::atomic<uint32_t> refs{0};
-  std::atomic<TimeoutState> state{TimeoutState::kPending};
-  bool in_bucket = false;  // worker-only: linked into a wheel bucket
-  uint8_t level = 0;       // worker-only: the wheel level it is linked at
+  // 56 bytes, one 64-byte malloc chunk. A TimerTask member would make the
+  // node 16-byte aligned and so 64 bytes (an 80-byte chunk); instead the
+  // task lives in 8-aligned storage at offset 16 of a node that operator new
+  // always places on a 16-byte boundary. Declare a node elsewhere (a queue's
+  // stub, a test) with alignas(16).
+  static void* operator new(size_t size) {
+    return ::operator new(size, std::align_val_t{16});
+  }
+  static void* operator new(size_t size, const std::nothrow_t&) noexcept {
+    return ::operator new(size, std::align_val_t{16}, std::nothrow);
+  }
+  static void operator delete(void* p) {
+    ::operator delete(p, std::align_val_t{16});
+  }
 
-  // Worker-only after publication.
-  int64_t deadline = 0;  // nanoseconds after the worker's startTime
-  // The tick at whose processing the node expires: Wheel::DueTick(deadline),
-  // raised to the wheel's elapsed tick at insertion if that had passed.
-  // With `level`, fixes the node's bucket (see wheel.h).
-  int64_t due_tick = 0;
+  TimeoutNode() { new (task_storage) TimerTask(); }
+  ~TimeoutNode() { task().~TimerTask(); }
+  TimeoutNode(const TimeoutNode&) = delete;
+  TimeoutNode& operator=(const TimeoutNode&) = delete;
 
-  // Pending-queue link; once the worker has popped the node, the bucket
-  // list's forward link (see MpscQueue's ground rules).
+  // Low 24 bits: references held. High 8 bits: the TimeoutState.
+  std::atomic<uint32_t> refs_state{Pack(0, TimeoutState::kQueued)};
+  // Worker-only: where the wheel holds the node (see timer/wheel.h).
+  static constexpr uint32_t kUnlinked = 0xF0000000u;
+  uint32_t where = kUnlinked;
+
+  // Pending-queue link; once the worker has armed the node, the cancellation
+  // queue's link.
   std::atomic<TimeoutNode*> next{nullptr};
-  TimeoutNode* prev = nullptr;  // bucket list's backward link
-  std::atomic<TimeoutNode*> cancel_next{nullptr};
 
-  void Ref() { refs.fetch_add(1, std::memory_order_relaxed); }
+  alignas(8) unsigned char task_storage[sizeof(TimerTask)];
+
+  // Worker-only after publication: nanoseconds after the worker's startTime.
+  int64_t deadline = 0;
+
+  TimerTask& task() {
+    return *std::launder(reinterpret_cast<TimerTask*>(task_storage));
+  }
+
+  static constexpr uint32_t Pack(uint32_t refs, TimeoutState s) {
+    return refs | uint32_t{static_cast<uint8_t>(s)} << 24;
+  }
+  static constexpr TimeoutState StateOf(uint32_t word) {
+    return static_cast<TimeoutState>(word >> 24);
+  }
+
+  TimeoutState state() const {
+    return StateOf(refs_state.load(std::memory_order_acquire));
+  }
+
+  // One CAS loop: moves the state from `from` to `to` and returns true, or
+  // returns false if the state is not `from`. Retries only when a reference
+  // changed meanwhile.
+  bool Transition(TimeoutState from, TimeoutState to) {
+    uint32_t word = refs_state.load(std::memory_order_relaxed);
+    while (StateOf(word) == from) {
+      const uint32_t want = (word & kMaxRefs) | Pack(0, to);
+      if (refs_state.compare_exchange_weak(word, want, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+        return true;
+      }
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return false;
+  }
+
+  void Ref() {
+    const uint32_t old = refs_state.fetch_add(1, std::memory_order_relaxed);
+    if ((old & kMaxRefs) == kMaxRefs) RefCountOverflow();
+  }
 
   // Drops one reference; the last one deletes the node (and any task in it).
   void Unref() {
-    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    if ((refs_state.fetch_sub(1, std::memory_order_acq_rel) & kMaxRefs) == 1) {
+      delete this;
+    }
   }
 };
 
 // A pending timeout costs one malloc chunk of sizeof(TimeoutNode) + 8 bytes,
-// rounded up to 16: 96 bytes at 80. Keep it there (issue 3: at most 96 bytes
-// per pending timeout, task storage included).
-static_assert(sizeof(TimeoutNode) <= 80, "TimeoutNode grew past 80 bytes");
+// rounded up to 16: 64 bytes at 56, plus its 8-byte slot in a wheel bucket.
+static_assert(sizeof(TimeoutNode) <= 56, "TimeoutNode grew past 56 bytes");
+static_assert(offsetof(TimeoutNode, task_storage) % alignof(TimerTask) == 0,
+              "the task must sit on a 16-byte boundary of the node");
 
-using CancelQueue = MpscQueue<TimeoutNode, &TimeoutNode::cancel_next>;
-using PendingQueue = MpscQueue<TimeoutNode, &TimeoutNode::next>;
+// Both queues link through TimeoutNode::next (see the ground rules).
+using NodeQueue = MpscQueue<TimeoutNode, &TimeoutNode::next>;
 
 // What Timeout::cancel() needs of its timer. Owned by the timer's worker
 // object; outlives every cancel() that can still reach it (see ground rules).
@@ -121,7 +195,7 @@ struct SharedTimerState {
   // The public facade, for Timeout::timer(); null once the Timer is gone.
   std::atomic<Timer*> owner{nullptr};
   alignas(64) std::atomic<int64_t> pending_word{0};
-  CancelQueue cancelled;
+  NodeQueue cancelled;
 };
 
 }  // namespace internal

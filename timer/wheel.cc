@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cassert>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 
@@ -20,9 +21,11 @@ int64_t Wheel::DueTick(int64_t deadline, int64_t tick_nanos) {
   return deadline / tick_nanos + (deadline % tick_nanos != 0 ? 1 : 0) - 1;
 }
 
-Wheel::Wheel(int ticks_per_wheel)
-    : bits0_(std::countr_zero(static_cast<uint32_t>(ticks_per_wheel))) {
+Wheel::Wheel(int ticks_per_wheel, int64_t tick_nanos)
+    : divider_(tick_nanos),
+      bits0_(std::countr_zero(static_cast<uint32_t>(ticks_per_wheel))) {
   assert(std::has_single_bit(static_cast<uint32_t>(ticks_per_wheel)));
+  assert(tick_nanos > 0);
   // Levels until one holds bit 62, the highest bit of a non-negative tick.
   num_levels_ = 1;
   while (bits0_ + kUpperLevelBits * (num_levels_ - 1) <= 62) ++num_levels_;
@@ -31,15 +34,19 @@ Wheel::Wheel(int ticks_per_wheel)
     l.shift = i == 0 ? 0 : bits0_ + kUpperLevelBits * (i - 1);
     l.bits = i == 0 ? bits0_ : kUpperLevelBits;
     const size_t slots = size_t{1} << l.bits;
-    // calloc: an all-zero Bucket is an empty list, and untouched pages of a
-    // huge level 0 cost no memory.
+    // calloc: an all-zero Bucket is empty, and untouched pages of a huge
+    // level 0 cost no memory.
     l.buckets = static_cast<Bucket*>(std::calloc(slots, sizeof(Bucket)));
     l.occupied = static_cast<uint64_t*>(
         std::calloc((slots + 63) / 64, sizeof(uint64_t)));
-    if (l.buckets == nullptr || l.occupied == nullptr) {
+    l.allocated = static_cast<uint64_t*>(
+        std::calloc((slots + 63) / 64, sizeof(uint64_t)));
+    if (l.buckets == nullptr || l.occupied == nullptr ||
+        l.allocated == nullptr) {
       for (int j = 0; j <= i; ++j) {
         std::free(levels_[j].buckets);
         std::free(levels_[j].occupied);
+        std::free(levels_[j].allocated);
       }
       throw std::bad_alloc();
     }
@@ -48,9 +55,24 @@ Wheel::Wheel(int ticks_per_wheel)
 
 Wheel::~Wheel() {
   for (int i = 0; i < num_levels_; ++i) {
-    std::free(levels_[i].buckets);
-    std::free(levels_[i].occupied);
+    const Level& l = levels_[i];
+    const int64_t words = ((int64_t{1} << l.bits) + 63) / 64;
+    // The bitmap, not the buckets: a huge level 0 has pages never touched.
+    for (int64_t w = 0; w < words; ++w) {
+      for (uint64_t bits = l.allocated[w]; bits != 0; bits &= bits - 1) {
+        std::free(l.buckets[w * 64 + std::countr_zero(bits)].slots);
+      }
+    }
+    std::free(l.buckets);
+    std::free(l.occupied);
+    std::free(l.allocated);
   }
+}
+
+void Wheel::SetAllocated(int level, int64_t slot, bool on) {
+  uint64_t& word = levels_[level].allocated[slot >> 6];
+  const uint64_t bit = uint64_t{1} << (slot & 63);
+  word = on ? word | bit : word & ~bit;
 }
 
 int Wheel::LevelFor(int64_t due_tick) const {
@@ -61,49 +83,90 @@ int Wheel::LevelFor(int64_t due_tick) const {
   return 1 + (highest - bits0_) / kUpperLevelBits;
 }
 
-void Wheel::Insert(TimeoutNode* node, int64_t due_tick) {
-  node->due_tick = due_tick < elapsed_ ? elapsed_ : due_tick;
-  node->level = static_cast<uint8_t>(LevelFor(node->due_tick));
-  const int64_t slot = SlotOf(node->level, node->due_tick);
-  Level& l = levels_[node->level];
-  Bucket& bucket = l.buckets[slot];
-  node->prev = bucket.tail;
-  node->next.store(nullptr, std::memory_order_relaxed);
-  if (bucket.tail != nullptr) {
-    bucket.tail->next.store(node, std::memory_order_relaxed);
-  } else {
-    bucket.head = node;
-    l.occupied[slot >> 6] |= uint64_t{1} << (slot & 63);
+void Wheel::Append(Bucket& b, int level, int64_t slot, int code,
+                   TimeoutNode* n) {
+  if (b.size == b.capacity) {
+    if (b.live < b.size - b.begin || b.begin > 0) {
+      Compact(b);  // room without growing
+    }
+    if (b.size == b.capacity) {
+      if (b.capacity > kIndexMask / 2) {
+        std::fprintf(stderr,
+                     "tickwheel: more than %u timeouts due in one tick\n",
+                     kIndexMask);
+        std::abort();
+      }
+      const uint32_t grown = b.capacity == 0 ? 8 : 2 * b.capacity;
+      void* p = std::realloc(b.slots, grown * sizeof(TimeoutNode*));
+      if (p == nullptr) {
+        std::fprintf(stderr,
+                     "tickwheel: out of memory growing a wheel bucket to %u "
+                     "slots\n",
+                     grown);
+        std::abort();
+      }
+      if (b.slots == nullptr) SetAllocated(level, slot, true);
+      b.slots = static_cast<TimeoutNode**>(p);
+      b.capacity = grown;
+    }
   }
-  bucket.tail = node;
-  node->in_bucket = true;
+  n->where = static_cast<uint32_t>(code) << kIndexBits | b.size;
+  b.slots[b.size++] = n;
+  ++b.live;
   ++size_;
 }
 
+void Wheel::Insert(TimeoutNode* node) {
+  assert(!Linked(node));
+  const int64_t due = DueTickOf(node);
+  const bool overdue = due < elapsed_;
+  const int level = overdue ? 0 : LevelFor(due);
+  const int64_t slot = SlotOf(level, overdue ? elapsed_ : due);
+  Level& l = levels_[level];
+  Bucket& b = l.buckets[slot];
+  if (b.live == 0) l.occupied[slot >> 6] |= uint64_t{1} << (slot & 63);
+  Append(b, level, slot, overdue ? kOverdueLevel : level, node);
+}
+
 void Wheel::Remove(TimeoutNode* node) {
-  assert(node->in_bucket);
-  const int64_t slot = SlotOf(node->level, node->due_tick);
-  Level& l = levels_[node->level];
-  Bucket& bucket = l.buckets[slot];
-  TimeoutNode* next = Next(node);
-  TimeoutNode* prev = node->prev;
-  if (prev != nullptr) {
-    prev->next.store(next, std::memory_order_relaxed);
-  } else {
-    bucket.head = next;
+  assert(Linked(node));
+  const int code = LevelOf(node);
+  const uint32_t index = node->where & kIndexMask;
+  const int level = code == kOverdueLevel ? 0 : code;
+  const int64_t slot =
+      SlotOf(level, code == kOverdueLevel ? elapsed_ : DueTickOf(node));
+  Bucket& b = levels_[level].buckets[slot];
+  assert(b.slots[index] == node);
+  TakeSlot(b, index);
+  Tidy(b, level, slot);
+}
+
+void Wheel::Tidy(Bucket& b, int level, int64_t slot) {
+  if (b.live == 0) {
+    b.size = b.begin = 0;
+    if (b.capacity > kKeptSlots) {
+      std::free(b.slots);
+      b.slots = nullptr;
+      b.capacity = 0;
+      SetAllocated(level, slot, false);
+    }
+    levels_[level].occupied[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
+    return;
   }
-  if (next != nullptr) {
-    next->prev = prev;
-  } else {
-    bucket.tail = prev;
+  const uint32_t tombstones = b.size - b.begin - b.live;
+  if (tombstones > b.live && tombstones >= 16) Compact(b);
+}
+
+void Wheel::Compact(Bucket& b) {
+  uint32_t out = 0;
+  for (uint32_t i = b.begin; i < b.size; ++i) {
+    TimeoutNode* n = b.slots[i];
+    if (n == nullptr) continue;
+    n->where = (n->where & ~kIndexMask) | out;
+    b.slots[out++] = n;
   }
-  if (bucket.head == nullptr) {
-    l.occupied[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
-  }
-  node->prev = nullptr;
-  node->next.store(nullptr, std::memory_order_relaxed);
-  node->in_bucket = false;
-  --size_;
+  b.begin = 0;
+  b.size = out;
 }
 
 int64_t Wheel::NextOccupied(int level) const {
@@ -153,48 +216,60 @@ int64_t Wheel::NextWorkTick() const {
   return NextWork(&level, &slot, &tick) ? tick : kNever;
 }
 
-std::string Wheel::CheckInvariants() const {
-  int64_t counted = 0;
-  for (int level = 0; level < num_levels_; ++level) {
-    const Level& l = levels_[level];
-    const int64_t slots = int64_t{1} << l.bits;
-    for (int64_t s = 0; s < slots; ++s) {
-      const Bucket& bucket = l.buckets[s];
-      const bool bit = (l.occupied[s >> 6] >> (s & 63)) & 1;
-      if (bit != (bucket.head != nullptr)) {
-        return fmt::format("level {} bucket {}: occupancy bit {} but head={}",
-                           level, s, bit, fmt::ptr(bucket.head));
-      }
-      const TimeoutNode* prev = nullptr;
-      for (const TimeoutNode* n = bucket.head; n != nullptr; n = Next(n)) {
-        if (!n->in_bucket || n->prev != prev) {
-          return fmt::format(
-              "level {} bucket {}: node {} in_bucket={} prev={} expected {}",
-              level, s, fmt::ptr(n), n->in_bucket, fmt::ptr(n->prev),
-              fmt::ptr(prev));
-        }
-        if (n->level != level || SlotOf(level, n->due_tick) != s ||
-            n->due_tick < elapsed_ || LevelFor(n->due_tick) > level) {
-          return fmt::format(
-              "level {} bucket {}: node {} deadline={} due_tick={} level={} "
-              "misplaced at elapsed={} (L={})",
-              level, s, fmt::ptr(n), n->deadline, n->due_tick, n->level,
-              elapsed_, ticks_per_wheel());
-        }
-        prev = n;
-        ++counted;
-      }
-      if (bucket.tail != prev) {
-        return fmt::format("level {} bucket {}: tail={} but last node is {}",
-                           level, s, fmt::ptr(bucket.tail), fmt::ptr(prev));
-      }
+std::string Wheel::CheckBucket(const Bucket& b, int level, int64_t slot,
+                               int64_t* counted) const {
+  uint32_t live = 0;
+  for (uint32_t i = 0; i < b.size; ++i) {
+    const TimeoutNode* n = b.slots[i];
+    if (n == nullptr) continue;
+    if (i < b.begin) {
+      return fmt::format("level {} bucket {}: node {} at {} before begin {}",
+                         level, slot, fmt::ptr(n), i, b.begin);
+    }
+    ++live;
+    const int64_t due = DueTickOf(n);
+    const bool overdue = LevelOf(n) == kOverdueLevel;
+    const bool placed =
+        overdue ? level == 0 && due < elapsed_ && slot == SlotOf(0, elapsed_)
+                : LevelOf(n) == level && SlotOf(level, due) == slot &&
+                      due >= elapsed_ && LevelFor(due) <= level;
+    if ((n->where & kIndexMask) != i || !placed) {
+      return fmt::format(
+          "level {} bucket {}: node {} deadline={} due_tick={} where={}:{} "
+          "misplaced at index {}, elapsed={} (L={})",
+          level, slot, fmt::ptr(n), n->deadline, due, LevelOf(n),
+          n->where & kIndexMask, i, elapsed_, ticks_per_wheel());
     }
   }
-  if (counted != size_) {
-    return fmt::format("size()={} but {} nodes are linked (L={})", size_,
-                       counted, ticks_per_wheel());
+  if (live != b.live || b.size > b.capacity || b.begin > b.size) {
+    return fmt::format(
+        "level {} bucket {}: live={} but {} nodes; size={} capacity={} "
+        "begin={}",
+        level, slot, b.live, live, b.size, b.capacity, b.begin);
   }
+  const bool bit = (levels_[level].occupied[slot >> 6] >> (slot & 63)) & 1;
+  if (bit != (live > 0)) {
+    return fmt::format("level {} bucket {}: occupancy bit {} with {} nodes",
+                       level, slot, bit, live);
+  }
+  *counted += live;
   return "";
+}
+
+std::string Wheel::CheckInvariants() const {
+  int64_t counted = 0;
+  std::string problem;
+  for (int level = 0; level < num_levels_ && problem.empty(); ++level) {
+    const int64_t slots = int64_t{1} << levels_[level].bits;
+    for (int64_t s = 0; s < slots && problem.empty(); ++s) {
+      problem = CheckBucket(levels_[level].buckets[s], level, s, &counted);
+    }
+  }
+  if (problem.empty() && counted != size_) {
+    problem = fmt::format("size()={} but {} nodes are linked (L={})", size_,
+                          counted, ticks_per_wheel());
+  }
+  return problem;
 }
 
 }  // namespace tickwheel::internal

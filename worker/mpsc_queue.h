@@ -47,6 +47,7 @@
 #define TICKWHEEL_WORKER_MPSC_QUEUE_H_
 
 #include <atomic>
+#include <cstddef>
 
 namespace tickwheel::internal {
 
@@ -105,7 +106,9 @@ class MpscQueue {
   }
 
  private:
-  T stub_;
+  // Over-aligned so that a T with over-aligned storage inside (TimeoutNode)
+  // is valid here too.
+  alignas(std::max_align_t) T stub_;
   // Newest element; producers exchange it. Own cache line: producers hammer it.
   alignas(64) std::atomic<T*> head_;
   // Oldest element; consumer-only, so a plain pointer.

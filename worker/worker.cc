@@ -27,7 +27,7 @@ int64_t SaturatingMul(int64_t a, int64_t b) {
 }  // namespace
 
 Worker::Worker(WorkerConfig config, Timer* owner)
-    : config_(std::move(config)), wheel_(config_.ticks_per_wheel) {
+    : config_(std::move(config)), wheel_(config_.ticks_per_wheel, config_.tick_nanos) {
   shared_.owner.store(owner, std::memory_order_relaxed);
 }
 
@@ -89,9 +89,15 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
   const int64_t elapsed = config_.clock->NowNanos() - start_nanos_;
   const int64_t deadline =
       SaturatingAdd(std::max<int64_t>(0, elapsed), delay_nanos);
-  auto* node = new TimeoutNode;
-  node->refs.store(2, std::memory_order_relaxed);  // handle + worker
-  node->task = std::move(task);
+  auto* node = new (std::nothrow) TimeoutNode;
+  if (node == nullptr) {
+    Release(1);
+    return absl::ResourceExhaustedError(
+        "newTimeout: out of memory for the timeout");
+  }
+  node->refs_state.store(TimeoutNode::Pack(2, TimeoutState::kQueued),
+                         std::memory_order_relaxed);  // handle + worker
+  node->task() = std::move(task);
   node->deadline = deadline;
   pending_queue_.Push(node);  // seq_cst: pairs with Sleep()'s check
 
@@ -200,25 +206,16 @@ void Worker::Sleep() {
   wake_limit_.store(kAwake, std::memory_order_seq_cst);
 }
 
-void Worker::DiscardCancelled(TimeoutNode* node) {
-  // cancel() destroys the task; touching it here would race with that.
-  node->Unref();
-}
-
 bool Worker::ProcessCancelled() {
   for (int i = 0; i < kSliceBudget; ++i) {
     TimeoutNode* node = shared_.cancelled.Pop();
     if (node == nullptr) return true;
     queue_traffic_ = true;
-    if (node->in_bucket) {
-      wheel_.Remove(node);
-      node->Unref();  // the worker's reference
-    }
-    // Otherwise the node is still in the pending queue (TransferPending drops
-    // the worker's reference) or Expire already dropped it. cancel() has
-    // already destroyed the task.
+    // Only armed nodes come here. Still linked unless Advance() already took
+    // it out and lost the race to cancel() in Expire().
+    if (Wheel::Linked(node)) wheel_.Remove(node);
     Bump(cancelled_);
-    node->Unref();  // the cancellation queue's reference
+    node->Unref();  // the worker's reference; cancel() destroyed the task
   }
   return false;
 }
@@ -228,29 +225,31 @@ bool Worker::TransferPending() {
     TimeoutNode* node = pending_queue_.Pop();
     if (node == nullptr) return true;
     queue_traffic_ = true;
-    if (node->state.load(std::memory_order_acquire) != TimeoutState::kPending) {
-      DiscardCancelled(node);
+    if (!node->Transition(TimeoutState::kQueued, TimeoutState::kArmed)) {
+      // Cancelled while queued: nobody else will hand it to us.
+      Bump(cancelled_);
+      node->Unref();
       continue;
     }
-    wheel_.Insert(node, Wheel::DueTick(node->deadline, config_.tick_nanos));
+    wheel_.Insert(node);
   }
   return false;
 }
 
 bool Worker::Expire(TimeoutNode* node, int64_t now) {
-  TimeoutState expected = TimeoutState::kPending;
-  if (!node->state.compare_exchange_strong(expected, TimeoutState::kExpired,
-                                           std::memory_order_acq_rel,
-                                           std::memory_order_acquire)) {
-    DiscardCancelled(node);  // lost to a cancel() since the last drain
+  if (!node->Transition(TimeoutState::kArmed, TimeoutState::kExpired)) {
+    // Lost to a cancel() since the last drain: the node is on the
+    // cancellation queue, and ProcessCancelled() drops our reference.
     return true;
   }
   // Give the slot back before the task runs: a task that reschedules itself
   // must find its own slot free, even at max_pending_timeouts.
   Release(1);
   Bump(expired_);
-  const int64_t tick = node->due_tick;
-  ticks_.store(tick, std::memory_order_relaxed);  // the tick being processed
+  // The tick being processed: the due tick, or for an overdue node the tick
+  // it was moved to.
+  const int64_t tick = std::max(wheel_.DueTickOf(node), wheel_.elapsed());
+  ticks_.store(tick, std::memory_order_relaxed);
   if (now >= SaturatingMul(tick + 2, config_.tick_nanos) &&
       tick != last_late_tick_) {
     last_late_tick_ = tick;  // processed a full tick or more after its end
@@ -269,8 +268,8 @@ bool Worker::Expire(TimeoutNode* node, int64_t now) {
 void Worker::InvokeTask(const Timeout& timeout) {
   TimeoutNode* node = TimeoutAccess::Node(timeout);
   RunLoggingExceptions("a timer task", "the worker goes on",
-                       [&] { node->task(timeout); });
-  node->task = nullptr;  // captures die with the run, not with the handles
+                       [&] { node->task()(timeout); });
+  node->task() = nullptr;  // captures die with the run, not with the handles
 }
 
 void Worker::RunTask(TimeoutNode* node) {
@@ -296,23 +295,24 @@ std::vector<Timeout> Worker::CollectUnprocessed() {
   // million of them.
   std::vector<std::pair<int64_t, TimeoutNode*>> stopped;
   stopped.reserve(static_cast<size_t>(wheel_.size()));
-  auto take = [&](TimeoutNode* node) {
-    TimeoutState expected = TimeoutState::kPending;
-    if (node->state.compare_exchange_strong(expected, TimeoutState::kStopped,
-                                            std::memory_order_acq_rel,
-                                            std::memory_order_acquire)) {
+  auto take = [&](TimeoutNode* node, TimeoutState from) {
+    if (node->Transition(from, TimeoutState::kStopped)) {
       stopped.emplace_back(node->deadline, node);
       Release(1);
-    } else {
-      DiscardCancelled(node);
+    } else if (from == TimeoutState::kQueued) {
+      node->Unref();  // cancelled while queued
     }
+    // An armed node that lost to cancel() is on the cancellation queue, where
+    // ProcessCancelled() drops our reference.
   };
-  wheel_.DrainAll(take);
+  wheel_.DrainAll([&](TimeoutNode* node) { take(node, TimeoutState::kArmed); });
   // Every slot still counted belongs to a node on its way into the pending
   // queue (its newTimeout() is between reserving and pushing) or to a cancel()
   // between its push and its release. Wait them out.
   while (true) {
-    while (TimeoutNode* node = pending_queue_.Pop()) take(node);
+    while (TimeoutNode* node = pending_queue_.Pop()) {
+      take(node, TimeoutState::kQueued);
+    }
     while (!ProcessCancelled()) {
     }
     if (SharedTimerState::Count(shared_.pending_word.load(

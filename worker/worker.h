@@ -164,8 +164,6 @@ class Worker : public std::enable_shared_from_this<Worker> {
     shared_.pending_word.fetch_sub(slots * SharedTimerState::kOne,
                                    std::memory_order_release);
   }
-  // Drops the worker's reference to a node that lost to cancel().
-  static void DiscardCancelled(TimeoutNode* node);
   static void InvokeTask(const Timeout& timeout);
   static void Bump(std::atomic<int64_t>& counter, int64_t by = 1) {
     // Single writer (the worker): a load and a store, no RMW needed.
@@ -175,7 +173,7 @@ class Worker : public std::enable_shared_from_this<Worker> {
 
   const WorkerConfig config_;
   SharedTimerState shared_;
-  PendingQueue pending_queue_;
+  NodeQueue pending_queue_;
   // Deadlines (nanoseconds after startTime) at or below this must wake the
   // sleeping worker: the end of the tick before the one it plans to wake for;
   // kAwake while it runs or once a producer has claimed the wake-up;

@@ -127,13 +127,16 @@ std::vector<std::unique_ptr<TimeoutNode>> MakeNodes(int64_t n, bool shuffled) {
 // then times one Advance() to that tick, which hands every node out.
 void AdvanceOverBucket(benchmark::State& state, bool shuffled, int64_t ahead) {
   const int64_t n = state.range(0);
-  Wheel wheel(512);
+  Wheel wheel(512);  // 1 ns ticks: a deadline of due + 1 is due at `due`
   auto nodes = MakeNodes(n, shuffled);
   int64_t expired = 0;
   for (auto _ : state) {
     state.PauseTiming();
     const int64_t due = wheel.elapsed() + ahead;
-    for (auto& node : nodes) wheel.Insert(node.get(), due);
+    for (auto& node : nodes) {
+      node->deadline = due + 1;
+      wheel.Insert(node.get());
+    }
     state.ResumeTiming();
     wheel.Advance(due, INT64_MAX, [&](TimeoutNode* node) {
       benchmark::DoNotOptimize(node);
