@@ -3,6 +3,7 @@
 // once as run, cancelled, or returned by stop(). Run under TSan by the CI.
 // Waits are bounded generously; no assertion depends on the machine's speed.
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <random>
@@ -111,6 +112,79 @@ TEST(TimerConcurrencyTest, StopRacingProducersLosesNothing) {
         << "round " << round;
     EXPECT_EQ(accepted.load() + rejected.load(), kThreads * 2000);
     EXPECT_EQ(timer->pendingTimeouts(), 0);
+  }
+}
+
+// Producers are sharded by thread and each shard counts its own
+// reservations; a cancel() gives its slot back on the canceller's shard. The
+// sum must stay exact however the work is spread, with and without a
+// max_pending limit (which counts on one shard).
+TEST(TimerConcurrencyTest, PendingCountIsExactAcrossThreads) {
+  for (int64_t max_pending : {int64_t{0}, int64_t{100000}}) {
+    TimerOptions options = Tick(absl::Milliseconds(1), 64);
+    options.max_pending_timeouts = max_pending;
+    auto timer = Timer::Create(std::move(options)).value();
+    constexpr int kThreads = 4, kPerThread = 3000;
+    std::vector<std::vector<Timeout>> made(kThreads);
+    std::vector<std::thread> threads;
+    for (int p = 0; p < kThreads; ++p) {
+      threads.emplace_back([&, p] {
+        for (int i = 0; i < kPerThread; ++i) {
+          made[p].push_back(
+              timer->newTimeout([](const Timeout&) {}, absl::Hours(1)).value());
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    threads.clear();
+    EXPECT_EQ(timer->pendingTimeouts(), kThreads * kPerThread);
+    // Each thread cancels what another one scheduled, all but ten each.
+    for (int p = 0; p < kThreads; ++p) {
+      threads.emplace_back([&, p] {
+        const std::vector<Timeout>& theirs = made[(p + 1) % kThreads];
+        for (int i = 10; i < kPerThread; ++i) ASSERT_TRUE(theirs[i].cancel());
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(timer->pendingTimeouts(), kThreads * 10) << max_pending;
+    std::vector<Timeout> left = timer->stop().value();
+    EXPECT_EQ(left.size(), static_cast<size_t>(kThreads * 10));
+    EXPECT_EQ(timer->pendingTimeouts(), 0);
+  }
+}
+
+// Timeouts one thread schedules for the same tick run in the order it
+// scheduled them, whatever other threads do meanwhile.
+TEST(TimerConcurrencyTest, OneThreadsTimeoutsRunInItsOrder) {
+  auto timer = Timer::Create(Tick(absl::Milliseconds(1), 64)).value();
+  constexpr int kThreads = 3, kPerThread = 2000;
+  std::vector<std::vector<int>> ran(kThreads);  // written by the worker only
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kThreads; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < kPerThread; ++i) {
+        ASSERT_TRUE(timer
+                        ->newTimeout(
+                            [&, p, i](const Timeout&) {
+                              ran[p].push_back(i);
+                              done.fetch_add(1, std::memory_order_release);
+                            },
+                            absl::Milliseconds(20))
+                        .ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int waited = 0; done.load(std::memory_order_acquire) <
+                           kThreads * kPerThread && waited < 30000;
+       ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(done.load(std::memory_order_acquire), kThreads * kPerThread);
+  for (int p = 0; p < kThreads; ++p) {
+    ASSERT_EQ(ran[p].size(), static_cast<size_t>(kPerThread));
+    EXPECT_TRUE(std::is_sorted(ran[p].begin(), ran[p].end())) << "thread " << p;
   }
 }
 

@@ -89,9 +89,12 @@ bool Timeout::cancel() const {
   node_->task() = nullptr;
   internal::SharedTimerState* shared = shared_;
   // The worker's reference keeps the node alive in the queue.
-  if (armed) shared->cancelled.Push(node_);
-  shared->pending_word.fetch_sub(internal::SharedTimerState::kOne,
-                                 std::memory_order_release);
+  if (armed) {
+    shared->shards[internal::SharedTimerState::ThisThreadShard()]
+        .cancelled.Push(node_);
+  }
+  shared->CancelReleaseWord().fetch_sub(internal::SharedTimerState::kOne,
+                                        std::memory_order_release);
   return true;
 }
 

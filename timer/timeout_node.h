@@ -181,21 +181,68 @@ static_assert(offsetof(TimeoutNode, task_storage) % alignof(TimerTask) == 0,
 // Both queues link through TimeoutNode::next (see the ground rules).
 using NodeQueue = MpscQueue<TimeoutNode, &TimeoutNode::next>;
 
-// What Timeout::cancel() needs of its timer. Owned by the timer's worker
-// object; outlives every cancel() that can still reach it (see ground rules).
+// The producer side of a timer: what newTimeout() and Timeout::cancel() touch.
+// Owned by the timer's worker object; outlives every cancel() that can still
+// reach it (see ground rules).
+//
+// Sharding. Producers are spread over kShards shards by thread (a thread keeps
+// its shard for life), each with its own pending count, pending queue and
+// cancellation queue on cache lines of their own, so that two threads
+// scheduling or cancelling at once do not fight over the same lines. The
+// worker drains every shard. Order is kept per thread, not across threads
+// (no call on one thread is ordered against a concurrent call on another).
+//
+// Counting. pending_word = 2 * count + closed. A newTimeout() reserves its
+// slot in its shard's word; a cancel() gives one back in the canceller's
+// shard; the worker gives slots back in `worker_word`. A single word can go
+// negative; the sum over all words is the number of pending timeouts (plus
+// reservations not yet pushed). With max_pending_timeouts set (`limited`),
+// every reservation and release uses shards[0] instead, so that one CAS
+// enforces the limit exactly. stop() sets the closed bit in every word; a
+// reservation checks its own word's bit in the same RMW. After stop() has set
+// them all, each successful reservation's increment is visible to its reads,
+// so a sum of zero means every reservation has been given back.
 struct SharedTimerState {
-  // pending_word = 2 * pending + closed. `pending` counts timeouts scheduled
-  // and neither expired, cancelled nor stopped, plus newTimeout() calls that
-  // have reserved a slot and not yet pushed; `closed` is set once by stop().
-  // One word, so that one atomic RMW both reserves a slot and checks closed.
+  static constexpr int kShards = 8;  // a power of two
   static constexpr int64_t kClosed = 1;
   static constexpr int64_t kOne = 2;
-  static int64_t Count(int64_t word) { return word >> 1; }
+  static int64_t Count(int64_t word) { return word >> 1; }  // also < 0
+
+  struct alignas(64) Shard {
+    std::atomic<int64_t> pending_word{0};
+    NodeQueue queue;      // newTimeout() -> worker
+    NodeQueue cancelled;  // cancel() of an armed node -> worker
+  };
+
+  // This thread's shard: threads take shards round-robin on first use.
+  static int ThisThreadShard() {
+    static std::atomic<uint32_t> next{0};
+    thread_local const int shard = static_cast<int>(
+        next.fetch_add(1, std::memory_order_relaxed) % kShards);
+    return shard;
+  }
+  std::atomic<int64_t>& ReserveWord(int shard) {
+    return shards[limited ? 0 : shard].pending_word;
+  }
+  std::atomic<int64_t>& CancelReleaseWord() {
+    return shards[limited ? 0 : ThisThreadShard()].pending_word;
+  }
+  std::atomic<int64_t>& WorkerReleaseWord() {
+    return limited ? shards[0].pending_word : worker_word;
+  }
+  // The sum of all counts. Exact when no call is in flight; otherwise a
+  // snapshot that may be off by the calls in flight, or below zero.
+  int64_t SumCounts(std::memory_order order) const {
+    int64_t sum = Count(worker_word.load(order));
+    for (const Shard& s : shards) sum += Count(s.pending_word.load(order));
+    return sum;
+  }
 
   // The public facade, for Timeout::timer(); null once the Timer is gone.
   std::atomic<Timer*> owner{nullptr};
-  alignas(64) std::atomic<int64_t> pending_word{0};
-  NodeQueue cancelled;
+  bool limited = false;  // set before any producer can run
+  Shard shards[kShards];
+  alignas(64) std::atomic<int64_t> worker_word{0};
 };
 
 }  // namespace internal

@@ -29,6 +29,24 @@ int64_t SaturatingMul(int64_t a, int64_t b) {
 Worker::Worker(WorkerConfig config, Timer* owner)
     : config_(std::move(config)), wheel_(config_.ticks_per_wheel, config_.tick_nanos) {
   shared_.owner.store(owner, std::memory_order_relaxed);
+  shared_.limited = config_.max_pending_timeouts > 0;
+}
+
+bool Worker::Close() {
+  bool first = false;
+  for (auto& shard : shared_.shards) {
+    first |= !(shard.pending_word.fetch_or(SharedTimerState::kClosed,
+                                           std::memory_order_acq_rel) &
+               SharedTimerState::kClosed);
+  }
+  return first;
+}
+
+bool Worker::QueuesEmpty() const {
+  for (const auto& shard : shared_.shards) {
+    if (!shard.queue.Empty()) return false;
+  }
+  return true;
 }
 
 Worker::~Worker() {
@@ -51,7 +69,9 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
   // a limit, a CAS loop, so that the count never exceeds it, not even for an
   // instant.
   const int64_t max = config_.max_pending_timeouts;
-  int64_t word = shared_.pending_word.load(std::memory_order_relaxed);
+  const int shard = SharedTimerState::ThisThreadShard();
+  std::atomic<int64_t>& count = shared_.ReserveWord(shard);
+  int64_t word = count.load(std::memory_order_relaxed);
   if (max > 0) {
     do {
       if (word & SharedTimerState::kClosed) break;
@@ -62,12 +82,13 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
             "raise the limit",
             SharedTimerState::Count(word) + 1, max));
       }
-    } while (!shared_.pending_word.compare_exchange_weak(
+    } while (!count.compare_exchange_weak(
         word, word + SharedTimerState::kOne, std::memory_order_relaxed));
   } else {
-    word = shared_.pending_word.fetch_add(SharedTimerState::kOne,
-                                          std::memory_order_relaxed);
-    if (word & SharedTimerState::kClosed) Release(1);
+    word = count.fetch_add(SharedTimerState::kOne, std::memory_order_relaxed);
+    if (word & SharedTimerState::kClosed) {
+      count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+    }
   }
   if (word & SharedTimerState::kClosed) {
     return absl::FailedPreconditionError(
@@ -76,7 +97,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
 
   if (!started_.load(std::memory_order_acquire)) {
     if (absl::Status s = StartThread(); !s.ok()) {
-      Release(1);
+      count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
       return s;
     }
   }
@@ -91,7 +112,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
       SaturatingAdd(std::max<int64_t>(0, elapsed), delay_nanos);
   auto* node = new (std::nothrow) TimeoutNode;
   if (node == nullptr) {
-    Release(1);
+    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
     return absl::ResourceExhaustedError(
         "newTimeout: out of memory for the timeout");
   }
@@ -99,7 +120,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
                          std::memory_order_relaxed);  // handle + worker
   node->task() = std::move(task);
   node->deadline = deadline;
-  pending_queue_.Push(node);  // seq_cst: pairs with Sleep()'s check
+  shared_.shards[shard].queue.Push(node);  // seq_cst: pairs with Sleep()'s
 
   // Wake the worker only if it sleeps past this node's tick. The first
   // producer to need it claims the wake-up (kAwake): the woken worker drains
@@ -123,7 +144,7 @@ void Worker::WakeWorker() {
 absl::Status Worker::StartThread() {
   MutexLock lock(&start_mu_);
   if (started_.load(std::memory_order_relaxed)) return absl::OkStatus();
-  if (shared_.pending_word.load(std::memory_order_relaxed) &
+  if (shared_.shards[0].pending_word.load(std::memory_order_relaxed) &
       SharedTimerState::kClosed) {
     return absl::FailedPreconditionError(
         "newTimeout: the timer has been stopped; create a new Timer");
@@ -190,7 +211,7 @@ void Worker::Sleep() {
       std::memory_order_seq_cst);
   // Dekker with Schedule(): a node pushed before our store is seen here; one
   // pushed after it sees our plan and wakes us if it is due earlier.
-  if (!pending_queue_.Empty()) {
+  if (!QueuesEmpty()) {
     wake_limit_.store(kAwake, std::memory_order_seq_cst);
     return;
   }
@@ -207,33 +228,46 @@ void Worker::Sleep() {
 }
 
 bool Worker::ProcessCancelled() {
-  for (int i = 0; i < kSliceBudget; ++i) {
-    TimeoutNode* node = shared_.cancelled.Pop();
-    if (node == nullptr) return true;
-    queue_traffic_ = true;
-    // Only armed nodes come here. Still linked unless Advance() already took
-    // it out and lost the race to cancel() in Expire().
-    if (Wheel::Linked(node)) wheel_.Remove(node);
-    Bump(cancelled_);
-    node->Unref();  // the worker's reference; cancel() destroyed the task
+  int budget = kSliceBudget;
+  for (auto& shard : shared_.shards) {
+    while (TimeoutNode* node = shard.cancelled.Pop()) {
+      queue_traffic_ = true;
+      // Only armed nodes come here. Still linked unless Advance() already
+      // took it out and lost the race to cancel() in Expire().
+      if (Wheel::Linked(node)) wheel_.Remove(node);
+      Bump(cancelled_);
+      node->Unref();  // the worker's reference; cancel() destroyed the task
+      if (--budget == 0) return false;
+    }
   }
-  return false;
+  return true;
 }
 
 bool Worker::TransferPending() {
-  for (int i = 0; i < kSliceBudget; ++i) {
-    TimeoutNode* node = pending_queue_.Pop();
-    if (node == nullptr) return true;
-    queue_traffic_ = true;
-    if (!node->Transition(TimeoutState::kQueued, TimeoutState::kArmed)) {
-      // Cancelled while queued: nobody else will hand it to us.
-      Bump(cancelled_);
-      node->Unref();
-      continue;
+  // Round-robin over the shards, a share of the budget each, so that one
+  // busy producer cannot starve the others.
+  constexpr int kShards = SharedTimerState::kShards;
+  constexpr int kShare = kSliceBudget / kShards;
+  bool done = true;
+  for (int i = 0; i < kShards; ++i) {
+    auto& shard = shared_.shards[(next_shard_ + i) % kShards];
+    int n = 0;
+    for (; n < kShare; ++n) {
+      TimeoutNode* node = shard.queue.Pop();
+      if (node == nullptr) break;
+      queue_traffic_ = true;
+      if (!node->Transition(TimeoutState::kQueued, TimeoutState::kArmed)) {
+        // Cancelled while queued: nobody else will hand it to us.
+        Bump(cancelled_);
+        node->Unref();
+        continue;
+      }
+      wheel_.Insert(node);
     }
-    wheel_.Insert(node);
+    if (n == kShare) done = false;
   }
-  return false;
+  next_shard_ = (next_shard_ + 1) % kShards;
+  return done;
 }
 
 bool Worker::Expire(TimeoutNode* node, int64_t now) {
@@ -310,13 +344,14 @@ std::vector<Timeout> Worker::CollectUnprocessed() {
   // queue (its newTimeout() is between reserving and pushing) or to a cancel()
   // between its push and its release. Wait them out.
   while (true) {
-    while (TimeoutNode* node = pending_queue_.Pop()) {
-      take(node, TimeoutState::kQueued);
+    for (auto& shard : shared_.shards) {
+      while (TimeoutNode* node = shard.queue.Pop()) {
+        take(node, TimeoutState::kQueued);
+      }
     }
     while (!ProcessCancelled()) {
     }
-    if (SharedTimerState::Count(shared_.pending_word.load(
-            std::memory_order_acquire)) == 0) {
+    if (shared_.SumCounts(std::memory_order_acquire) == 0) {
       break;
     }
     std::this_thread::yield();
@@ -344,11 +379,7 @@ absl::StatusOr<std::vector<Timeout>> Worker::Stop() {
         "thread");
   }
   MutexLock lock(&stop_mu_);
-  if (shared_.pending_word.fetch_or(SharedTimerState::kClosed,
-                                    std::memory_order_acq_rel) &
-      SharedTimerState::kClosed) {
-    return std::vector<Timeout>();  // already stopped
-  }
+  if (!Close()) return std::vector<Timeout>();  // already stopped
   // After this, no thread can start: StartThread() checks the closed bit
   // under start_mu_.
   bool started;
@@ -379,11 +410,7 @@ void Worker::Shutdown() {
   }
   // Destroyed from inside one of our own tasks: we cannot join ourselves.
   MutexLock lock(&stop_mu_);
-  if (shared_.pending_word.fetch_or(SharedTimerState::kClosed,
-                                    std::memory_order_acq_rel) &
-      SharedTimerState::kClosed) {
-    return;
-  }
+  if (!Close()) return;
   finish_on_thread_ = true;
   shutdown_.store(true, std::memory_order_release);
   thread_.detach();

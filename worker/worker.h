@@ -40,14 +40,15 @@
 //   the sleeping worker nothing.
 //
 // Stopping (newTimeout and cancel vs stop)
-//   SharedTimerState::pending_word holds the pending count and a closed bit in
-//   one word. newTimeout() reserves its slot and checks the bit in one RMW
-//   before it pushes; a winning cancel() pushes on the cancellation queue
-//   before it gives its slot back (release). stop() sets the bit, joins the
-//   worker, then drains the wheel and both queues until the count is zero
-//   (acquire): every newTimeout() that got a slot has pushed, and been
-//   returned; every cancel() has pushed, and been released. No accepted
-//   timeout is lost, and nothing shared is touched after stop() returns.
+//   Each pending-count word (SharedTimerState, one per shard) holds a count
+//   and a closed bit. newTimeout() reserves its slot and checks the bit in
+//   one RMW before it pushes; a winning cancel() pushes on the cancellation
+//   queue (if it must) before it gives its slot back (release). stop() sets
+//   the bit in every word, joins the worker, then drains the wheel and all
+//   queues until the counts sum to zero (acquire): every newTimeout() that
+//   got a slot has pushed, and been returned; every cancel() has pushed, and
+//   been released. No accepted timeout is lost, and nothing shared is touched
+//   after stop() returns.
 //
 // Lifetime
 //   Timer holds a shared_ptr to the Worker and so does the thread, so a Timer
@@ -58,6 +59,7 @@
 #ifndef TICKWHEEL_WORKER_WORKER_H_
 #define TICKWHEEL_WORKER_WORKER_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -115,8 +117,7 @@ class Worker : public std::enable_shared_from_this<Worker> {
   void Shutdown() ABSL_LOCKS_EXCLUDED(stop_mu_, start_mu_, wake_mu_);
 
   int64_t pending() const {
-    return SharedTimerState::Count(
-        shared_.pending_word.load(std::memory_order_relaxed));
+    return std::max<int64_t>(0, shared_.SumCounts(std::memory_order_relaxed));
   }
   TimerMetrics Metrics() const;
   bool OnWorkerThread() const;
@@ -160,10 +161,14 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // Called once the worker has exited, by the one thread that finishes the
   // shutdown: returns every pending node, marked stopped.
   std::vector<Timeout> CollectUnprocessed();
+  // Gives back slots taken by the worker's own expiries and stops.
   void Release(int64_t slots) {
-    shared_.pending_word.fetch_sub(slots * SharedTimerState::kOne,
-                                   std::memory_order_release);
+    shared_.WorkerReleaseWord().fetch_sub(slots * SharedTimerState::kOne,
+                                          std::memory_order_release);
   }
+  // Sets the closed bit in every count word; true if this call set it first.
+  bool Close();
+  bool QueuesEmpty() const;
   static void InvokeTask(const Timeout& timeout);
   static void Bump(std::atomic<int64_t>& counter, int64_t by = 1) {
     // Single writer (the worker): a load and a store, no RMW needed.
@@ -173,7 +178,6 @@ class Worker : public std::enable_shared_from_this<Worker> {
 
   const WorkerConfig config_;
   SharedTimerState shared_;
-  NodeQueue pending_queue_;
   // Deadlines (nanoseconds after startTime) at or below this must wake the
   // sleeping worker: the end of the tick before the one it plans to wake for;
   // kAwake while it runs or once a producer has claimed the wake-up;
@@ -216,6 +220,7 @@ class Worker : public std::enable_shared_from_this<Worker> {
   Wheel wheel_;
   int64_t last_late_tick_ = -1;  // last tick counted in catch_up_ticks_
   bool queue_traffic_ = false;   // the last pass popped from a queue
+  int next_shard_ = 0;           // where TransferPending starts next
 
   // Written by the worker only (Bump), read by Metrics().
   std::atomic<int64_t> expired_{0};
