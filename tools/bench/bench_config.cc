@@ -57,12 +57,12 @@ Flag Number(const char* name, const char* help, T BenchConfig::*field,
 const std::vector<Flag>& Flags() {
   static const std::vector<Flag> flags = {
       Number("reps", "repetitions R of each workload", &BenchConfig::reps),
-      {"only", "comma-separated workloads to run (W1..W6); default all",
+      {"only", "comma-separated workloads to run (W1..W9); default all",
        [](std::string_view s, BenchConfig& c) {
          c.only = SplitList(s);
          for (std::string& w : c.only) {
            std::transform(w.begin(), w.end(), w.begin(), ::toupper);
-           if (w.size() != 2 || w[0] != 'W' || w[1] < '1' || w[1] > '6') return false;
+           if (w.size() != 2 || w[0] != 'W' || w[1] < '1' || w[1] > '9') return false;
          }
          return true;
        },
@@ -88,18 +88,18 @@ const std::vector<Flag>& Flags() {
        },
        [](const BenchConfig& c) { return fmt::format("{}", fmt::join(c.producers, ",")); }},
       Number("seed", "seed of the random delays", &BenchConfig::seed, true),
-      {"n", "sets w1_n, w2_n, w4_n and w6_n at once",
+      {"n", "sets w1_n, w2_n, w4_n, w6_n, w8_n and w9_n at once",
        [](std::string_view s, BenchConfig& c) {
          int64_t v = 0;
          if (!ParseNumber(s, v) || v <= 0) return false;
-         c.w1_n = c.w2_n = c.w4_n = c.w6_n = v;
+         c.w1_n = c.w2_n = c.w4_n = c.w6_n = c.w8_n = c.w9_n = v;
          return true;
        },
        [](const BenchConfig&) { return std::string("-"); }},
-      Number("tick_ms", "tickwheel tick for W1, W2, W4 (ms)", &BenchConfig::tick_ms),
+      Number("tick_ms", "tickwheel tick for W1, W2, W4, W7 (ms)", &BenchConfig::tick_ms),
       Number("ticks_per_wheel", "tickwheel wheel size", &BenchConfig::ticks_per_wheel),
-      Number("far_min_s", "W1/W2/W4 delays: minimum (s)", &BenchConfig::far_min_s),
-      Number("far_max_s", "W1/W2/W4 delays: maximum (s)", &BenchConfig::far_max_s),
+      Number("far_min_s", "W1/W2/W4/W7/W9 delays: minimum (s)", &BenchConfig::far_min_s),
+      Number("far_max_s", "W1/W2/W4/W7/W9 delays: maximum (s)", &BenchConfig::far_max_s),
       Number("w1_n", "W1: timeouts per run, over all producers", &BenchConfig::w1_n),
       Number("w2_n", "W2: schedule+cancel pairs per run", &BenchConfig::w2_n),
       Number("w4_n", "W4: pending timeouts", &BenchConfig::w4_n),
@@ -115,6 +115,32 @@ const std::vector<Flag>& Flags() {
              &BenchConfig::w6_window_ms),
       Number("w6_lead_ms", "W6: from the first schedule to the window (ms)",
              &BenchConfig::w6_lead_ms),
+      {"w7_depths", "W7: comma-separated pending depths D, one run each",
+       [](std::string_view s, BenchConfig& c) {
+         c.w7_depths.clear();
+         for (const std::string& d : SplitList(s)) {
+           int v = 0;
+           if (!ParseNumber(std::string_view(d), v) || v <= 0) return false;
+           c.w7_depths.push_back(v);
+         }
+         std::sort(c.w7_depths.begin(), c.w7_depths.end());
+         c.w7_depths.erase(std::unique(c.w7_depths.begin(), c.w7_depths.end()),
+                           c.w7_depths.end());
+         return !c.w7_depths.empty();
+       },
+       [](const BenchConfig& c) { return fmt::format("{}", fmt::join(c.w7_depths, ",")); }},
+      Number("w7_m", "W7: timed schedules on top of the D pending", &BenchConfig::w7_m),
+      Number("w8_tick_ms", "W8: tickwheel tick (ms)", &BenchConfig::w8_tick_ms),
+      Number("w8_n", "W8: timeouts in the burst", &BenchConfig::w8_n),
+      Number("w8_lead_ms", "W8 same deadline: from the first schedule to the deadline (ms)",
+             &BenchConfig::w8_lead_ms),
+      Number("w8_delay_ms", "W8 same delay: the delay of every call (ms)",
+             &BenchConfig::w8_delay_ms),
+      Number("w9_tick_ms", "W9: tickwheel tick (ms)", &BenchConfig::w9_tick_ms),
+      Number("w9_n", "W9: pending timeouts", &BenchConfig::w9_n),
+      Number("w9_settle_s", "W9: settling time after all are armed (s)",
+             &BenchConfig::w9_settle_s, true),
+      Number("w9_idle_s", "W9: idle time measured, at most (s)", &BenchConfig::w9_idle_s),
       {"isolate", "1: each run in a fresh child process; 0: all in this one",
        [](std::string_view s, BenchConfig& c) {
          if (s != "0" && s != "1") return false;
@@ -186,7 +212,7 @@ std::string ParseFlags(int argc, char** argv, BenchConfig& config) {
 std::string Usage() {
   std::string out =
       "Usage: bench [--flag=value ...]\n"
-      "Runs workloads W1..W6 against tickwheel, Boost.Asio and a heap timer\n"
+      "Runs workloads W1..W9 against tickwheel, Boost.Asio and a heap timer\n"
       "thread, R times each, and prints median [min-max] per implementation.\n\n";
   const BenchConfig defaults;
   for (const Flag& f : Flags()) {

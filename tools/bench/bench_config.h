@@ -2,9 +2,10 @@
 // -----------------------------------------------------------------------------
 // BenchConfig: every size, tick and switch of the benchmark, and the parser of
 // its command-line flags (--name=value or --name value; --help lists them
-// with their defaults). The defaults are the workloads of issue #3 and make
-// a full run take a few minutes on 2 cores; the smoke test
-// (tests/bench_smoke_test.sh) passes tiny sizes.
+// with their defaults). The defaults are the workloads of issues #3 and #6
+// (1 ms ticks, 1,000,000 timeouts, R = 5) and make a full run take about ten
+// minutes on 2 cores; the smoke test (tests/bench_smoke_test.sh) passes tiny
+// sizes.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_BENCH_CONFIG_H_
 #define TICKWHEEL_TOOLS_BENCH_BENCH_CONFIG_H_
@@ -16,14 +17,15 @@
 namespace tickwheel::bench {
 
 struct BenchConfig {
-  int reps = 3;                          // R: repetitions of each workload
+  int reps = 5;                          // R: repetitions of each workload
   std::vector<std::string> only;         // workloads to run; empty = all
   std::vector<std::string> impls = {"tickwheel", "asio", "heap"};
   std::vector<int> producers = {1, 2};   // W1, W2: producer thread counts
   uint64_t seed = 42;                    // for every random delay
 
-  // W1, W2, W4: tickwheel tick, wheel size, delays uniform in [min, max].
-  double tick_ms = 100;
+  // W1, W2, W4, W7: tickwheel tick, wheel size, delays uniform in [min, max]
+  // (the delays of W9 too).
+  double tick_ms = 1;
   int ticks_per_wheel = 512;
   double far_min_s = 10;
   double far_max_s = 60;
@@ -47,6 +49,25 @@ struct BenchConfig {
   double w6_window_ms = 100;
   double w6_lead_ms = 3000;              // from the first schedule to the window
 
+  // W7 schedule with D pending: one run per depth D; M timed schedules.
+  std::vector<int> w7_depths = {1000, 1000000};
+  int64_t w7_m = 200000;
+
+  // W8 burst accuracy: N timeouts from one producer, all due at one instant
+  // lead_ms after the first schedule (variant "same deadline"), or each
+  // delay_ms after its own schedule (variant "same delay").
+  double w8_tick_ms = 1;
+  int64_t w8_n = 1000000;
+  double w8_lead_ms = 1500;
+  double w8_delay_ms = 200;
+
+  // W9 idle with N pending (delays far_min_s..far_max_s): settle, then
+  // measure for idle_s (cut short to end before the earliest deadline).
+  double w9_tick_ms = 1;
+  int64_t w9_n = 1000000;
+  double w9_settle_s = 1;
+  double w9_idle_s = 5;
+
   std::string json_path;                 // --json FILE
   std::string svg_path;                  // --svg FILE (W3 lateness CDF)
   std::string command_line;              // as invoked, for the report
@@ -56,7 +77,7 @@ struct BenchConfig {
   // process (isolation.h), so that no run inherits another's heap, pools or
   // RSS. --isolate=0 runs everything in this process (for valgrind).
   bool isolate = true;
-  // Internal: set in a child process to "<workload>:<impl>:<producers>:<seed>".
+  // Internal: set in a child process to "<workload>:<impl>:<variant>:<seed>".
   std::string child;
 
   bool Runs(const std::string& workload) const;

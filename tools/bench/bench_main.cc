@@ -1,7 +1,8 @@
 // tools/bench/bench_main.cc
 // -----------------------------------------------------------------------------
 // //tools/bench:bench — tickwheel side by side with Boost.Asio and a heap
-// timer thread, in one process run (issue #3). See docs/PERFORMANCE.md.
+// timer thread, in one process run (issues #3 and #6). See
+// docs/PERFORMANCE.md.
 //
 //   bazel build -c opt --config=opt //tools/bench:bench
 //   bazel-bin/tools/bench/bench --json=bench.json --svg=w3.svg
@@ -12,11 +13,12 @@
 // --isolate=0 runs them all in this process.
 //
 // Order: workload by workload (W4 first, while the heap is fresh, then W1,
-// W2, W3, W5, W6); within a workload, repetition by repetition, and within a
-// repetition every model once. So the models of one row are measured minutes
-// apart at most and drift on a noisy machine hits them alike. Each model gets
-// the same random delays in a repetition (the seed depends on the repetition
-// only).
+// W2, W3, W5, W6, W7, W8, W9); within a workload, variant by variant
+// (runners.h: W1/W2 per producer count, W7 per depth, W8 per kind of burst),
+// within a variant repetition by repetition, and within a repetition every
+// model once. So the models of one row are measured minutes apart at most and
+// drift on a noisy machine hits them alike. Each model gets the same random
+// delays in a repetition (the seed depends on the repetition only).
 //
 // stdout: the report (report.h). stderr: one progress line per run.
 // Exit status: 0, or 1 if a correctness check failed (never for a missed
@@ -92,35 +94,35 @@ int Main(int argc, char** argv) {
   Results results(config, impls);
   RunInfo info = CollectRunInfo();
 
-  const std::vector<std::string> order = {"W4", "W1", "W2", "W3", "W5", "W6"};
+  const std::vector<std::string> order = {"W4", "W1", "W2", "W3", "W5",
+                                          "W6", "W7", "W8", "W9"};
   int total = 0;
   for (const std::string& w : order) {
     if (!config.Runs(w)) continue;
-    const int variants = (w == "W1" || w == "W2")
-                             ? static_cast<int>(config.producers.size())
-                             : 1;
+    const int variants = static_cast<int>(Variants(w, config).size());
     total += variants * config.reps * static_cast<int>(impls.size());
   }
   Progress progress(total);
   const int64_t start = NowNanos();
   for (const std::string& w : order) {
     if (!config.Runs(w)) continue;
-    std::vector<int> variants = {0};
-    if (w == "W1" || w == "W2") variants = config.producers;
-    for (int producers : variants) {
+    for (int variant : Variants(w, config)) {
+      const std::string label = VariantLabel(w, variant);
       for (int rep = 1; rep <= config.reps; ++rep) {
         const uint64_t seed = config.seed + 1000 * static_cast<uint64_t>(rep);
         for (const std::string& impl : impls) {
           const int64_t t0 = NowNanos();
           RepOutput out = config.isolate
-                              ? RunInChild(config, w, impl, producers, seed)
-                              : Runner(impl)(w, config, producers, seed);
+                              ? RunInChild(config, w, impl, variant, seed)
+                              : Runner(impl)(w, config, variant, seed);
           const std::string what = fmt::format(
-              "{}{} {:<9} rep {}/{}", w,
-              producers > 0 ? fmt::format(" P={}", producers) : "", impl, rep,
-              config.reps);
+              "{}{} {:<9} rep {}/{}", w, label.empty() ? "" : " " + label, impl,
+              rep, config.reps);
           progress.Report(what, out, NowNanos() - t0);
-          results.Record(w, impl, rep, std::move(out));
+          // "W1 P=2": failures, notes and counters of one variant keep their
+          // own names (counters of P=1 and P=2 used to share one key).
+          results.Record(label.empty() ? w : w + " " + label, impl, rep,
+                         std::move(out));
         }
       }
     }

@@ -85,12 +85,12 @@ bool Deserialize(const std::string& text, RepOutput& out, std::string& error) {
 }
 
 RepOutput RunInChild(const BenchConfig& config, const std::string& workload,
-                     const std::string& impl, int producers, uint64_t seed) {
+                     const std::string& impl, int variant, uint64_t seed) {
   const std::string self = SelfPath();
   if (self.empty()) return Failed("cannot read /proc/self/exe");
   std::vector<std::string> args = {self};
   for (const std::string& a : config.args) args.push_back(a);
-  args.push_back(fmt::format("--child={}:{}:{}:{}", workload, impl, producers, seed));
+  args.push_back(fmt::format("--child={}:{}:{}:{}", workload, impl, variant, seed));
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -135,7 +135,7 @@ RepOutput RunInChild(const BenchConfig& config, const std::string& workload,
 }
 
 int RunChild(const BenchConfig& config) {
-  // "<workload>:<impl>:<producers>:<seed>"
+  // "<workload>:<impl>:<variant>:<seed>"
   std::vector<std::string> parts;
   std::string rest = config.child;
   for (size_t colon; (colon = rest.find(':')) != std::string::npos;) {

@@ -2,7 +2,7 @@
 // -----------------------------------------------------------------------------
 // Runs one (workload, implementation, repetition) in a fresh child process:
 // the benchmark re-executes itself (/proc/self/exe) with the same flags plus
-// --child=<workload>:<impl>:<producers>:<seed>; the child runs that one
+// --child=<workload>:<impl>:<variant>:<seed>; the child runs that one
 // repetition and writes its RepOutput to stdout in a line format; the parent
 // parses it. The child's stderr is the parent's.
 //
@@ -37,7 +37,7 @@ namespace tickwheel::bench {
 // Parent side: runs the repetition in a child and returns what it reported;
 // a child that fails or prints garbage yields a RepOutput with a failure.
 RepOutput RunInChild(const BenchConfig& config, const std::string& workload,
-                     const std::string& impl, int producers, uint64_t seed);
+                     const std::string& impl, int variant, uint64_t seed);
 
 // Child side: parses config.child, runs the repetition in this process and
 // prints it to stdout. Returns the process exit status.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -68,6 +69,14 @@ bool WriteJson(const std::string& path, const Results& r,
       fmt::format("\"w6\": {{\"tick_ms\": {}, \"n\": {}, \"window_ms\": {}, "
                   "\"lead_ms\": {}}}",
                   c.w6_tick_ms, c.w6_n, c.w6_window_ms, c.w6_lead_ms),
+      fmt::format("\"w7\": {{\"tick_ms\": {}, \"depths\": [{}], \"m\": {}}}",
+                  c.tick_ms, fmt::join(c.w7_depths, ", "), c.w7_m),
+      fmt::format("\"w8\": {{\"tick_ms\": {}, \"n\": {}, \"lead_ms\": {}, "
+                  "\"delay_ms\": {}}}",
+                  c.w8_tick_ms, c.w8_n, c.w8_lead_ms, c.w8_delay_ms),
+      fmt::format("\"w9\": {{\"tick_ms\": {}, \"n\": {}, \"settle_s\": {}, "
+                  "\"idle_s\": {}}}",
+                  c.w9_tick_ms, c.w9_n, c.w9_settle_s, c.w9_idle_s),
   };
   std::vector<std::string> run = {
       "\"date\": " + Str(info.date), "\"host\": " + Str(info.host),
@@ -95,13 +104,32 @@ bool WriteJson(const std::string& path, const Results& r,
         Str(BetterName(d.better)), Join(per_impl, "        ")));
   }
 
+  auto summary = [](const std::optional<Summary>& s) {
+    if (!s) return std::string("null");
+    return fmt::format("{{\"median\": {}, \"min\": {}, \"max\": {}}}",
+                       Num(s->median), Num(s->min), Num(s->max));
+  };
   std::vector<std::string> target_items;
   for (const TargetResult& t : targets) {
-    target_items.push_back(fmt::format(
-        "{{\"id\": {}, \"requirement\": {}, \"measured\": {}, \"met\": {}}}",
-        Str(t.id), Str(t.requirement), Str(t.measured),
-        !t.met ? "null" : (*t.met ? "true" : "false")));
+    std::string item = fmt::format(
+        "{{\"issue\": {}, \"id\": {}, \"requirement\": {}, \"measured\": {}, "
+        "\"met\": {}",
+        t.issue, Str(t.id), Str(t.requirement), Str(t.measured),
+        !t.met ? "null" : (*t.met ? "true" : "false"));
+    if (!t.key.empty()) {
+      std::string ratio = "null";
+      if (t.tickwheel && t.heap && t.heap->median != 0) {
+        ratio = Num(t.tickwheel->median / t.heap->median);
+      }
+      item += fmt::format(
+          ", \"key\": {}, \"unit\": {}, \"tickwheel\": {}, \"heap\": {}, "
+          "\"tw_over_heap\": {}",
+          Str(t.key), Str(t.unit), summary(t.tickwheel), summary(t.heap), ratio);
+    }
+    target_items.push_back(item + "}");
   }
+  std::vector<std::string> gaps;
+  for (const std::string& g : Issue6ConditionGaps(c)) gaps.push_back(Str(g));
 
   std::vector<std::string> lateness;
   for (const std::string& impl : r.impls()) {
@@ -134,6 +162,7 @@ bool WriteJson(const std::string& path, const Results& r,
       "\"run\": {\n" + Join(run, "    ") + "  }",
       "\"metrics\": [\n" + Join(metrics, "    ") + "  ]",
       "\"targets\": [\n" + Join(target_items, "    ") + "  ]",
+      "\"issue6_condition_gaps\": [\n" + Join(gaps, "    ") + "  ]",
       "\"w3_lateness_us\": {\n" + Join(lateness, "    ") + "  }",
       "\"counters\": {\n" + Join(counters, "    ") + "  }",
       "\"failures\": [\n" + Join(failures, "    ") + "  ]",

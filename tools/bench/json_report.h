@@ -4,9 +4,15 @@
 //   run:      date, host, compiler, command, elapsed_s, config (every flag)
 //   metrics:  [{key, workload, label, unit, better,
 //               results: {<impl>: {median, min, max, samples: [...]}}}]
-//   targets:  [{id, requirement, measured, met (true/false/null)}]
+//   targets:  [{issue (3 or 6), id, requirement, measured,
+//               met (true/false/null); issue 6 also: key, unit,
+//               tickwheel and heap: {median, min, max} or null,
+//               tw_over_heap (from the medians) or null}]
+//   issue6_condition_gaps: [how the run differs from issue #6's
+//               conditions (targets.h)]
 //   w3_lateness_us: {<impl>: {p50, p90, p99, p999, max, count}}
-//   counters: {"<workload>/<impl>/rep<n>": {<name>: value}}
+//   counters: {"<workload>/<impl>/rep<n>": {<name>: value}}, workload with
+//             its variant where it has one ("W1 P=2/heap/rep1")
 //   failures: [{workload, impl, rep, message}], notes: [...]
 // Written with fmt; numbers that are not finite become null.
 

@@ -35,6 +35,37 @@ std::string KeyW2CpuNsPerPair(int p) { return fmt::format("W2.cpu_ns_per_pair.P{
 std::string KeyW2Pending(int p) { return fmt::format("W2.pending_after_3_ticks.P{}", p); }
 std::string KeyW2RssHeld(int p) { return fmt::format("W2.rss_held_mb.P{}", p); }
 std::string KeyW2RssPeak(int p) { return fmt::format("W2.rss_peak_mb.P{}", p); }
+std::string KeyW1Throughput(int p) { return fmt::format("W1.throughput_mops.P{}", p); }
+std::string KeyW1Scaling(int p) { return fmt::format("W1.throughput_scaling.P{}", p); }
+std::string KeyW7NsPerOp(int d) { return fmt::format("W7.ns_per_op.D{}", d); }
+std::string KeyW7CpuNsPerOp(int d) { return fmt::format("W7.cpu_ns_per_op.D{}", d); }
+std::string KeyW7Unprocessed(int d) { return fmt::format("W7.unprocessed.D{}", d); }
+
+namespace {
+
+bool HasProducers(const BenchConfig& c, int p) {
+  return std::find(c.producers.begin(), c.producers.end(), p) != c.producers.end();
+}
+
+// W7's ratio rows need two distinct depths (w7_depths is sorted and unique).
+bool HasW7Ratio(const BenchConfig& c) { return c.w7_depths.size() >= 2; }
+
+}  // namespace
+
+std::vector<DerivedRatio> DerivedRatios(const BenchConfig& c) {
+  std::vector<DerivedRatio> r;
+  if (HasProducers(c, 1)) {
+    for (int p : c.producers) {
+      if (p != 1) r.push_back({KeyW1Scaling(p), KeyW1Throughput(p), KeyW1Throughput(1)});
+    }
+  }
+  if (HasW7Ratio(c)) {
+    const int lo = c.w7_depths.front(), hi = c.w7_depths.back();
+    r.push_back({kKeyW7Ratio, KeyW7NsPerOp(hi), KeyW7NsPerOp(lo)});
+    r.push_back({kKeyW7CpuRatio, KeyW7CpuNsPerOp(hi), KeyW7CpuNsPerOp(lo)});
+  }
+  return r;
+}
 
 std::vector<MetricDef> MetricDefs(const BenchConfig& c) {
   std::vector<MetricDef> d;
@@ -46,6 +77,19 @@ std::vector<MetricDef> MetricDefs(const BenchConfig& c) {
     d.push_back({KeyW1CpuNsPerOp(p), "W1",
                  fmt::format("W1 schedule, P={}, caller CPU", p), "ns/op",
                  Better::kLower, 1});
+  }
+  for (int p : c.producers) {
+    d.push_back({KeyW1Throughput(p), "W1",
+                 fmt::format("W1 aggregate throughput, P={}", p), "M/s",
+                 Better::kHigher, 2});
+  }
+  if (HasProducers(c, 1)) {
+    for (int p : c.producers) {
+      if (p == 1) continue;
+      d.push_back({KeyW1Scaling(p), "W1",
+                   fmt::format("W1 throughput P={} / P=1", p), "x",
+                   Better::kHigher, 2});
+    }
   }
   for (int p : c.producers) {
     d.push_back({KeyW1Unprocessed(p), "W1",
@@ -90,19 +134,81 @@ std::vector<MetricDef> MetricDefs(const BenchConfig& c) {
                Better::kHigher, 2});
   d.push_back({kKeyW6LastDelay, "W6", "W6 last deadline -> last run", "ms",
                Better::kLower, 1});
+  for (int depth : c.w7_depths) {
+    d.push_back({KeyW7NsPerOp(depth), "W7",
+                 fmt::format("W7 schedule, D={} pending", depth), "ns/op",
+                 Better::kLower, 1});
+  }
+  for (int depth : c.w7_depths) {
+    d.push_back({KeyW7CpuNsPerOp(depth), "W7",
+                 fmt::format("W7 schedule, D={} pending, caller CPU", depth),
+                 "ns/op", Better::kLower, 1});
+  }
+  if (HasW7Ratio(c)) {
+    const int lo = c.w7_depths.front(), hi = c.w7_depths.back();
+    d.push_back({kKeyW7Ratio, "W7", fmt::format("W7 schedule, D={} / D={}", hi, lo),
+                 "x", Better::kLower, 2});
+    d.push_back({kKeyW7CpuRatio, "W7",
+                 fmt::format("W7 schedule, D={} / D={}, caller CPU", hi, lo), "x",
+                 Better::kLower, 2});
+  }
+  for (int depth : c.w7_depths) {
+    d.push_back({KeyW7Unprocessed(depth), "W7",
+                 fmt::format("W7 returned by stop, D={}", depth), "count",
+                 Better::kNeither, 0});
+  }
+  d.push_back({kKeyW8DeadlineLast, "W8", "W8 same deadline: last run - deadline",
+               "ms", Better::kLower, 1});
+  d.push_back({kKeyW8DeadlineP99, "W8", "W8 same deadline: lateness p99", "ms",
+               Better::kLower, 1});
+  d.push_back({kKeyW8DeadlineEarly, "W8", "W8 same deadline: early fires", "count",
+               Better::kNeither, 0});
+  d.push_back({kKeyW8DeadlineSchedule, "W8", "W8 same deadline: scheduling took",
+               "ms", Better::kNeither, 0});
+  d.push_back({kKeyW8DelayMax, "W8", "W8 same delay: lateness max", "ms",
+               Better::kLower, 1});
+  d.push_back({kKeyW8DelayP99, "W8", "W8 same delay: lateness p99", "ms",
+               Better::kLower, 1});
+  d.push_back({kKeyW8DelayEarly, "W8", "W8 same delay: early fires", "count",
+               Better::kNeither, 0});
+  d.push_back({kKeyW8DelaySchedule, "W8", "W8 same delay: scheduling took", "ms",
+               Better::kNeither, 0});
+  d.push_back({kKeyW9CpuPercent, "W9", "W9 idle CPU, N pending", "% core",
+               Better::kLower, 2});
+  d.push_back({kKeyW9Wakeups, "W9", "W9 idle wake-ups, N pending", "1/s",
+               Better::kLower, 1});
+  d.push_back({kKeyW9Window, "W9", "W9 idle window measured", "s",
+               Better::kNeither, 2});
   return d;
 }
 
 Results::Results(const BenchConfig& config, std::vector<std::string> impls)
-    : impls_(std::move(impls)) {
+    : ratios_(DerivedRatios(config)), impls_(std::move(impls)) {
   for (MetricDef& d : MetricDefs(config)) {
     if (config.Runs(d.workload)) defs_.push_back(std::move(d));
   }
 }
 
+void Results::AddSample(const std::string& impl, const std::string& key,
+                        int rep, double value) {
+  samples_[impl][key].push_back(value);
+  by_rep_[impl][key][rep] = value;
+}
+
 void Results::Record(const std::string& workload, const std::string& impl,
                      int rep, RepOutput out) {
-  for (const auto& [key, value] : out.values) samples_[impl][key].push_back(value);
+  for (const auto& [key, value] : out.values) AddSample(impl, key, rep, value);
+  auto& mine = by_rep_[impl];
+  for (const DerivedRatio& r : ratios_) {
+    if (mine[r.key].count(rep) != 0) continue;
+    auto num = mine[r.numerator].find(rep);
+    auto den = mine[r.denominator].find(rep);
+    if (num == mine[r.numerator].end() || den == mine[r.denominator].end() ||
+        den->second <= 0) {
+      continue;
+    }
+    AddSample(impl, r.key, rep, num->second / den->second);
+  }
   for (std::string& f : out.failures) {
     failures_.push_back({workload, impl, rep, std::move(f)});
   }

@@ -8,6 +8,11 @@
 // Metric keys are "<workload>.<name>", e.g. "W1.ns_per_op.P2"; the workloads
 // build them with the helpers below so that a typo cannot create a row.
 //
+// A few rows are ratios of two other rows (DerivedRatios(), e.g. W7's cost
+// at the deepest D over its cost at the shallowest): no workload reports
+// them; Record() computes one sample per repetition, from the two values the
+// same implementation reported in that repetition, once both are in.
+//
 // This class is thread-compatible.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_RESULTS_H_
@@ -52,6 +57,8 @@ double Quantile(const std::vector<double>& sorted, double p);
 std::string KeyW1NsPerOp(int producers);
 std::string KeyW1CpuNsPerOp(int producers);
 std::string KeyW1Unprocessed(int producers);
+std::string KeyW1Throughput(int producers);  // all producers together, M/s
+std::string KeyW1Scaling(int producers);     // derived: throughput P / P=1
 std::string KeyW2NsPerPair(int producers);
 std::string KeyW2CpuNsPerPair(int producers);
 std::string KeyW2Pending(int producers);
@@ -67,9 +74,34 @@ inline constexpr const char* kKeyW5Wakeups = "W5.wakeups_per_second";
 inline constexpr const char* kKeyW6Rate = "W6.expiries_per_second";
 inline constexpr const char* kKeyW6CpuRate = "W6.expiries_per_worker_cpu_second";
 inline constexpr const char* kKeyW6LastDelay = "W6.last_deadline_to_last_run";
+std::string KeyW7NsPerOp(int depth);
+std::string KeyW7CpuNsPerOp(int depth);
+std::string KeyW7Unprocessed(int depth);
+// Derived: the deepest D's value over the shallowest D's (wall, caller CPU).
+inline constexpr const char* kKeyW7Ratio = "W7.ns_per_op.deep_over_shallow";
+inline constexpr const char* kKeyW7CpuRatio = "W7.cpu_ns_per_op.deep_over_shallow";
+inline constexpr const char* kKeyW8DeadlineLast = "W8.same_deadline.last_run_late_ms";
+inline constexpr const char* kKeyW8DeadlineP99 = "W8.same_deadline.lateness_p99_ms";
+inline constexpr const char* kKeyW8DeadlineEarly = "W8.same_deadline.early_fires";
+inline constexpr const char* kKeyW8DeadlineSchedule = "W8.same_deadline.schedule_ms";
+inline constexpr const char* kKeyW8DelayMax = "W8.same_delay.lateness_max_ms";
+inline constexpr const char* kKeyW8DelayP99 = "W8.same_delay.lateness_p99_ms";
+inline constexpr const char* kKeyW8DelayEarly = "W8.same_delay.early_fires";
+inline constexpr const char* kKeyW8DelaySchedule = "W8.same_delay.schedule_ms";
+inline constexpr const char* kKeyW9CpuPercent = "W9.cpu_percent_of_core";
+inline constexpr const char* kKeyW9Wakeups = "W9.wakeups_per_second";
+inline constexpr const char* kKeyW9Window = "W9.window_s";
 
 // Every metric the configuration produces, in table order.
 std::vector<MetricDef> MetricDefs(const BenchConfig& config);
+
+// A row whose samples are numerator / denominator, per repetition.
+struct DerivedRatio {
+  std::string key;
+  std::string numerator;
+  std::string denominator;
+};
+std::vector<DerivedRatio> DerivedRatios(const BenchConfig& config);
 
 struct Failure {
   std::string workload;
@@ -82,7 +114,9 @@ class Results {
  public:
   Results(const BenchConfig& config, std::vector<std::string> impls);
 
-  // Files one repetition's output.
+  // Files one repetition's output (one variant of it, for the workloads that
+  // have variants), and the derived ratios it completes. `workload` names the
+  // run in failures, notes and counters: "W3", or "W1 P=2" for a variant.
   void Record(const std::string& workload, const std::string& impl, int rep,
               RepOutput out);
 
@@ -98,13 +132,19 @@ class Results {
                                    const std::string& key) const;
   // Every W3 lateness sample of `impl`, all repetitions, sorted (µs).
   std::vector<double> Lateness(const std::string& impl) const;
-  // Counters per "<workload>/<impl>/rep<n>".
+  // Counters per "<workload>/<impl>/rep<n>" (workload as given to Record()).
   const std::map<std::string, CounterMap>& counters() const { return counters_; }
 
  private:
+  void AddSample(const std::string& impl, const std::string& key, int rep,
+                 double value);
+
   std::vector<MetricDef> defs_;
+  std::vector<DerivedRatio> ratios_;
   std::vector<std::string> impls_;
   std::map<std::string, std::map<std::string, std::vector<double>>> samples_;
+  // The same values by repetition: impl -> key -> rep -> value.
+  std::map<std::string, std::map<std::string, std::map<int, double>>> by_rep_;
   std::map<std::string, std::vector<double>> lateness_;
   std::map<std::string, CounterMap> counters_;
   std::vector<Failure> failures_;

@@ -1,8 +1,9 @@
 // tools/bench/workload_common.h
 // -----------------------------------------------------------------------------
 // What the workloads (workloads_throughput.h, workloads_timing.h) share: the
-// result of one run, the 16-byte tasks they schedule, random delays, and the
-// helper that starts producer threads together and times them.
+// result of one run, the 16-byte tasks they schedule, random delays, the
+// helper that starts producer threads together and times them, and two
+// waits.
 //
 // Every task captures exactly 16 bytes (a pointer and an integer), the size
 // issue #3 fixes for W4, so that in every workload all three models store the
@@ -12,6 +13,7 @@
 #ifndef TICKWHEEL_TOOLS_BENCH_WORKLOAD_COMMON_H_
 #define TICKWHEEL_TOOLS_BENCH_WORKLOAD_COMMON_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -66,22 +68,31 @@ inline std::vector<std::vector<int64_t>> RandomDelays(int64_t n, int parts,
   return out;
 }
 
-// What RunProducers measured, summed over the producer threads.
+// What RunProducers measured.
 struct ProducerTimes {
-  int64_t wall_ns = 0;  // each thread's wall time inside body
-  int64_t cpu_ns = 0;   // each thread's CPU time inside body
+  int64_t wall_ns = 0;  // each thread's wall time inside body, summed
+  int64_t cpu_ns = 0;   // each thread's CPU time inside body, summed
+  // Elapsed wall time of the whole phase: from the earliest moment a thread
+  // entered body to the latest moment one left it. Operations / span_ns is
+  // the aggregate throughput of all producers together.
+  int64_t span_ns = 0;
 };
 
 // Starts `producers` threads, releases them together, runs body(p) on thread
 // p and sums, over the threads, the wall time and the CPU time each spent in
 // body. Divided by the operation count, wall_ns is the mean cost of one call
 // as its caller sees it (preemption and blocking on a lock included), cpu_ns
-// the mean CPU the caller spent (neither included).
+// the mean CPU the caller spent (neither included). With P threads these
+// are per-call costs, not throughput: P threads each taking T for N/P calls
+// give wall_ns = P*T, i.e. T/(N/P) per call. Throughput is N / span_ns.
 template <typename Body>
 ProducerTimes RunProducers(int producers, Body&& body) {
+  struct Times {
+    int64_t start_ns, end_ns, cpu_ns;
+  };
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
-  std::vector<ProducerTimes> times(static_cast<size_t>(producers));
+  std::vector<Times> times(static_cast<size_t>(producers));
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(producers));
   for (int p = 0; p < producers; ++p) {
@@ -91,17 +102,22 @@ ProducerTimes RunProducers(int producers, Body&& body) {
       const int64_t t0 = NowNanos();
       const int64_t c0 = ThreadCpuNanos();
       body(p);
-      times[static_cast<size_t>(p)] = {NowNanos() - t0, ThreadCpuNanos() - c0};
+      const int64_t c1 = ThreadCpuNanos();
+      times[static_cast<size_t>(p)] = {t0, NowNanos(), c1 - c0};
     });
   }
   while (ready.load(std::memory_order_acquire) < producers) std::this_thread::yield();
   go.store(true, std::memory_order_release);
   for (std::thread& t : threads) t.join();
   ProducerTimes sum;
-  for (const ProducerTimes& t : times) {
-    sum.wall_ns += t.wall_ns;
+  int64_t first_start = INT64_MAX, last_end = INT64_MIN;
+  for (const Times& t : times) {
+    sum.wall_ns += t.end_ns - t.start_ns;
     sum.cpu_ns += t.cpu_ns;
+    first_start = std::min(first_start, t.start_ns);
+    last_end = std::max(last_end, t.end_ns);
   }
+  sum.span_ns = last_end - first_start;
   return sum;
 }
 
@@ -114,6 +130,25 @@ bool WaitFor(Done&& done, int64_t timeout_ns) {
     SleepNanos(1000000);
   }
   return true;
+}
+
+// Waits until the process has been (nearly) idle for one `window_ns`: its
+// CPU time (every thread; the caller sleeps meanwhile) grew by at most
+// `max_busy` of the window. Lets a model's thread finish a backlog that its
+// Pending() count does not show (tickwheel counts a timeout at newTimeout(),
+// before its worker has filed it into the wheel). Returns the time waited,
+// or -1 if the process was still busy after `timeout_ns`.
+inline int64_t WaitUntilIdle(int64_t window_ns, double max_busy, int64_t timeout_ns) {
+  const int64_t start = NowNanos();
+  while (NowNanos() - start < timeout_ns) {
+    const double cpu0 = ProcessCpuSeconds();
+    const int64_t t0 = NowNanos();
+    SleepNanos(window_ns);
+    const double busy = (ProcessCpuSeconds() - cpu0) * 1e9 /
+                        static_cast<double>(NowNanos() - t0);
+    if (busy <= max_busy) return NowNanos() - start;
+  }
+  return -1;
 }
 
 }  // namespace tickwheel::bench

@@ -1,6 +1,6 @@
 // tools/bench/workloads_throughput.h
 // -----------------------------------------------------------------------------
-// The API-cost and memory workloads of issue #3, as templates over a
+// The API-cost and memory workloads of issues #3 and #6, as templates over a
 // BenchTimer model (bench_timer.h). Each function is one repetition on a
 // fresh timer and returns its RepOutput (workload_common.h); the metric keys
 // are those of results.h.
@@ -9,8 +9,12 @@
 //                 uniform in [far_min_s, far_max_s]; the handles are dropped
 //                 at once (fire-and-forget). Metrics: mean wall time of one
 //                 Schedule() as seen by its caller, and the caller's mean CPU
-//                 time per call (RunProducers). Then Stop()
-//                 must return all N unprocessed and no task may have run.
+//                 time per call (RunProducers); and the aggregate
+//                 throughput, N / elapsed wall time of the whole producer
+//                 phase (first thread in to last thread out), whose ratio
+//                 P=2 / P=1 (derived, results.h) says how producers scale.
+//                 Then Stop() must return all N unprocessed and no task may
+//                 have run.
 // W2 schedule+    each producer cancels every timeout right after scheduling
 //    cancel       it (the request-timeout pattern). Metric: ns per pair.
 //                 Three ticks later: pending (must be 0 where the model's
@@ -20,6 +24,18 @@
 //                 (RSS after - RSS before) / N, both sides after malloc_trim,
 //                 once the model reports all N armed. The 16-byte task is
 //                 included; the handles are dropped.
+// W7 schedule     one run per depth D (w7_depths, default 1,000 and
+//    with D       1,000,000): D timeouts scheduled untimed from one thread
+//    pending      (delays uniform in [far_min_s, far_max_s], handles
+//                 dropped); wait until the model reports Pending() >= D and
+//                 then until the process is idle (WaitUntilIdle: tickwheel's
+//                 worker files the D into the wheel after Pending() already
+//                 counts them, and timing on top of that backlog would
+//                 measure the two threads' contention, not the depth), then
+//                 3 ms; then one producer schedules M (w7_m) more, timed as
+//                 in W1 (wall and caller CPU per call). The ratio deepest D /
+//                 shallowest D is derived per repetition (results.h). Stop()
+//                 must return D + M and no task may have run.
 //
 // What "ns per call" includes: the producer side only. tickwheel and Asio
 // hand the rest of the work (inserting into the wheel, arming the timer) to
@@ -28,6 +44,8 @@
 
 #ifndef TICKWHEEL_TOOLS_BENCH_WORKLOADS_THROUGHPUT_H_
 #define TICKWHEEL_TOOLS_BENCH_WORKLOADS_THROUGHPUT_H_
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -62,6 +80,9 @@ RepOutput RunW1(const BenchConfig& c, int producers, uint64_t seed) {
       static_cast<double>(t.wall_ns) / static_cast<double>(c.w1_n);
   out.values[KeyW1CpuNsPerOp(producers)] =
       static_cast<double>(t.cpu_ns) / static_cast<double>(c.w1_n);
+  out.values[KeyW1Throughput(producers)] =
+      static_cast<double>(c.w1_n) / static_cast<double>(std::max<int64_t>(1, t.span_ns)) *
+      1e3;  // per ns -> M per s
   const int64_t unprocessed = timer.Stop();
   out.values[KeyW1Unprocessed(producers)] = static_cast<double>(unprocessed);
   out.counters = timer.Counters();
@@ -162,6 +183,49 @@ RepOutput RunW4(const BenchConfig& c, uint64_t seed) {
   if (unprocessed != c.w4_n) {
     out.failures.push_back(fmt::format(
         "stop returned {} unprocessed timeouts, expected {}", unprocessed, c.w4_n));
+  }
+  return out;
+}
+
+template <BenchTimer T>
+RepOutput RunW7(const BenchConfig& c, int depth, uint64_t seed) {
+  RepOutput out;
+  const int64_t d = depth, m = c.w7_m;
+  const auto delays = RandomDelays(d + m, 1, Ms(c.far_min_s * 1e3).count(),
+                                   Ms(c.far_max_s * 1e3).count(), seed)[0];
+  std::atomic<int64_t> runs{0};
+  T timer(WheelOptions(c, c.tick_ms));
+  for (int64_t i = 0; i < d; ++i) {
+    timer.Schedule(CountingTask{&runs, i},
+                   std::chrono::nanoseconds(delays[static_cast<size_t>(i)]));
+  }
+  if (!WaitFor([&] { return timer.Pending() >= d; }, 120'000'000'000)) {
+    out.failures.push_back(
+        fmt::format("only {} of {} armed after 120 s", timer.Pending(), d));
+  }
+  const int64_t settled = WaitUntilIdle(10'000'000, 0.1, 60'000'000'000);
+  if (settled < 0) out.notes.push_back("process still busy 60 s after the prefill");
+  SleepNanos(3'000'000);
+  const ProducerTimes t = RunProducers(1, [&](int) {
+    for (int64_t i = d; i < d + m; ++i) {
+      timer.Schedule(CountingTask{&runs, i},
+                     std::chrono::nanoseconds(delays[static_cast<size_t>(i)]));
+    }
+  });
+  out.values[KeyW7NsPerOp(depth)] =
+      static_cast<double>(t.wall_ns) / static_cast<double>(m);
+  out.values[KeyW7CpuNsPerOp(depth)] =
+      static_cast<double>(t.cpu_ns) / static_cast<double>(m);
+  const int64_t unprocessed = timer.Stop();
+  out.values[KeyW7Unprocessed(depth)] = static_cast<double>(unprocessed);
+  out.counters = timer.Counters();
+  out.counters["bench_settle_ms"] = static_cast<double>(settled) / 1e6;
+  if (unprocessed != d + m) {
+    out.failures.push_back(fmt::format(
+        "stop returned {} unprocessed timeouts, expected {}", unprocessed, d + m));
+  }
+  if (runs.load() != 0) {
+    out.failures.push_back(fmt::format("{} tasks ran early", runs.load()));
   }
   return out;
 }

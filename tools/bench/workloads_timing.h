@@ -1,7 +1,7 @@
 // tools/bench/workloads_timing.h
 // -----------------------------------------------------------------------------
-// The timing workloads of issue #3, as templates over a BenchTimer model
-// (bench_timer.h); one repetition per call, on a fresh timer.
+// The timing workloads of issues #3 and #6, as templates over a BenchTimer
+// model (bench_timer.h); one repetition per call, on a fresh timer.
 //
 // W3 accuracy     K timeouts, delays uniform in [w3_min_ms, w3_max_ms], tick
 //                 w3_tick_ms, scheduled back to back from one thread. Each
@@ -24,6 +24,27 @@
 //                 tasks on the worker), the worker's capacity, which neither
 //                 caps nor preemption distorts. Plus the time from the last
 //                 deadline to the last run.
+// W8 burst        N (w8_n) timeouts scheduled back to back from one thread,
+//    accuracy     tick w8_tick_ms; each task stores its run time; lateness is
+//                 measured as in W3 (against the time read just before
+//                 Schedule() + delay). Two variants, each its own run:
+//                 "same deadline": every call's delay is (t0 + w8_lead_ms) -
+//                 now, so all N are due at one instant, well after the last
+//                 Schedule(); metrics: last run - that deadline (ms), p99
+//                 lateness (ms). "same delay": every call uses w8_delay_ms,
+//                 so the deadlines spread over the scheduling time and the
+//                 first fall due while later ones are still being scheduled
+//                 (where a per-tick cap on moving new timeouts into the wheel,
+//                 as Netty's 100,000, makes them late); metrics: max and p99
+//                 lateness (ms). Both: early fires (must be 0), every task
+//                 must run, and how long scheduling took.
+// W9 idle with    N (w9_n) timeouts with delays uniform in [far_min_s,
+//    N pending    far_max_s], tick w9_tick_ms. Once the model reports all N
+//                 armed, w9_settle_s of settling, then CPU time of the whole
+//                 process (as % of one core) and the model's wake-ups per
+//                 second over w9_idle_s, cut short so that the window ends
+//                 500 ms before the earliest possible deadline (t0 +
+//                 far_min_s). No task may run; Stop() must return all N.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_WORKLOADS_TIMING_H_
 #define TICKWHEEL_TOOLS_BENCH_WORKLOADS_TIMING_H_
@@ -196,6 +217,134 @@ RepOutput RunW6(const BenchConfig& c, uint64_t seed) {
   out.values[kKeyW6CpuRate] = static_cast<double>(n) / cpu * 1e9 / 1e6;
   out.values[kKeyW6LastDelay] =
       static_cast<double>(record.last_ns - (window_start + last_offset)) / 1e6;
+  return out;
+}
+
+// W8's two variants (the `variant` of runners.h).
+inline constexpr int kW8SameDeadline = 1;
+inline constexpr int kW8SameDelay = 2;
+
+template <BenchTimer T>
+RepOutput RunW8(const BenchConfig& c, int variant) {
+  RepOutput out;
+  const bool same_deadline = variant == kW8SameDeadline;
+  const int64_t n = c.w8_n;
+  std::vector<int64_t> expected(static_cast<size_t>(n));
+  W3Record record;
+  record.ran_at.assign(static_cast<size_t>(n), 0);
+  T timer(WheelOptions(c, c.w8_tick_ms));
+  const int64_t t0 = NowNanos();
+  const int64_t deadline = t0 + Ms(c.w8_lead_ms).count();
+  const int64_t fixed_delay = Ms(c.w8_delay_ms).count();
+  int64_t overran = 0;  // same deadline: calls made at or after the deadline
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t now = NowNanos();
+    int64_t d = fixed_delay;
+    if (same_deadline) {
+      d = deadline - now;
+      if (d <= 0) {
+        ++overran;
+        d = 0;
+      }
+    }
+    expected[static_cast<size_t>(i)] = now + d;
+    timer.Schedule(RecordTask{&record, i}, std::chrono::nanoseconds(d));
+  }
+  const int64_t scheduled = NowNanos();
+  if (overran > 0) {
+    out.notes.push_back(fmt::format(
+        "same deadline: {} calls came after the deadline; raise --w8_lead_ms", overran));
+  }
+  const int64_t last_expected = *std::max_element(expected.begin(), expected.end());
+  const bool all = WaitFor(
+      [&] { return record.done.load(std::memory_order_acquire) >= n; },
+      std::max<int64_t>(0, last_expected - NowNanos()) + 60'000'000'000);
+  timer.Stop();  // joins the thread: ran_at is ours from here on
+  out.counters = timer.Counters();
+  const int64_t done = record.done.load(std::memory_order_acquire);
+  if (!all) out.failures.push_back(fmt::format("only {} of {} ran", done, n));
+  int64_t early = 0, last_run = 0;
+  std::vector<double> late_ms;
+  late_ms.reserve(static_cast<size_t>(n));
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+    if (record.ran_at[i] == 0) continue;  // never ran
+    const int64_t late = record.ran_at[i] - expected[i];
+    if (late < 0) ++early;
+    last_run = std::max(last_run, record.ran_at[i]);
+    late_ms.push_back(static_cast<double>(late) / 1e6);
+  }
+  std::sort(late_ms.begin(), late_ms.end());
+  const double schedule_ms = static_cast<double>(scheduled - t0) / 1e6;
+  if (same_deadline) {
+    out.values[kKeyW8DeadlineLast] =
+        last_run == 0 ? 0 : static_cast<double>(last_run - deadline) / 1e6;
+    out.values[kKeyW8DeadlineP99] = Quantile(late_ms, 0.99);
+    out.values[kKeyW8DeadlineEarly] = static_cast<double>(early);
+    out.values[kKeyW8DeadlineSchedule] = schedule_ms;
+  } else {
+    out.values[kKeyW8DelayMax] = late_ms.empty() ? 0 : late_ms.back();
+    out.values[kKeyW8DelayP99] = Quantile(late_ms, 0.99);
+    out.values[kKeyW8DelayEarly] = static_cast<double>(early);
+    out.values[kKeyW8DelaySchedule] = schedule_ms;
+  }
+  if (early != 0) out.failures.push_back(fmt::format("{} early fires", early));
+  return out;
+}
+
+template <BenchTimer T>
+RepOutput RunW9(const BenchConfig& c, uint64_t seed) {
+  RepOutput out;
+  const int64_t n = c.w9_n;
+  const int64_t min_delay = Ms(c.far_min_s * 1e3).count();
+  const auto delays = RandomDelays(n, 1, min_delay, Ms(c.far_max_s * 1e3).count(),
+                                   seed)[0];
+  std::atomic<int64_t> runs{0};
+  T timer(WheelOptions(c, c.w9_tick_ms));
+  const int64_t t0 = NowNanos();
+  int64_t i = 0;
+  for (int64_t d : delays) {
+    timer.Schedule(CountingTask{&runs, i++}, std::chrono::nanoseconds(d));
+  }
+  if (!WaitFor([&] { return timer.Pending() >= n; }, 120'000'000'000)) {
+    out.failures.push_back(
+        fmt::format("only {} of {} armed after 120 s", timer.Pending(), n));
+  }
+  SleepNanos(static_cast<int64_t>(c.w9_settle_s * 1e9));
+  // The window ends 500 ms before the earliest deadline any model can have.
+  const int64_t window_end_limit = t0 + min_delay - 500'000'000;
+  const int64_t wanted = static_cast<int64_t>(c.w9_idle_s * 1e9);
+  const int64_t window = std::min(wanted, window_end_limit - NowNanos());
+  if (window <= 0) {
+    out.failures.push_back(
+        "no idle window left before the earliest deadline; raise --far_min_s or "
+        "lower --w9_settle_s");
+    timer.Stop();
+    return out;
+  }
+  if (window < wanted) {
+    out.notes.push_back(fmt::format(
+        "idle window cut to {:.2f} s to end before the earliest deadline",
+        static_cast<double>(window) / 1e9));
+  }
+  const double cpu0 = ProcessCpuSeconds();
+  const int64_t wake0 = timer.Wakeups();
+  const int64_t w0 = NowNanos();
+  SleepNanos(window);
+  const double cpu1 = ProcessCpuSeconds();
+  const int64_t wake1 = timer.Wakeups();
+  const double seconds = static_cast<double>(NowNanos() - w0) / 1e9;
+  out.values[kKeyW9CpuPercent] = (cpu1 - cpu0) / seconds * 100;
+  out.values[kKeyW9Wakeups] = static_cast<double>(wake1 - wake0) / seconds;
+  out.values[kKeyW9Window] = seconds;
+  out.counters = timer.Counters();
+  const int64_t unprocessed = timer.Stop();
+  if (unprocessed != n) {
+    out.failures.push_back(
+        fmt::format("stop returned {} unprocessed, expected {}", unprocessed, n));
+  }
+  if (runs.load() != 0) {
+    out.failures.push_back(fmt::format("{} tasks ran early", runs.load()));
+  }
   return out;
 }
 
