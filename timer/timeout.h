@@ -21,6 +21,8 @@
 #ifndef TICKWHEEL_TIMER_TIMEOUT_H_
 #define TICKWHEEL_TIMER_TIMEOUT_H_
 
+#include <utility>
+
 #include "absl/functional/any_invocable.h"
 #include "timer/timeout_node.h"
 
@@ -99,6 +101,11 @@ class TimeoutAccess {
     return Timeout(node, shared);
   }
   static TimeoutNode* Node(const Timeout& t) { return t.node_; }
+  // Empties `t` without dropping its reference, which the caller takes.
+  static TimeoutNode* Disown(Timeout& t) {
+    t.shared_ = nullptr;
+    return std::exchange(t.node_, nullptr);
+  }
 };
 
 }  // namespace internal

@@ -270,8 +270,33 @@ bool Worker::TransferPending() {
   return done;
 }
 
+bool Worker::ClaimForExpiry(TimeoutNode* node) {
+  // With no handle left (refs == 1: ours), no thread can reach the node, so
+  // no cancel() can race: a plain store claims it, one atomic RMW fewer per
+  // fire-and-forget timeout.
+  constexpr uint32_t kArmedOnlyOurs =
+      TimeoutNode::Pack(1, TimeoutState::kArmed);
+  if (node->refs_state.load(std::memory_order_acquire) == kArmedOnlyOurs) {
+    node->refs_state.store(TimeoutNode::Pack(1, TimeoutState::kExpired),
+                           std::memory_order_relaxed);
+    return true;
+  }
+  return node->Transition(TimeoutState::kArmed, TimeoutState::kExpired);
+}
+
+void Worker::DropWorkerRef(TimeoutNode* node) {
+  // The same reasoning: with refs == 1 nobody else holds or can gain a
+  // reference, so the node is deleted without an atomic RMW.
+  if ((node->refs_state.load(std::memory_order_acquire) &
+       TimeoutNode::kMaxRefs) == 1) {
+    delete node;
+  } else {
+    node->Unref();
+  }
+}
+
 bool Worker::Expire(TimeoutNode* node, int64_t now) {
-  if (!node->Transition(TimeoutState::kArmed, TimeoutState::kExpired)) {
+  if (!ClaimForExpiry(node)) {
     // Lost to a cancel() since the last drain: the node is on the
     // cancellation queue, and ProcessCancelled() drops our reference.
     return true;
@@ -311,6 +336,7 @@ void Worker::RunTask(TimeoutNode* node) {
   Timeout timeout = TimeoutAccess::Adopt(node, &shared_);
   if (!config_.task_executor) {
     InvokeTask(timeout);
+    DropWorkerRef(TimeoutAccess::Disown(timeout));
     return;
   }
   // The closure keeps the Worker (and so the shared state behind

@@ -157,14 +157,26 @@ class Worker : public std::enable_shared_from_this<Worker> {
   bool ProcessCancelled();
   bool TransferPending();
   bool Expire(TimeoutNode* node, int64_t now);
+  // Moves an armed node to expired (false if a cancel() won it first).
+  static bool ClaimForExpiry(TimeoutNode* node);
+  // Drops the worker's reference once it is done with a node.
+  static void DropWorkerRef(TimeoutNode* node);
   void RunTask(TimeoutNode* node);
   // Called once the worker has exited, by the one thread that finishes the
   // shutdown: returns every pending node, marked stopped.
   std::vector<Timeout> CollectUnprocessed();
   // Gives back slots taken by the worker's own expiries and stops.
   void Release(int64_t slots) {
-    shared_.WorkerReleaseWord().fetch_sub(slots * SharedTimerState::kOne,
-                                          std::memory_order_release);
+    std::atomic<int64_t>& word = shared_.WorkerReleaseWord();
+    if (shared_.limited) {  // shards[0], which producers share
+      word.fetch_sub(slots * SharedTimerState::kOne, std::memory_order_release);
+      return;
+    }
+    // worker_word has one writer at a time: the worker thread, then the
+    // thread that stops the timer after joining it. No RMW needed.
+    word.store(word.load(std::memory_order_relaxed) -
+                   slots * SharedTimerState::kOne,
+               std::memory_order_release);
   }
   // Sets the closed bit in every count word; true if this call set it first.
   bool Close();
