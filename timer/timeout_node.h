@@ -96,17 +96,11 @@ struct TimeoutNode {
   // 56 bytes, one 64-byte malloc chunk. A TimerTask member would make the
   // node 16-byte aligned and so 64 bytes (an 80-byte chunk); instead the
   // task lives in 8-aligned storage at offset 16 of a node that operator new
-  // always places on a 16-byte boundary. Declare a node elsewhere (a queue's
-  // stub, a test) with alignas(16).
-  static void* operator new(size_t size) {
-    return ::operator new(size, std::align_val_t{16});
-  }
-  static void* operator new(size_t size, const std::nothrow_t&) noexcept {
-    return ::operator new(size, std::align_val_t{16}, std::nothrow);
-  }
-  static void operator delete(void* p) {
-    ::operator delete(p, std::align_val_t{16});
-  }
+  // places on a 16-byte boundary: the default operator new already does (the
+  // aligned overload would round the size up to 64, an 80-byte chunk again).
+  // Declare a node elsewhere (a queue's stub, a test) with alignas(16).
+  static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= 16,
+                "operator new must return 16-byte aligned memory");
 
   TimeoutNode() { new (task_storage) TimerTask(); }
   ~TimeoutNode() { task().~TimerTask(); }

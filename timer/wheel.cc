@@ -1,9 +1,12 @@
 #include "timer/wheel.h"
 
+#include <sys/mman.h>
+
 #include <bit>
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include <fmt/format.h>
@@ -60,13 +63,58 @@ Wheel::~Wheel() {
     // The bitmap, not the buckets: a huge level 0 has pages never touched.
     for (int64_t w = 0; w < words; ++w) {
       for (uint64_t bits = l.allocated[w]; bits != 0; bits &= bits - 1) {
-        std::free(l.buckets[w * 64 + std::countr_zero(bits)].slots);
+        FreeSlots(l.buckets[w * 64 + std::countr_zero(bits)]);
       }
     }
     std::free(l.buckets);
     std::free(l.occupied);
     std::free(l.allocated);
   }
+}
+
+bool Wheel::Mapped(uint32_t capacity) {
+  return size_t{capacity} * sizeof(TimeoutNode*) >= kMappedBytes;
+}
+
+void Wheel::GrowSlots(Bucket& b, uint32_t grown) {
+  const size_t old_bytes = size_t{b.capacity} * sizeof(TimeoutNode*);
+  const size_t new_bytes = size_t{grown} * sizeof(TimeoutNode*);
+  void* p;
+  if (!Mapped(grown)) {
+    p = std::realloc(b.slots, new_bytes);
+  } else if (Mapped(b.capacity)) {
+    // The kernel moves the pages; nothing is copied or left behind.
+    p = mremap(b.slots, old_bytes, new_bytes, MREMAP_MAYMOVE);
+    if (p == MAP_FAILED) p = nullptr;
+  } else {
+    p = mmap(nullptr, new_bytes, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      p = nullptr;
+    } else {
+      std::memcpy(p, b.slots, size_t{b.size} * sizeof(TimeoutNode*));
+      std::free(b.slots);
+    }
+  }
+  if (p == nullptr) {
+    std::fprintf(stderr,
+                 "tickwheel: out of memory growing a wheel bucket to %u "
+                 "slots\n",
+                 grown);
+    std::abort();
+  }
+  b.slots = static_cast<TimeoutNode**>(p);
+  b.capacity = grown;
+}
+
+void Wheel::FreeSlots(Bucket& b) {
+  if (Mapped(b.capacity)) {
+    munmap(b.slots, size_t{b.capacity} * sizeof(TimeoutNode*));
+  } else {
+    std::free(b.slots);
+  }
+  b.slots = nullptr;
+  b.capacity = 0;
 }
 
 void Wheel::SetAllocated(int level, int64_t slot, bool on) {
@@ -97,17 +145,8 @@ void Wheel::Append(Bucket& b, int level, int64_t slot, int code,
         std::abort();
       }
       const uint32_t grown = b.capacity == 0 ? 8 : 2 * b.capacity;
-      void* p = std::realloc(b.slots, grown * sizeof(TimeoutNode*));
-      if (p == nullptr) {
-        std::fprintf(stderr,
-                     "tickwheel: out of memory growing a wheel bucket to %u "
-                     "slots\n",
-                     grown);
-        std::abort();
-      }
       if (b.slots == nullptr) SetAllocated(level, slot, true);
-      b.slots = static_cast<TimeoutNode**>(p);
-      b.capacity = grown;
+      GrowSlots(b, grown);
     }
   }
   n->where = static_cast<uint32_t>(code) << kIndexBits | b.size;
@@ -145,9 +184,7 @@ void Wheel::Tidy(Bucket& b, int level, int64_t slot) {
   if (b.live == 0) {
     b.size = b.begin = 0;
     if (b.capacity > kKeptSlots) {
-      std::free(b.slots);
-      b.slots = nullptr;
-      b.capacity = 0;
+      FreeSlots(b);
       SetAllocated(level, slot, false);
     }
     levels_[level].occupied[slot >> 6] &= ~(uint64_t{1} << (slot & 63));

@@ -75,8 +75,10 @@
 //   + L/64) bit scans in the worst case, O(levels) when level 0 has work near
 //   elapsed. Advance: O(1) per expired or cascaded node; each node cascades at
 //   most once per level it passes through. Memory: 8 bytes per linked node in
-//   its bucket's array (up to twice that while an array has room to grow),
-//   24 bytes per bucket plus L/8 bytes of bitmap; level 0 is allocated lazily
+//   its bucket's array (arrays of 64 KiB and more are mapped pages, grown in
+//   place, so their unused room costs address space, not memory; smaller
+//   ones can be up to half empty), 24 bytes per bucket plus L/4 bytes of
+//   bitmaps; level 0 is allocated lazily
 //   by the OS (calloc), and an emptied array larger than kKeptSlots is freed.
 //   Out of memory while growing an array, the process aborts with a message,
 //   as operator new would: the worker cannot refuse a node it has accepted.
@@ -86,6 +88,7 @@
 #ifndef TICKWHEEL_TIMER_WHEEL_H_
 #define TICKWHEEL_TIMER_WHEEL_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -239,6 +242,16 @@ class Wheel {
   // Appends `n` to `b` (bucket `slot` of `level`), recording (code, index)
   // in n->where; code is the level, or kOverdueLevel.
   void Append(Bucket& b, int level, int64_t slot, int code, TimeoutNode* n);
+  // Bucket arrays of kMappedBytes or more are mmap'd and grown with mremap:
+  // the pages move instead of being copied, the untouched half of a doubled
+  // array costs no memory, and a freed array goes back to the system
+  // instead of leaving a hole in the worker's heap.
+  static constexpr size_t kMappedBytes = 64 * 1024;
+  static bool Mapped(uint32_t capacity);
+  // Grows b's array to `grown` slots, keeping its contents; aborts with a
+  // message when memory runs out.
+  static void GrowSlots(Bucket& b, uint32_t grown);
+  static void FreeSlots(Bucket& b);
   // Keeps the `allocated` bitmap in step with b.slots.
   void SetAllocated(int level, int64_t slot, bool on);
   // Takes the node out of slot `i` of `b` (non-null), leaving a tombstone.
