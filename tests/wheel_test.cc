@@ -285,6 +285,31 @@ TEST(WheelTest, ManyRemovalsCompactABucketAndKeepOrder) {
   EXPECT_EQ(fired[100].second, last);
 }
 
+// A bucket past 64 KiB of slots moves to mapped pages (mmap, then mremap as
+// it grows, munmap when it empties): contents and order must survive each
+// move, and removals must still find their slots.
+TEST(WheelTest, LargeBucketGrowsThroughMappedPages) {
+  Nodes nodes;
+  Wheel wheel(4);
+  std::vector<TimeoutNode*> n;
+  for (int i = 0; i < 70000; ++i) {  // 560 KB of slots: mmap, then mremap x3
+    n.push_back(nodes.New());
+    Insert(wheel, n.back(), 3);
+  }
+  for (int i = 0; i < 70000; i += 7) wheel.Remove(n[i]);
+  ASSERT_EQ(wheel.CheckInvariants(), "");
+  auto fired = AdvanceTo(wheel, 3);
+  ASSERT_EQ(fired.size(), 60000u);
+  size_t k = 0;
+  for (int i = 0; i < 70000; ++i) {
+    if (i % 7 == 0) continue;
+    ASSERT_EQ(fired[k++].second, n[i]) << i;
+  }
+  // Emptied, the bucket gave its pages back; it can grow again.
+  for (int i = 0; i < 20000; ++i) Insert(wheel, n[i], 5);
+  EXPECT_EQ(AdvanceTo(wheel, 5).size(), 20000u);
+}
+
 TEST(WheelTest, BudgetStopResumesMidBucketWithArrivalsAndRemovals) {
   Nodes nodes;
   Wheel wheel(4);
