@@ -25,16 +25,20 @@
 //   std::vector<tickwheel::Timeout> left = timer->stop().value();
 //
 // How it works
-//   newTimeout() allocates a node, reads the clock, and pushes the node on a
-//   lock-free multi-producer queue (one atomic exchange). The worker thread
-//   starts on the first newTimeout() and records startTime; deadlines are
-//   nanoseconds after it. The worker drains the cancellation queue, moves new
-//   nodes into the wheel, and runs the tasks that are due, in slices of at
-//   most 4096 nodes. The wheel is Netty's power-of-two ring of
+//   newTimeout() allocates a 56-byte node (one 64-byte malloc chunk), reads
+//   the clock, and pushes the node on a lock-free multi-producer queue (one
+//   atomic exchange). Producers are sharded by thread: each thread counts its
+//   timeouts and queues them on cache lines of its own, so threads scheduling
+//   at once do not contend. The worker thread starts on the first
+//   newTimeout() and records startTime; deadlines are nanoseconds after it.
+//   The worker drains the cancellation queues, moves new nodes into the
+//   wheel, and runs the tasks that are due, in slices of at most 4096 nodes. The wheel is Netty's power-of-two ring of
 //   ticks_per_wheel one-tick buckets (bucket = due tick & mask,
 //   remainingRounds = full turns still to wait), with coarser levels above it
 //   for far deadlines, so that far entries are never walked and the worker
-//   sleeps until the next tick with work instead of waking every tick. A task
+//   sleeps until the next tick with work instead of waking every tick.
+//   Buckets are arrays walked with prefetching, so a million timeouts due at
+//   once expire at memory speed (about 10 M/s here). A task
 //   runs at the first tick boundary at or after its deadline, never before:
 //   normally less than one tick late. A worker that falls behind (a slow task,
 //   a suspended process) catches up every missed tick in order.
@@ -93,7 +97,7 @@ struct TimerOptions {
   absl::Duration tick_duration = absl::Milliseconds(100);
   // Buckets in the wheel. Must be > 0 and at most 2^30; rounded up to a power
   // of two. A wheel should span the usual delays: tick * ticks_per_wheel.
-  // Costs 16 bytes per bucket.
+  // Costs 24 bytes per bucket, plus the arrays of the buckets in use.
   int ticks_per_wheel = 512;
   // Upper bound on pendingTimeouts(); <= 0 means unlimited. newTimeout()
   // returns ResourceExhausted instead of exceeding it.
@@ -135,8 +139,11 @@ class Timer {
   // FailedPrecondition: the timer was stopped.
   // ResourceExhausted: the pending count would exceed max_pending_timeouts
   //   (the message names both numbers), or the worker thread cannot start.
-  // Cost: one allocation, one clock read, one atomic RMW on the pending count
-  // and one atomic exchange; lock-free. It wakes the worker (a mutex and a
+  // Cost: one allocation, one clock read, one atomic RMW on the calling
+  // thread's shard of the pending count and one atomic exchange on its
+  // shard's queue; lock-free. Measured: about 115 ns from one thread, and
+  // two threads schedule about 1.5x as many per second as one (README,
+  // Performance). It wakes the worker (a mutex and a
   // condition variable) only when the new deadline is earlier than the one
   // the sleeping worker planned to wake for.
   absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay);
@@ -160,8 +167,10 @@ class Timer {
   absl::StatusOr<std::vector<Timeout>> stop();
 
   // Timeouts scheduled and neither expired nor cancelled (nor returned by
-  // stop()). A successful cancel() is reflected when it returns. One relaxed
-  // atomic load.
+  // stop()). A successful cancel() is reflected when it returns. Exact when
+  // no call is in flight; while other threads schedule or cancel, a snapshot
+  // that may be off by those calls (never below 0). Cost: 9 relaxed atomic
+  // loads (one per producer shard, one for the worker).
   int64_t pendingTimeouts() const;
 
   // A snapshot of this timer's counters (timer/metrics.h).
