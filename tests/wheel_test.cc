@@ -34,7 +34,12 @@ std::vector<std::pair<int64_t, TimeoutNode*>> AdvanceTo(Wheel& wheel,
                                                         int64_t last_tick) {
   std::vector<std::pair<int64_t, TimeoutNode*>> out;
   EXPECT_TRUE(wheel.Advance(last_tick, INT64_MAX, [&](TimeoutNode* n) {
-    out.emplace_back(wheel.DueTickOf(n), n);
+    // The worker relies on this: elapsed() is the tick being expired, the
+    // node's due tick or, for an overdue node, the later tick it was moved
+    // to (the tests compare these ticks with the due ticks they inserted).
+    EXPECT_LE(wheel.DueTickOf(n), wheel.elapsed());
+    EXPECT_LE(wheel.elapsed(), last_tick);
+    out.emplace_back(wheel.elapsed(), n);
     return true;
   }));
   EXPECT_EQ(wheel.CheckInvariants(), "") << "after advancing to " << last_tick;

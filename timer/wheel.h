@@ -198,8 +198,9 @@ class Wheel {
   // after unlinking it. Stops once `budget` nodes have been expired or
   // cascaded, or when `expire` returns false, and then returns false: call
   // again to go on. Returns true when everything up to `last_tick` is done;
-  // elapsed() is then max(elapsed(), last_tick + 1). `expire` must not call
-  // Insert or Remove.
+  // elapsed() is then max(elapsed(), last_tick + 1). While `expire(node)`
+  // runs, elapsed() is the tick being expired. `expire` must not call Insert
+  // or Remove.
   template <typename F>
   bool Advance(int64_t last_tick, int64_t budget, F&& expire);
 

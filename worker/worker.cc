@@ -71,6 +71,9 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
   const int64_t max = config_.max_pending_timeouts;
   const int shard = SharedTimerState::ThisThreadShard();
   std::atomic<int64_t>& count = shared_.ReserveWord(shard);
+  auto give_back = [&count] {
+    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+  };
   int64_t word = count.load(std::memory_order_relaxed);
   if (max > 0) {
     do {
@@ -87,7 +90,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
   } else {
     word = count.fetch_add(SharedTimerState::kOne, std::memory_order_relaxed);
     if (word & SharedTimerState::kClosed) {
-      count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+      give_back();
     }
   }
   if (word & SharedTimerState::kClosed) {
@@ -97,7 +100,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
 
   if (!started_.load(std::memory_order_acquire)) {
     if (absl::Status s = StartThread(); !s.ok()) {
-      count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+      give_back();
       return s;
     }
   }
@@ -112,7 +115,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
       SaturatingAdd(std::max<int64_t>(0, elapsed), delay_nanos);
   auto* node = new (std::nothrow) TimeoutNode;
   if (node == nullptr) {
-    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+    give_back();
     return absl::ResourceExhaustedError(
         "newTimeout: out of memory for the timeout");
   }
@@ -305,9 +308,9 @@ bool Worker::Expire(TimeoutNode* node, int64_t now) {
   // must find its own slot free, even at max_pending_timeouts.
   Release(1);
   Bump(expired_);
-  // The tick being processed: the due tick, or for an overdue node the tick
-  // it was moved to.
-  const int64_t tick = std::max(wheel_.DueTickOf(node), wheel_.elapsed());
+  // The tick being processed: the bucket's, which Advance() has made
+  // elapsed() (an overdue node was filed there too).
+  const int64_t tick = wheel_.elapsed();
   ticks_.store(tick, std::memory_order_relaxed);
   if (now >= SaturatingMul(tick + 2, config_.tick_nanos) &&
       tick != last_late_tick_) {

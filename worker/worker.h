@@ -6,15 +6,16 @@
 // timer/timer.h; Timer forwards to this class.
 //
 // The worker loop (Run). Each pass:
-//   1. drain the cancellation queue: unlink each cancelled node from its
-//      bucket in O(1) and destroy its task, so captures do not live to the
-//      deadline;
-//   2. move up to kSliceBudget nodes from the pending queue into the wheel
-//      (never into a tick already processed);
+//   1. drain the shards' cancellation queues: unlink each node cancelled
+//      after it was armed from its bucket in O(1) and drop it (cancel()
+//      already destroyed the task, so captures do not live to the deadline);
+//   2. move up to kSliceBudget nodes from the shards' pending queues into the
+//      wheel, round-robin (never into a tick already processed), arming each
+//      (CAS queued -> armed) or dropping it if it was cancelled while queued;
 //   3. advance the wheel to the last tick whose end the clock has passed,
 //      expiring (or cascading) at most kSliceBudget nodes: each expired node is
-//      claimed (CAS pending -> expired) and its task run or handed to the task
-//      executor.
+//      claimed (armed -> expired: a CAS, or a plain store when no handle is
+//      left to race with) and its task run or handed to the task executor.
 //   If a budget ran out, the next pass starts at once: a burst is worked off
 //   in slices, with cancellations and new timeouts served in between, and
 //   never waits for the next tick. Otherwise the worker sleeps until the end of
