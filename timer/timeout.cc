@@ -88,6 +88,17 @@ bool Timeout::cancel() const {
   // even if the worker sleeps for an hour; the worker only unlinks the node.
   node_->task() = nullptr;
   internal::SharedTimerState* shared = shared_;
+  using internal::SharedTimerState;
+  if (!armed && SharedTimerState::InLane(node_->where)) {
+    // Still in its shard's fast lane: take it back, and with it the worker's
+    // reference, so the worker never touches the node and this thread frees
+    // it (see worker/worker.h, "The fast lane").
+    const uint32_t where = node_->where;
+    if (shared->shards[SharedTimerState::LaneShard(where)].lane.TakeBack(
+            SharedTimerState::LaneIndex(where), node_)) {
+      node_->Unref();  // never the last: this handle holds one
+    }
+  }
   // The worker's reference keeps the node alive in the queue.
   if (armed) {
     shared->shards[internal::SharedTimerState::ThisThreadShard()]

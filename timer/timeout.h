@@ -63,9 +63,11 @@ class Timeout {
   // wakes it. Do not call cancel() while holding a lock that the task's
   // captures take in their destructors.
   // Returns false if the task already expired, was cancelled, or was returned
-  // by stop(), and for an empty handle. Lock-free: one or two CAS, one atomic
-  // RMW on the pending count, and one queue push if the worker had already
-  // linked the timeout into the wheel.
+  // by stop(), and for an empty handle. Lock-free: one or two CAS and one
+  // atomic RMW on the pending count, plus either a CAS that takes the
+  // timeout back before the worker has seen it (the node is then freed by
+  // whoever drops the last handle, typically this thread) or, if the worker
+  // had already linked it into the wheel, one push on a cancellation queue.
   bool cancel() const;
 
   // For a timeout returned by Timer::stop(): moves the task out, so that the

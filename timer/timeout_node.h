@@ -25,8 +25,10 @@
 // takeTask()).
 //
 // Who tells the worker about a cancellation: a node cancelled while kQueued
-// is still in the pending queue, and the worker finds it there (its CAS to
-// kArmed fails). A node cancelled while kArmed is linked in the wheel, so
+// is still in its shard's lane or pending queue. In the lane, cancel() takes
+// it back (worker/lane.h) together with the worker's reference, unless the
+// worker took the cell first; in the queue, or in that race, the worker
+// finds it cancelled (its CAS to kArmed fails) and drops its reference. A node cancelled while kArmed is linked in the wheel, so
 // cancel() pushes it on the cancellation queue, through the same `next` link:
 // the worker's kQueued -> kArmed CAS comes after it popped the node, and once
 // popped no producer writes the link again (worker/mpsc_queue.h), so a node
@@ -43,9 +45,12 @@
 // newTimeout() that comes after that finds the timer closed or the node no
 // longer pending, and touches nothing shared.
 //
-// `where` and `deadline` are owned by the worker thread once the node has been
-// pushed on the pending queue; `task()` by the winner above; `next` by whichever
-// queue holds the node.
+// `deadline` is owned by the worker thread once the node has been published;
+// `where` holds the node's lane cell (SharedTimerState::LaneWhere) from
+// newTimeout() until the worker arms the node, and the wheel's position
+// after that: cancel() reads it only after winning kQueued -> kCancelled,
+// when the worker can no longer arm the node and write it. `task()` belongs
+// to the winner above; `next` to whichever queue holds the node.
 //
 // Memory ordering: the producer writes every field before pushing; the pending
 // queue's release/acquire pair publishes them to the worker. State transitions
@@ -62,6 +67,7 @@
 #include <new>
 
 #include "absl/functional/any_invocable.h"
+#include "worker/lane.h"
 #include "worker/mpsc_queue.h"
 
 
@@ -202,11 +208,38 @@ struct SharedTimerState {
   static constexpr int64_t kOne = 2;
   static int64_t Count(int64_t word) { return word >> 1; }  // also < 0
 
+  // newTimeout() -> worker: the fast lane while it has room (a node in it
+  // can be taken back by cancel(), see worker/worker.h), else the queue.
+  static constexpr uint32_t kLaneCapacity = 16384;
+  using NodeLane = Lane<TimeoutNode, kLaneCapacity>;
+
   struct alignas(64) Shard {
     std::atomic<int64_t> pending_word{0};
-    NodeQueue queue;      // newTimeout() -> worker
+    NodeLane lane;
+    NodeQueue queue;
     NodeQueue cancelled;  // cancel() of an armed node -> worker
   };
+
+  // A node in a lane records where, in TimeoutNode::where (unused until the
+  // worker arms it): the unlinked level, a flag, the shard and the cell.
+  static constexpr uint32_t kInLane = uint32_t{1} << 27;
+  static constexpr int kLaneShardShift = 14;
+  static_assert(kLaneCapacity == uint32_t{1} << kLaneShardShift);
+  static uint32_t LaneWhere(int shard, int64_t index) {
+    return TimeoutNode::kUnlinked | kInLane |
+           static_cast<uint32_t>(shard) << kLaneShardShift |
+           static_cast<uint32_t>(index);
+  }
+  static bool InLane(uint32_t where) {
+    return (where & (TimeoutNode::kUnlinked | kInLane)) ==
+           (TimeoutNode::kUnlinked | kInLane);
+  }
+  static int LaneShard(uint32_t where) {
+    return static_cast<int>(where >> kLaneShardShift) & (kShards - 1);
+  }
+  static int64_t LaneIndex(uint32_t where) {
+    return where & (kLaneCapacity - 1);
+  }
 
   // This thread's shard: threads take shards round-robin on first use.
   static int ThisThreadShard() {

@@ -26,10 +26,12 @@
 //
 // How it works
 //   newTimeout() allocates a 56-byte node (one 64-byte malloc chunk), reads
-//   the clock, and pushes the node on a lock-free multi-producer queue (one
-//   atomic exchange). Producers are sharded by thread: each thread counts its
-//   timeouts and queues them on cache lines of its own, so threads scheduling
-//   at once do not contend. The worker thread starts on the first
+//   the clock, and hands the node to the worker through a lock-free ring (one
+//   CAS; a multi-producer queue when the ring is full). Producers are sharded
+//   by thread: each thread counts its timeouts and queues them on cache lines
+//   of its own, so threads scheduling at once do not contend. A cancel() that
+//   comes before the worker has taken the node takes it back out of the
+//   ring, so the worker never sees it. The worker thread starts on the first
 //   newTimeout() and records startTime; deadlines are nanoseconds after it.
 //   The worker drains the cancellation queues, moves new nodes into the
 //   wheel, and runs the tasks that are due, in slices of at most 4096 nodes. The wheel is Netty's power-of-two ring of
@@ -140,8 +142,8 @@ class Timer {
   // ResourceExhausted: the pending count would exceed max_pending_timeouts
   //   (the message names both numbers), or the worker thread cannot start.
   // Cost: one allocation, one clock read, one atomic RMW on the calling
-  // thread's shard of the pending count and one atomic exchange on its
-  // shard's queue; lock-free. Measured: about 115 ns from one thread, and
+  // thread's shard of the pending count and one CAS on its shard's ring;
+  // lock-free. Measured: about 115 ns from one thread, and
   // two threads schedule about 1.5x as many per second as one (README,
   // Performance). It wakes the worker (a mutex and a
   // condition variable) only when the new deadline is earlier than the one

@@ -44,9 +44,27 @@ bool Worker::Close() {
 
 bool Worker::QueuesEmpty() const {
   for (const auto& shard : shared_.shards) {
-    if (!shard.queue.Empty()) return false;
+    if (!shard.lane.Empty() || !shard.queue.Empty()) return false;
   }
   return true;
+}
+
+TimeoutNode* Worker::PopNew(SharedTimerState::Shard& shard) {
+  while (true) {
+    TimeoutNode* node = nullptr;
+    switch (shard.lane.Pop(&node)) {
+      case SharedTimerState::NodeLane::Popped::kItem:
+        return node;
+      case SharedTimerState::NodeLane::Popped::kTakenBack:
+        // cancel() took it back, and with it our reference.
+        queue_traffic_ = true;
+        Bump(cancelled_);
+        continue;
+      case SharedTimerState::NodeLane::Popped::kNotYet:
+      case SharedTimerState::NodeLane::Popped::kEmpty:
+        return shard.queue.Pop();
+    }
+  }
 }
 
 Worker::~Worker() {
@@ -123,7 +141,16 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
                          std::memory_order_relaxed);  // handle + worker
   node->task() = std::move(task);
   node->deadline = deadline;
-  shared_.shards[shard].queue.Push(node);  // seq_cst: pairs with Sleep()'s
+  // The fast lane if it has room, else the queue. Either claim (a seq_cst
+  // CAS or exchange) pairs with Sleep()'s check.
+  auto& my_shard = shared_.shards[shard];
+  const int64_t cell = my_shard.lane.Claim();
+  if (cell >= 0) {
+    node->where = SharedTimerState::LaneWhere(shard, cell);
+    my_shard.lane.Publish(cell, node);
+  } else {
+    my_shard.queue.Push(node);
+  }
 
   // Wake the worker only if it sleeps past this node's tick. The first
   // producer to need it claims the wake-up (kAwake): the woken worker drains
@@ -254,9 +281,10 @@ bool Worker::TransferPending() {
   bool done = true;
   for (int i = 0; i < kShards; ++i) {
     auto& shard = shared_.shards[(next_shard_ + i) % kShards];
+    shard.lane.Refresh();
     int n = 0;
     for (; n < kShare; ++n) {
-      TimeoutNode* node = shard.queue.Pop();
+      TimeoutNode* node = PopNew(shard);
       if (node == nullptr) break;
       queue_traffic_ = true;
       if (!node->Transition(TimeoutState::kQueued, TimeoutState::kArmed)) {
@@ -374,7 +402,8 @@ std::vector<Timeout> Worker::CollectUnprocessed() {
   // between its push and its release. Wait them out.
   while (true) {
     for (auto& shard : shared_.shards) {
-      while (TimeoutNode* node = shard.queue.Pop()) {
+      shard.lane.Refresh();
+      while (TimeoutNode* node = PopNew(shard)) {
         take(node, TimeoutState::kQueued);
       }
     }

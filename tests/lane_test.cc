@@ -1,0 +1,143 @@
+// Tests of the fast lane (worker/lane.h): order, capacity, take-back, and,
+// under concurrent producers and cancellers (run under TSan by the CI), that
+// every item goes exactly once either to the consumer or back to its
+// canceller.
+
+#include "worker/lane.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace tickwheel::internal {
+namespace {
+
+using SmallLane = Lane<int, 4>;
+
+// Pops with a fresh snapshot of the claimed cells.
+SmallLane::Popped PopNow(SmallLane& lane, int** got) {
+  lane.Refresh();
+  return lane.Pop(got);
+}
+
+int* Push(SmallLane& lane, int* item) {
+  const int64_t cell = lane.Claim();
+  if (cell < 0) return nullptr;
+  lane.Publish(cell, item);
+  return item;
+}
+
+TEST(LaneTest, FifoFullAndReuse) {
+  SmallLane lane;
+  int v[6] = {0, 1, 2, 3, 4, 5};
+  int* got = nullptr;
+  EXPECT_EQ(PopNow(lane, &got), SmallLane::Popped::kEmpty);
+  EXPECT_TRUE(lane.Empty());
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(Push(lane, &v[i]), &v[i]);
+  EXPECT_EQ(lane.Claim(), -1) << "full: the caller takes another path";
+  ASSERT_EQ(PopNow(lane, &got), SmallLane::Popped::kItem);
+  EXPECT_EQ(got, &v[0]);
+  ASSERT_EQ(Push(lane, &v[4]), &v[4]);  // wraps onto the freed cell
+  for (int i = 1; i <= 4; ++i) {
+    ASSERT_EQ(PopNow(lane, &got), SmallLane::Popped::kItem);
+    EXPECT_EQ(got, &v[i]);
+  }
+  EXPECT_EQ(PopNow(lane, &got), SmallLane::Popped::kEmpty);
+  EXPECT_TRUE(lane.Empty());
+}
+
+TEST(LaneTest, TakeBackLeavesATombstoneAndLosesToPop) {
+  SmallLane lane;
+  int a = 0, b = 1;
+  const int64_t ca = lane.Claim();
+  lane.Publish(ca, &a);
+  const int64_t cb = lane.Claim();
+  lane.Publish(cb, &b);
+  EXPECT_TRUE(lane.TakeBack(ca, &a));
+  EXPECT_FALSE(lane.TakeBack(ca, &a)) << "only once";
+  int* got = nullptr;
+  EXPECT_EQ(PopNow(lane, &got), SmallLane::Popped::kTakenBack);
+  ASSERT_EQ(PopNow(lane, &got), SmallLane::Popped::kItem);
+  EXPECT_EQ(got, &b);
+  EXPECT_FALSE(lane.TakeBack(cb, &b)) << "the consumer has it";
+  // The cell is reused for another item: taking back the old one fails.
+  int c = 2;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t cell = lane.Claim();
+    lane.Publish(cell, &c);
+    ASSERT_EQ(PopNow(lane, &got), SmallLane::Popped::kItem);
+  }
+  const int64_t cc = lane.Claim();
+  lane.Publish(cc, &c);
+  EXPECT_FALSE(lane.TakeBack(cc, &a));
+  EXPECT_TRUE(lane.TakeBack(cc, &c));
+}
+
+TEST(LaneTest, ClaimedButUnpublishedIsNotYet) {
+  SmallLane lane;
+  int a = 0;
+  const int64_t cell = lane.Claim();
+  int* got = nullptr;
+  EXPECT_FALSE(lane.Empty());
+  EXPECT_EQ(PopNow(lane, &got), SmallLane::Popped::kNotYet);
+  lane.Publish(cell, &a);
+  ASSERT_EQ(PopNow(lane, &got), SmallLane::Popped::kItem);
+  EXPECT_EQ(got, &a);
+}
+
+// Producers publish items and take back every other one at once, racing the
+// consumer; each item must be counted exactly once, by the consumer or by
+// its producer.
+TEST(LaneTest, ConcurrentProducersTakeBackRacingTheConsumer) {
+  constexpr int kProducers = 3, kPerProducer = 100000;
+  std::vector<int> items(kProducers * kPerProducer);
+  std::vector<std::atomic<int>> owners(items.size());
+  Lane<int, 64> lane;
+  std::atomic<int> producers_left{kProducers};
+  std::atomic<int> took_back{0};
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; ++p) {
+    producers.emplace_back([&, p] {
+      for (int i = 0; i < kPerProducer; ++i) {
+        const int id = p * kPerProducer + i;
+        int64_t cell;
+        while ((cell = lane.Claim()) < 0) std::this_thread::yield();
+        lane.Publish(cell, &items[id]);
+        if (i % 2 == 0 && lane.TakeBack(cell, &items[id])) {
+          owners[id].fetch_add(1, std::memory_order_relaxed);
+          took_back.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+      producers_left.fetch_sub(1, std::memory_order_release);
+    });
+  }
+  int taken_back = 0;
+  while (true) {
+    const bool last_look = producers_left.load(std::memory_order_acquire) == 0;
+    int* got = nullptr;
+    lane.Refresh();
+    switch (lane.Pop(&got)) {
+      case Lane<int, 64>::Popped::kItem:
+        owners[got - items.data()].fetch_add(1, std::memory_order_relaxed);
+        continue;
+      case Lane<int, 64>::Popped::kTakenBack:
+        ++taken_back;
+        continue;
+      default:
+        break;
+    }
+    if (last_look && lane.Empty()) break;
+    std::this_thread::yield();
+  }
+  for (auto& t : producers) t.join();
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSERT_EQ(owners[i].load(), 1) << i;
+  }
+  // Every successful take-back left exactly one tombstone for the consumer.
+  EXPECT_EQ(taken_back, took_back.load());
+}
+
+}  // namespace
+}  // namespace tickwheel::internal

@@ -1,0 +1,173 @@
+// worker/lane.h
+// -----------------------------------------------------------------------------
+// Internal. A bounded lock-free ring of pointers with many producers and one
+// consumer, from which a producer may take an item back before the consumer
+// gets to it. Each producer shard of a timer has one (the "fast lane" of
+// worker/worker.h): newTimeout() puts its node here, and a cancel() that
+// comes before the worker has taken the node replaces it by a tombstone, so
+// the worker never touches the node and the cancelling thread frees it while
+// its cache still holds it.
+//
+// Ground rules
+//   * Claim() and Publish() may be called by any number of threads at once;
+//     a producer calls Publish(index, item) once for each index Claim() gave
+//     it. Claim() never blocks: when the ring is full it returns -1 and the
+//     caller uses another path.
+//   * TakeBack(index, item) may be called by any thread that keeps `item`
+//     alive, after Publish(index, item) happened before it (the caller got
+//     the item from the producer). Exactly one of TakeBack() and the
+//     consumer's Pop() gets a published item.
+//   * Pop() and Empty() are for one consumer thread at a time.
+//   * An item is published at most once in its life, so a cell can never hold
+//     the same item again after Pop() has taken it: TakeBack() cannot take
+//     the wrong one (no ABA).
+//
+// Memory ordering
+//   Claim() is a CAS on tail_ (seq_cst, so that it orders against the
+//   worker's "about to sleep" store like the pending queue's exchange does,
+//   see worker/worker.h). Publish() stores the item with release; Pop()
+//   exchanges the cell with nullptr (acq_rel), so everything the producer
+//   wrote before Publish() is visible to the consumer, and a TakeBack() CAS
+//   (acq_rel) on the same cell is ordered against it: one of the two sees the
+//   item, the other sees nullptr or the tombstone. Pop() then stores head_ + 1
+//   (release); a producer reuses a cell only after it has loaded (acquire) a
+//   head_ past it, directly or through seen_head_ (published with release
+//   by the producer that loaded it), so a cell is only reused after the
+//   consumer has emptied it. A cell that is claimed
+//   but not yet published reads as nullptr: Pop() reports kNotYet and tries
+//   it again later (the producer is between Claim() and Publish()).
+//   The cell array is allocated by the first Claim() (CAS on cells_); the
+//   consumer reads cells_ only after it has seen a claimed index, which comes
+//   after the allocation.
+//
+// Cost: Claim is a load and a CAS, Publish a store; TakeBack one CAS; Pop one
+// exchange and a store. Memory: kCapacity * 8 bytes, allocated on first use.
+
+#ifndef TICKWHEEL_WORKER_LANE_H_
+#define TICKWHEEL_WORKER_LANE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <new>
+
+namespace tickwheel::internal {
+
+template <typename T, uint32_t kCapacity>
+class Lane {
+  static_assert((kCapacity & (kCapacity - 1)) == 0, "a power of two");
+
+ public:
+  static constexpr uint32_t kMask = kCapacity - 1;
+
+  Lane() = default;
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+  ~Lane() { delete[] cells_.load(std::memory_order_relaxed); }
+
+  // Reserves the next cell; returns its index (< kCapacity), or -1 when the
+  // ring is full or its array cannot be allocated.
+  int64_t Claim() {
+    if (Cells() == nullptr) return -1;
+    uint64_t tail = tail_.load(std::memory_order_relaxed);
+    do {
+      if (tail - seen_head_.load(std::memory_order_acquire) >= kCapacity &&
+          !RefreshHead(tail)) {
+        return -1;
+      }
+    } while (!tail_.compare_exchange_weak(tail, tail + 1,
+                                          std::memory_order_seq_cst,
+                                          std::memory_order_relaxed));
+    return static_cast<int64_t>(tail & kMask);
+  }
+
+  // Makes `item` visible to the consumer in the cell Claim() returned.
+  void Publish(int64_t index, T* item) {
+    cells_.load(std::memory_order_relaxed)[index].store(
+        item, std::memory_order_release);
+  }
+
+  // Replaces `item` in cell `index` by a tombstone if the consumer has not
+  // taken it yet; true if it did (the caller now owns what the cell owned).
+  bool TakeBack(int64_t index, T* item) {
+    T* expected = item;
+    return cells_.load(std::memory_order_acquire)[index].compare_exchange_strong(
+        expected, Tombstone(), std::memory_order_acq_rel,
+        std::memory_order_relaxed);
+  }
+
+  enum class Popped { kItem, kTakenBack, kNotYet, kEmpty };
+
+  // Takes the claimed cells into account up to now; Pop() sees no cell
+  // claimed after the last Refresh(). Consumer only. Popping a snapshot
+  // rather than chasing tail_ keeps the consumer off the cache lines that
+  // producers are still writing: it reaches a line once they have moved on,
+  // except at the snapshot's edge.
+  void Refresh() { seen_tail_ = tail_.load(std::memory_order_acquire); }
+
+  // Takes the oldest cell claimed before the last Refresh(). kItem: `*item`
+  // is set. kTakenBack: the cell held a tombstone. kNotYet: its producer has
+  // not published yet; call again later. kEmpty: no such cell. Consumer
+  // only.
+  Popped Pop(T** item) {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head == seen_tail_) return Popped::kEmpty;
+    T* got = cells_.load(std::memory_order_acquire)[head & kMask].exchange(
+        nullptr, std::memory_order_acq_rel);
+    if (got == nullptr) return Popped::kNotYet;
+    head_.store(head + 1, std::memory_order_release);
+    if (got == Tombstone()) return Popped::kTakenBack;
+    *item = got;
+    return Popped::kItem;
+  }
+
+  // True when no cell is claimed and not yet popped, counting cells whose
+  // producer has not published yet. Consumer only.
+  bool Empty() const {
+    return head_.load(std::memory_order_relaxed) ==
+           tail_.load(std::memory_order_seq_cst);
+  }
+
+ private:
+  static T* Tombstone() { return reinterpret_cast<T*>(alignof(T)); }
+
+  // Producers read head_, which the consumer writes on every Pop(), only
+  // when the last head they saw says the ring is full: the common Claim()
+  // touches no line the consumer writes. Stale is safe: seen_head_ <= head_
+  // always, so a producer only ever underestimates the room. True when there
+  // is room for `tail`.
+  bool RefreshHead(uint64_t tail) {
+    const uint64_t head = head_.load(std::memory_order_acquire);
+    uint64_t seen = seen_head_.load(std::memory_order_relaxed);
+    while (seen < head &&
+           !seen_head_.compare_exchange_weak(seen, head,
+                                             std::memory_order_release,
+                                             std::memory_order_relaxed)) {
+    }
+    return tail - head < kCapacity;
+  }
+
+  // The cell array, allocated zeroed on first use; nullptr if that failed.
+  std::atomic<T*>* Cells() {
+    std::atomic<T*>* cells = cells_.load(std::memory_order_acquire);
+    if (cells != nullptr) return cells;
+    // Value-initialized: every cell starts as nullptr (unpublished).
+    auto* fresh = new (std::nothrow) std::atomic<T*>[kCapacity]();
+    if (fresh == nullptr) return nullptr;
+    if (cells_.compare_exchange_strong(cells, fresh, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+      return fresh;
+    }
+    delete[] fresh;  // another producer allocated first
+    return cells;
+  }
+
+  alignas(64) std::atomic<uint64_t> tail_{0};       // producers CAS
+  std::atomic<uint64_t> seen_head_{0};  // producers: a head_ they have read
+  alignas(64) std::atomic<uint64_t> head_{0};  // the consumer stores
+  uint64_t seen_tail_ = 0;  // consumer-only: tail_ at the last Refresh()
+  std::atomic<std::atomic<T*>*> cells_{nullptr};
+};
+
+}  // namespace tickwheel::internal
+
+#endif  // TICKWHEEL_WORKER_LANE_H_
