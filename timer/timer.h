@@ -31,7 +31,8 @@
 //   by thread: each thread counts its timeouts and queues them on cache lines
 //   of its own, so threads scheduling at once do not contend. A cancel() that
 //   comes before the worker has taken the node takes it back out of the
-//   ring, so the worker never sees it. The worker thread starts on the first
+//   ring, so the worker never sees it. Each shard's ring (128 KiB) is
+//   allocated when a thread of that shard first schedules. The worker thread starts on the first
 //   newTimeout() and records startTime; deadlines are nanoseconds after it.
 //   The worker drains the cancellation queues, moves new nodes into the
 //   wheel, and runs the tasks that are due, in slices of at most 4096 nodes. The wheel is Netty's power-of-two ring of
