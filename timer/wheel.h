@@ -275,11 +275,12 @@ class Wheel {
   // more tombstones than live nodes.
   void Tidy(Bucket& b, int level, int64_t slot);
   void Compact(Bucket& b);
-  // Expires the live nodes of `b` from b.begin; false if `expire` or the
-  // budget stopped it first.
+  // Unlinks the live nodes of `b` from b.begin, in order, handing each to
+  // `take` (expiry, or a cascade's Insert into a lower level); false if
+  // `take` or the budget stopped it first.
   template <typename F>
   bool Sweep(Bucket& b, int level, int64_t slot, int64_t budget, int64_t& ops,
-             F& expire);
+             F& take);
   // The first occupied bucket of `level` at or after elapsed's digit there,
   // or -1.
   int64_t NextOccupied(int level) const;
@@ -301,7 +302,7 @@ class Wheel {
 
 template <typename F>
 bool Wheel::Sweep(Bucket& b, int level, int64_t slot, int64_t budget,
-                  int64_t& ops, F& expire) {
+                  int64_t& ops, F& take) {
   for (uint32_t i = b.begin; i < b.size; ++i) {
     Prefetch(b, i);
     if (b.slots[i] == nullptr) continue;
@@ -312,7 +313,7 @@ bool Wheel::Sweep(Bucket& b, int level, int64_t slot, int64_t budget,
     ++ops;
     TimeoutNode* n = TakeSlot(b, i);
     b.begin = i + 1;
-    if (!expire(n)) {
+    if (!take(n)) {
       Tidy(b, level, slot);
       return false;
     }
@@ -339,18 +340,11 @@ bool Wheel::Advance(int64_t last_tick, int64_t budget, F&& expire) {
     }
     // Cascade: every node lands at a lower level (its due tick shares
     // elapsed's digit here now), never back in `b`.
-    for (uint32_t i = b.begin; i < b.size; ++i) {
-      Prefetch(b, i);
-      if (b.slots[i] == nullptr) continue;
-      if (ops == budget) {
-        b.begin = i;
-        return false;
-      }
-      ++ops;
-      Insert(TakeSlot(b, i));
-      b.begin = i + 1;
-    }
-    Tidy(b, level, slot);
+    auto cascade = [this](TimeoutNode* n) {
+      Insert(n);
+      return true;
+    };
+    if (!Sweep(b, level, slot, budget, ops, cascade)) return false;
   }
   if (last_tick >= elapsed_) elapsed_ = last_tick + 1;
   return true;
