@@ -72,40 +72,40 @@ bool Timeout::isCancelled() const {
 
 bool Timeout::cancel() const {
   if (node_ == nullptr) return false;
-  // Queued: the worker will find the node cancelled when it pops it from the
-  // pending queue. Armed: it is in the wheel, and the worker learns of the
-  // cancellation from the cancellation queue (see timeout_node.h).
-  bool armed = false;
-  if (!node_->Transition(TimeoutState::kQueued, TimeoutState::kCancelled)) {
-    if (!node_->Transition(TimeoutState::kArmed, TimeoutState::kCancelled)) {
-      return false;
-    }
-    armed = true;
+  // Queued: the node is in its shard's lane or pending queue. Armed: it is
+  // in the wheel, and the worker learns of the cancellation from the
+  // cancellation queue (see timeout_node.h).
+  const TimeoutState left = node_->TransitionIf(
+      [](TimeoutState s) {
+        return s == TimeoutState::kQueued || s == TimeoutState::kArmed;
+      },
+      TimeoutState::kCancelled);
+  if (left != TimeoutState::kQueued && left != TimeoutState::kArmed) {
+    return false;
   }
   // We own the node's fate now, and its pending slot keeps the shared state
   // alive until we give the slot back, last (see timeout_node.h). The task is
   // ours to destroy: do it now, so that its captures are released at once
   // even if the worker sleeps for an hour; the worker only unlinks the node.
   node_->task() = nullptr;
-  internal::SharedTimerState* shared = shared_;
   using internal::SharedTimerState;
-  if (!armed && SharedTimerState::InLane(node_->where)) {
+  SharedTimerState* shared = shared_;
+  const int shard = SharedTimerState::ThisThreadShard();
+  if (left == TimeoutState::kArmed) {
+    // The worker's reference keeps the node alive in the queue.
+    shared->shards[shard].cancelled.Push(node_);
+  } else if (const uint32_t where = node_->where;
+             SharedTimerState::InLane(where)) {
     // Still in its shard's fast lane: take it back, and with it the worker's
     // reference, so the worker never touches the node and this thread frees
     // it (see worker/worker.h, "The fast lane").
-    const uint32_t where = node_->where;
     if (shared->shards[SharedTimerState::LaneShard(where)].lane.TakeBack(
             SharedTimerState::LaneIndex(where), node_)) {
       node_->Unref();  // never the last: this handle holds one
     }
   }
-  // The worker's reference keeps the node alive in the queue.
-  if (armed) {
-    shared->shards[internal::SharedTimerState::ThisThreadShard()]
-        .cancelled.Push(node_);
-  }
-  shared->CancelReleaseWord().fetch_sub(internal::SharedTimerState::kOne,
-                                        std::memory_order_release);
+  shared->CountWord(shard).fetch_sub(SharedTimerState::kOne,
+                                     std::memory_order_release);
   return true;
 }
 

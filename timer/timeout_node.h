@@ -143,20 +143,27 @@ struct TimeoutNode {
     return StateOf(refs_state.load(std::memory_order_acquire));
   }
 
-  // One CAS loop: moves the state from `from` to `to` and returns true, or
-  // returns false if the state is not `from`. Retries only when a reference
-  // changed meanwhile.
-  bool Transition(TimeoutState from, TimeoutState to) {
+  // One CAS loop: moves the state to `to` if `may_leave(state)` holds, and
+  // returns the state it found (the one it left, or the one that stopped
+  // it). Retries only when a reference changed meanwhile.
+  template <typename Pred>
+  TimeoutState TransitionIf(Pred may_leave, TimeoutState to) {
     uint32_t word = refs_state.load(std::memory_order_relaxed);
-    while (StateOf(word) == from) {
+    while (may_leave(StateOf(word))) {
       const uint32_t want = (word & kMaxRefs) | Pack(0, to);
       if (refs_state.compare_exchange_weak(word, want, std::memory_order_acq_rel,
                                            std::memory_order_acquire)) {
-        return true;
+        return StateOf(word);
       }
     }
     std::atomic_thread_fence(std::memory_order_acquire);
-    return false;
+    return StateOf(word);
+  }
+
+  // TransitionIf for one state: true if it moved the state from `from`.
+  bool Transition(TimeoutState from, TimeoutState to) {
+    return TransitionIf([from](TimeoutState s) { return s == from; }, to) ==
+           from;
   }
 
   void Ref() {
@@ -248,11 +255,10 @@ struct SharedTimerState {
         next.fetch_add(1, std::memory_order_relaxed) % kShards);
     return shard;
   }
-  std::atomic<int64_t>& ReserveWord(int shard) {
+  // Where a thread of `shard` reserves (newTimeout) or gives back (cancel)
+  // a slot.
+  std::atomic<int64_t>& CountWord(int shard) {
     return shards[limited ? 0 : shard].pending_word;
-  }
-  std::atomic<int64_t>& CancelReleaseWord() {
-    return shards[limited ? 0 : ThisThreadShard()].pending_word;
   }
   std::atomic<int64_t>& WorkerReleaseWord() {
     return limited ? shards[0].pending_word : worker_word;

@@ -88,7 +88,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
   // instant.
   const int64_t max = config_.max_pending_timeouts;
   const int shard = SharedTimerState::ThisThreadShard();
-  std::atomic<int64_t>& count = shared_.ReserveWord(shard);
+  std::atomic<int64_t>& count = shared_.CountWord(shard);
   auto give_back = [&count] {
     count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
   };
@@ -315,13 +315,16 @@ bool Worker::ClaimForExpiry(TimeoutNode* node) {
   return node->Transition(TimeoutState::kArmed, TimeoutState::kExpired);
 }
 
-void Worker::DropWorkerRef(TimeoutNode* node) {
+void Worker::ReleaseAfterRun(TimeoutNode* node) {
   // The same reasoning: with refs == 1 nobody else holds or can gain a
-  // reference, so the node is deleted without an atomic RMW.
+  // reference, so the node, and the captures with it, is deleted without an
+  // atomic RMW. Otherwise the captures die here, with the run, not with the
+  // handles.
   if ((node->refs_state.load(std::memory_order_acquire) &
        TimeoutNode::kMaxRefs) == 1) {
     delete node;
   } else {
+    node->task() = nullptr;
     node->Unref();
   }
 }
@@ -355,19 +358,18 @@ bool Worker::Expire(TimeoutNode* node, int64_t now) {
   return !shutdown_.load(std::memory_order_acquire);
 }
 
-void Worker::InvokeTask(const Timeout& timeout) {
+void Worker::CallTask(const Timeout& timeout) {
   TimeoutNode* node = TimeoutAccess::Node(timeout);
   RunLoggingExceptions("a timer task", "the worker goes on",
                        [&] { node->task()(timeout); });
-  node->task() = nullptr;  // captures die with the run, not with the handles
 }
 
 void Worker::RunTask(TimeoutNode* node) {
   // Takes the worker reference.
   Timeout timeout = TimeoutAccess::Adopt(node, &shared_);
   if (!config_.task_executor) {
-    InvokeTask(timeout);
-    DropWorkerRef(TimeoutAccess::Disown(timeout));
+    CallTask(timeout);
+    ReleaseAfterRun(TimeoutAccess::Disown(timeout));
     return;
   }
   // The closure keeps the Worker (and so the shared state behind
@@ -376,7 +378,9 @@ void Worker::RunTask(TimeoutNode* node) {
   RunLoggingExceptions("the task_executor", "that task did not run", [&] {
     config_.task_executor(
         [timeout = std::move(timeout), self = shared_from_this()]() {
-          InvokeTask(timeout);
+          CallTask(timeout);
+          // Captures die with the run, not with the handles.
+          TimeoutAccess::Node(timeout)->task() = nullptr;
         });
   });
 }

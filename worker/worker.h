@@ -177,8 +177,9 @@ class Worker : public std::enable_shared_from_this<Worker> {
   bool Expire(TimeoutNode* node, int64_t now);
   // Moves an armed node to expired (false if a cancel() won it first).
   static bool ClaimForExpiry(TimeoutNode* node);
-  // Drops the worker's reference once it is done with a node.
-  static void DropWorkerRef(TimeoutNode* node);
+  // Drops the worker's reference to a node whose task has just run inline,
+  // destroying the task's captures now.
+  static void ReleaseAfterRun(TimeoutNode* node);
   void RunTask(TimeoutNode* node);
   // Called once the worker has exited, by the one thread that finishes the
   // shutdown: returns every pending node, marked stopped.
@@ -203,7 +204,8 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // nullptr when neither has one ready. Counts taken-back cells as
   // cancelled.
   TimeoutNode* PopNew(SharedTimerState::Shard& shard);
-  static void InvokeTask(const Timeout& timeout);
+  // Runs the task of `timeout`, logging what it throws.
+  static void CallTask(const Timeout& timeout);
   static void Bump(std::atomic<int64_t>& counter, int64_t by = 1) {
     // Single writer (the worker): a load and a store, no RMW needed.
     counter.store(counter.load(std::memory_order_relaxed) + by,
