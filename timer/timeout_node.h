@@ -10,7 +10,7 @@
 // newTimeout() until it is done with the node (the "worker reference").
 //
 // The reference count and the state share one atomic word (`refs_state`), so
-// that a node is 56 bytes: one 64-byte malloc chunk. The state is the only
+// that a node is 56 bytes and fits a 64-byte pool cell. The state is the only
 // thing several threads race on. Transitions:
 //
 //     kQueued --worker links it in the wheel--> kArmed
@@ -66,7 +66,9 @@
 #include <cstdint>
 #include <new>
 
+#include "absl/base/config.h"
 #include "absl/functional/any_invocable.h"
+#include "timer/cell_pool.h"
 #include "worker/lane.h"
 #include "worker/mpsc_queue.h"
 
@@ -89,6 +91,8 @@ enum class TimeoutState : uint8_t {
 };
 
 struct SharedTimerState;
+struct NodePoolTag;
+using NodePool = CellPool<NodePoolTag, 64>;
 
 // Reports more than TimeoutNode::kMaxRefs handles to one timeout and aborts.
 [[noreturn]] void RefCountOverflow();
@@ -99,14 +103,36 @@ struct TimeoutNode {
   // (the count would spill into the state byte).
   static constexpr uint32_t kMaxRefs = (uint32_t{1} << 24) - 1;
 
-  // 56 bytes, one 64-byte malloc chunk. A TimerTask member would make the
-  // node 16-byte aligned and so 64 bytes (an 80-byte chunk); instead the
-  // task lives in 8-aligned storage at offset 16 of a node that operator new
-  // places on a 16-byte boundary: the default operator new already does (the
-  // aligned overload would round the size up to 64, an 80-byte chunk again).
-  // Declare a node elsewhere (a queue's stub, a test) with alignas(16).
-  static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= 16,
-                "operator new must return 16-byte aligned memory");
+  // 56 bytes in a 64-byte cell of NodePool (timer/cell_pool.h): no malloc
+  // header, and an allocation and a free that are a thread-local list pop
+  // and push, whichever thread drops the last reference. The task lives in
+  // 8-aligned storage at offset 16 of a node that operator new places on a
+  // 16-byte boundary (a TimerTask member would make the node 64 bytes with
+  // nothing gained). Declare a node elsewhere (a queue's stub, a test) with
+  // alignas(16).
+  static constexpr size_t kCellSize = 64;
+#ifdef ABSL_HAVE_ADDRESS_SANITIZER
+  // ASan and LeakSanitizer see every node as its own heap block.
+  static constexpr bool kPooled = false;
+#else
+  static constexpr bool kPooled = true;
+#endif
+  static void* operator new(size_t size, const std::nothrow_t&) noexcept {
+    if constexpr (kPooled) return NodePool::Allocate();
+    return ::operator new(size, std::nothrow);
+  }
+  static void* operator new(size_t size) {
+    void* p = operator new(size, std::nothrow);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+  }
+  static void operator delete(void* p) noexcept {
+    if constexpr (kPooled) {
+      NodePool::Free(p);
+    } else {
+      ::operator delete(p);
+    }
+  }
 
   TimeoutNode() { new (task_storage) TimerTask(); }
   ~TimeoutNode() { task().~TimerTask(); }
@@ -179,9 +205,10 @@ struct TimeoutNode {
   }
 };
 
-// A pending timeout costs one malloc chunk of sizeof(TimeoutNode) + 8 bytes,
-// rounded up to 16: 64 bytes at 56, plus its 8-byte slot in a wheel bucket.
-static_assert(sizeof(TimeoutNode) <= 56, "TimeoutNode grew past 56 bytes");
+// A pending timeout costs one 64-byte cell, plus its 8-byte slot in a wheel
+// bucket.
+static_assert(sizeof(TimeoutNode) <= TimeoutNode::kCellSize,
+              "TimeoutNode outgrew its pool cell");
 static_assert(offsetof(TimeoutNode, task_storage) % alignof(TimerTask) == 0,
               "the task must sit on a 16-byte boundary of the node");
 
