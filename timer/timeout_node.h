@@ -198,8 +198,13 @@ struct TimeoutNode {
   }
 
   // Drops one reference; the last one deletes the node (and any task in it).
+  // The sole holder (refs == 1) deletes without an atomic RMW: no other
+  // thread holds a reference or can gain one (that takes holding one), and
+  // its acquire load reads the end of the chain of acq_rel decrements, so
+  // it sees every former holder's writes.
   void Unref() {
-    if ((refs_state.fetch_sub(1, std::memory_order_acq_rel) & kMaxRefs) == 1) {
+    if ((refs_state.load(std::memory_order_acquire) & kMaxRefs) == 1 ||
+        (refs_state.fetch_sub(1, std::memory_order_acq_rel) & kMaxRefs) == 1) {
       delete this;
     }
   }
