@@ -25,10 +25,6 @@ Timeout::Timeout(const Timeout& other)
   if (node_ != nullptr) node_->Ref();
 }
 
-Timeout::Timeout(Timeout&& other) noexcept
-    : node_(std::exchange(other.node_, nullptr)),
-      shared_(std::exchange(other.shared_, nullptr)) {}
-
 Timeout& Timeout::operator=(const Timeout& other) {
   if (other.node_ != nullptr) other.node_->Ref();
   if (node_ != nullptr) node_->Unref();
@@ -44,10 +40,6 @@ Timeout& Timeout::operator=(Timeout&& other) noexcept {
     shared_ = std::exchange(other.shared_, nullptr);
   }
   return *this;
-}
-
-Timeout::~Timeout() {
-  if (node_ != nullptr) node_->Unref();
 }
 
 Timer* Timeout::timer() const {

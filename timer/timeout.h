@@ -35,10 +35,14 @@ class Timeout {
  public:
   Timeout() = default;
   Timeout(const Timeout& other);
-  Timeout(Timeout&& other) noexcept;
+  Timeout(Timeout&& other) noexcept
+      : node_(std::exchange(other.node_, nullptr)),
+        shared_(std::exchange(other.shared_, nullptr)) {}
   Timeout& operator=(const Timeout& other);
   Timeout& operator=(Timeout&& other) noexcept;
-  ~Timeout();
+  ~Timeout() {
+    if (node_ != nullptr) node_->Unref();
+  }
 
   // The Timer that scheduled this timeout; nullptr for an empty handle and
   // once the Timer's destructor has started. Safe inside the timeout's own

@@ -329,6 +329,14 @@ void Worker::ReleaseAfterRun(TimeoutNode* node) {
   }
 }
 
+void Worker::NoteExpiringTick(int64_t tick, int64_t now) {
+  expiring_tick_ = tick;
+  ticks_.store(tick, std::memory_order_relaxed);
+  if (now >= SaturatingMul(tick + 2, config_.tick_nanos)) {
+    Bump(catch_up_ticks_);  // processed a full tick or more after its end
+  }
+}
+
 bool Worker::Expire(TimeoutNode* node, int64_t now) {
   if (!ClaimForExpiry(node)) {
     // Lost to a cancel() since the last drain: the node is on the
@@ -340,13 +348,10 @@ bool Worker::Expire(TimeoutNode* node, int64_t now) {
   Release(1);
   Bump(expired_);
   // The tick being processed: the bucket's, which Advance() has made
-  // elapsed() (an overdue node was filed there too).
-  const int64_t tick = wheel_.elapsed();
-  ticks_.store(tick, std::memory_order_relaxed);
-  if (now >= SaturatingMul(tick + 2, config_.tick_nanos) &&
-      tick != last_late_tick_) {
-    last_late_tick_ = tick;  // processed a full tick or more after its end
-    Bump(catch_up_ticks_);
+  // elapsed() (an overdue node was filed there too). Its bookkeeping is
+  // per bucket, not per node.
+  if (const int64_t tick = wheel_.elapsed(); tick != expiring_tick_) {
+    NoteExpiringTick(tick, now);
   }
   const int64_t lateness = now - node->deadline;
   if (lateness > worst_lateness_nanos_.load(std::memory_order_relaxed)) {

@@ -175,6 +175,9 @@ class Worker : public std::enable_shared_from_this<Worker> {
   bool ProcessCancelled();
   bool TransferPending();
   bool Expire(TimeoutNode* node, int64_t now);
+  // Per-bucket bookkeeping of Expire(): ticks_, and catch_up_ticks_ for a
+  // tick whose expiry starts a full tick or more after its end.
+  void NoteExpiringTick(int64_t tick, int64_t now);
   // Moves an armed node to expired (false if a cancel() won it first).
   static bool ClaimForExpiry(TimeoutNode* node);
   // Drops the worker's reference to a node whose task has just run inline,
@@ -254,7 +257,7 @@ class Worker : public std::enable_shared_from_this<Worker> {
 
   // Worker-only.
   Wheel wheel_;
-  int64_t last_late_tick_ = -1;  // last tick counted in catch_up_ticks_
+  int64_t expiring_tick_ = -1;  // the tick Expire() last saw (bookkeeping)
   bool queue_traffic_ = false;   // the last pass popped from a queue
   int next_shard_ = 0;           // where TransferPending starts next
 
