@@ -287,7 +287,7 @@ bool Worker::TransferPending() {
       TimeoutNode* node = PopNew(shard);
       if (node == nullptr) break;
       queue_traffic_ = true;
-      if (!node->Transition(TimeoutState::kQueued, TimeoutState::kArmed)) {
+      if (!ClaimForWheel(node)) {
         // Cancelled while queued: nobody else will hand it to us.
         Bump(cancelled_);
         node->Unref();
@@ -299,6 +299,18 @@ bool Worker::TransferPending() {
   }
   next_shard_ = (next_shard_ + 1) % kShards;
   return done;
+}
+
+bool Worker::ClaimForWheel(TimeoutNode* node) {
+  // As in ClaimForExpiry(): with no handle left, nothing can race.
+  constexpr uint32_t kQueuedOnlyOurs =
+      TimeoutNode::Pack(1, TimeoutState::kQueued);
+  if (node->refs_state.load(std::memory_order_acquire) == kQueuedOnlyOurs) {
+    node->refs_state.store(TimeoutNode::Pack(1, TimeoutState::kArmed),
+                           std::memory_order_relaxed);
+    return true;
+  }
+  return node->Transition(TimeoutState::kQueued, TimeoutState::kArmed);
 }
 
 bool Worker::ClaimForExpiry(TimeoutNode* node) {
