@@ -167,11 +167,16 @@ RepOutput RunW4(const BenchConfig& c, uint64_t seed) {
   for (int64_t d : delays[0]) {
     timer.Schedule(CountingTask{&runs, i++}, std::chrono::nanoseconds(d));
   }
-  // Asio arms on its own thread: wait until every timer exists, then two
-  // ticks more so tickwheel's worker has moved nodes into the wheel.
+  // Asio arms on its own thread: wait until every timer exists, then until
+  // the process is idle, so that tickwheel's worker has moved every node
+  // from its queues into the wheel's bucket arrays (Pending() counts queued
+  // nodes too; two ticks were not enough for a million), then two ticks.
   if (!WaitFor([&] { return timer.Pending() >= c.w4_n; }, 120'000'000'000)) {
     out.failures.push_back(fmt::format("only {} of {} armed after 120 s",
                                        timer.Pending(), c.w4_n));
+  }
+  if (WaitUntilIdle(10'000'000, 0.1, 60'000'000'000) < 0) {
+    out.notes.push_back("process still busy 60 s after scheduling");
   }
   SleepNanos(2 * Ms(c.tick_ms).count());
   TrimMalloc();
