@@ -1,7 +1,8 @@
 // tests/cell_pool_test.cc
 // CellPool: cells are distinct, aligned and reusable; a cell freed on another
-// thread is reused; a thread's cached cells come back when it exits; many
-// threads allocating and freeing each other's cells (TSan covers the depot).
+// thread is reused; freed memory is handed out again in address order; a
+// thread's cached cells come back when it exits; many threads allocating and
+// freeing each other's cells (TSan covers the depot).
 
 #include "timer/cell_pool.h"
 
@@ -48,6 +49,24 @@ TEST(CellPoolTest, CellsAreDistinctAlignedAndWritable) {
   for (void* p : cells) Pool::Free(p);
 }
 
+TEST(CellPoolTest, CellsThatAreNotAPowerOfTwoComeBackToo) {
+  using Pool = CellPool<Tag<8>, 80>;  // Give() divides instead of shifting
+  std::vector<void*> cells;
+  for (int round = 0; round < 3; ++round) {
+    std::thread([&] {
+      for (int i = 0; i < 30000; ++i) cells.push_back(Pool::Allocate());
+      for (void* p : cells) {
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 16, 0u);
+        std::memset(p, 0xAB, 80);
+        Pool::Free(p);
+      }
+      cells.clear();
+    }).join();
+  }
+  EXPECT_EQ(Pool::Depot().MappedBytes(), 2 * CellDepot::kChunkBytes);
+  EXPECT_EQ(Pool::Depot().FreeCells(), 2 * Pool::Depot().CellsPerChunk());
+}
+
 TEST(CellPoolTest, ReusesFreedCellsInsteadOfMappingMore) {
   using Pool = CellPool<Tag<2>, 64>;
   for (int round = 0; round < 50; ++round) {
@@ -83,9 +102,46 @@ TEST(CellPoolTest, CellsFreedOnAnotherThreadAreReused) {
   EXPECT_EQ(Pool::Depot().MappedBytes(), mapped);
   int reused = 0;
   for (void* p : cells) reused += before.count(p) > 0;
-  // This thread's leftover fresh cells come first; the rest are reused.
+  // This thread's leftover refill cells come first; the rest are reused.
   EXPECT_GE(reused, kCells - 2 * static_cast<int>(Pool::kBatch));
   for (void* p : cells) Pool::Free(p);
+}
+
+TEST(CellPoolTest, FreedCellsComeBackInAddressOrder) {
+  using Pool = CellPool<Tag<7>, 64>;
+  constexpr int kCells = 50000;  // two chunks
+  std::vector<void*> cells;
+  std::thread([&] {
+    for (int i = 0; i < kCells; ++i) cells.push_back(Pool::Allocate());
+  }).join();
+  // Free them in a scrambled order (as timeouts die in deadline order), on
+  // a thread that exits, so that every cell is back in the depot.
+  std::vector<void*> scrambled = cells;
+  for (size_t i = 0; i < scrambled.size(); ++i) {
+    std::swap(scrambled[i], scrambled[(i * 7919 + 13) % scrambled.size()]);
+  }
+  std::thread([&] {
+    for (void* p : scrambled) Pool::Free(p);
+  }).join();
+  EXPECT_EQ(Pool::Depot().FreeCells(),
+            Pool::Depot().MappedBytes() / CellDepot::kChunkBytes *
+                Pool::Depot().CellsPerChunk());
+  // A fresh thread gets them back front to back, in the order fresh memory
+  // was first handed out: chunk by chunk, ascending within a chunk.
+  std::vector<void*> again;
+  std::thread([&] {
+    for (int i = 0; i < kCells; ++i) again.push_back(Pool::Allocate());
+    for (void* p : again) Pool::Free(p);
+  }).join();
+  EXPECT_EQ(again, cells);
+  for (size_t i = 1; i < again.size(); ++i) {
+    const auto chunk = [](void* p) {
+      return reinterpret_cast<uintptr_t>(p) / CellDepot::kChunkBytes;
+    };
+    if (chunk(again[i]) == chunk(again[i - 1])) {
+      ASSERT_LT(again[i - 1], again[i]) << "at " << i;
+    }
+  }
 }
 
 TEST(CellPoolTest, ThreadsThatExitGiveTheirCacheBack) {

@@ -4,64 +4,182 @@
 
 #include <sys/mman.h>
 
-#include <algorithm>
+#include <bit>
 #include <cstdint>
-#include <utility>
+#include <cstdio>
+#include <cstdlib>
 
 namespace tickwheel::internal {
+
+// At the front of every chunk; the bitmap follows it, then the cells.
+struct CellDepot::ChunkHeader {
+  uint32_t index;   // in chunks_
+  uint32_t free;    // cells whose bit is set
+  uint32_t cursor;  // no free bit in any word before this one
+  uint32_t words;   // bitmap words
+  uint64_t* bits() { return reinterpret_cast<uint64_t*>(this + 1); }
+};
+
 namespace {
 
-// A 2 MiB-aligned chunk of kChunkBytes, or nullptr. Aligned so that the
-// kernel can back it with one transparent huge page.
-char* MapChunk() {
-  constexpr size_t kBytes = CellDepot::kChunkBytes;
-  void* raw = mmap(nullptr, 2 * kBytes, PROT_READ | PROT_WRITE,
+constexpr size_t kChunk = CellDepot::kChunkBytes;
+
+// A kChunk-aligned, zeroed region of kChunk bytes, or nullptr. Aligned so
+// that a cell's chunk is its address rounded down, and so that the kernel
+// can back it with one transparent huge page.
+char* MapAligned() {
+  void* raw = mmap(nullptr, 2 * kChunk, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   const auto start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kBytes - 1) & ~uintptr_t{kBytes - 1};
+  const uintptr_t aligned = (start + kChunk - 1) & ~uintptr_t{kChunk - 1};
   if (aligned > start) munmap(raw, aligned - start);
-  const uintptr_t end = start + 2 * kBytes;
-  if (end > aligned + kBytes) {
-    munmap(reinterpret_cast<void*>(aligned + kBytes), end - aligned - kBytes);
+  const uintptr_t end = start + 2 * kChunk;
+  if (end > aligned + kChunk) {
+    munmap(reinterpret_cast<void*>(aligned + kChunk), end - aligned - kChunk);
   }
   // Advice only: without THP the chunk is plain 4 KiB pages.
-  madvise(reinterpret_cast<void*>(aligned), kBytes, MADV_HUGEPAGE);
+  madvise(reinterpret_cast<void*>(aligned), kChunk, MADV_HUGEPAGE);
   return reinterpret_cast<char*>(aligned);
 }
 
-// Gives every cell of `cache` back to `depot` and empties it.
-void Flush(CellCache& cache, CellDepot& depot, size_t cell_size) {
-  if (cache.loaded_count > 0) depot.Give(cache.loaded, cache.loaded_count);
-  if (cache.spare_count > 0) depot.Give(cache.spare, cache.spare_count);
-  // Unused fresh cells become a list: at most one batch of writes.
-  FreeCell* head = nullptr;
-  uint32_t count = 0;
-  for (char* p = cache.fresh; p < cache.fresh_end; p += cell_size) {
-    auto* cell = reinterpret_cast<FreeCell*>(p);
-    cell->next = head;
-    head = cell;
-    ++count;
-  }
-  if (count > 0) depot.Give(head, count);
-  cache.loaded = cache.spare = nullptr;
-  cache.loaded_count = cache.spare_count = 0;
-  cache.fresh = cache.fresh_end = nullptr;
+[[noreturn]] void DoubleFree(const void* cell) {
+  std::fprintf(stderr,
+               "tickwheel: pool cell %p freed twice (a TimeoutNode reference "
+               "count went wrong)\n",
+               cell);
+  std::abort();
 }
 
-// One per thread and pool that used the cache; its destructor runs at thread
-// exit. A thread uses few pools, so a small fixed table suffices.
+}  // namespace
+
+CellDepot::CellDepot(size_t cell_size)
+    : cell_size_(cell_size),
+      cell_shift_(std::has_single_bit(cell_size) ? std::countr_zero(cell_size)
+                                                 : -1) {
+  const size_t max_cells = kChunk / cell_size;
+  const size_t words = (max_cells + 63) / 64;
+  const size_t header = sizeof(ChunkHeader) + words * sizeof(uint64_t);
+  first_cell_offset_ = (header + cell_size - 1) / cell_size * cell_size;
+  cells_per_chunk_ = (kChunk - first_cell_offset_) / cell_size;
+}
+
+CellDepot::ChunkHeader* CellDepot::HeaderOf(const void* cell) const {
+  return reinterpret_cast<ChunkHeader*>(reinterpret_cast<uintptr_t>(cell) &
+                                        ~uintptr_t{kChunk - 1});
+}
+
+CellDepot::ChunkHeader* CellDepot::MapChunk() {
+  char* base = MapAligned();
+  if (base == nullptr) return nullptr;
+  auto* h = reinterpret_cast<ChunkHeader*>(base);
+  h->index = static_cast<uint32_t>(chunks_.size());
+  h->free = static_cast<uint32_t>(cells_per_chunk_);
+  h->cursor = 0;
+  h->words = static_cast<uint32_t>((cells_per_chunk_ + 63) / 64);
+  uint64_t* bits = h->bits();
+  for (uint32_t w = 0; w < h->words; ++w) bits[w] = ~uint64_t{0};
+  if (const size_t tail = cells_per_chunk_ % 64; tail != 0) {
+    bits[h->words - 1] = (uint64_t{1} << tail) - 1;
+  }
+  chunks_.push_back(h);
+  free_cells_ += cells_per_chunk_;
+  return h;
+}
+
+FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
+  MutexLock lock(&mu_);
+  FreeCell* head = nullptr;
+  FreeCell** tail = &head;
+  uint32_t n = 0;
+  while (n < max) {
+    while (first_with_free_ < chunks_.size() &&
+           chunks_[first_with_free_]->free == 0) {
+      ++first_with_free_;
+    }
+    if (first_with_free_ == chunks_.size()) {
+      if (n > 0 || MapChunk() == nullptr) break;  // partial, or out of memory
+      continue;
+    }
+    ChunkHeader* h = chunks_[first_with_free_];
+    uint64_t* bits = h->bits();
+    char* cells = reinterpret_cast<char*>(h) + first_cell_offset_;
+    const uint32_t before = n;
+    uint32_t w = h->cursor;
+    for (; w < h->words && n < max; ++w) {
+      uint64_t word = bits[w];
+      while (word != 0 && n < max) {
+        const size_t i = size_t{w} * 64 + static_cast<size_t>(std::countr_zero(word));
+        word &= word - 1;
+        auto* cell = reinterpret_cast<FreeCell*>(cells + i * cell_size_);
+        *tail = cell;
+        tail = &cell->next;
+        ++n;
+      }
+      bits[w] = word;
+      if (word != 0) break;  // max reached inside this word
+    }
+    h->cursor = w;
+    h->free -= n - before;
+  }
+  *tail = nullptr;
+  free_cells_ -= n;
+  *count = n;
+  return head;
+}
+
+void CellDepot::Give(FreeCell* head) {
+  MutexLock lock(&mu_);
+  for (FreeCell* cell = head; cell != nullptr;) {
+    FreeCell* next = cell->next;
+    ChunkHeader* h = HeaderOf(cell);
+    const auto offset = static_cast<size_t>(reinterpret_cast<char*>(cell) -
+                                            reinterpret_cast<char*>(h) -
+                                            first_cell_offset_);
+    const size_t i =
+        cell_shift_ >= 0 ? offset >> cell_shift_ : offset / cell_size_;
+    const auto w = static_cast<uint32_t>(i / 64);
+    const uint64_t bit = uint64_t{1} << (i % 64);
+    uint64_t& word = h->bits()[w];
+    if (word & bit) DoubleFree(cell);
+    word |= bit;
+    ++h->free;
+    if (w < h->cursor) h->cursor = w;
+    if (h->index < first_with_free_) first_with_free_ = h->index;
+    ++free_cells_;
+    cell = next;
+  }
+}
+
+size_t CellDepot::MappedBytes() const {
+  MutexLock lock(&mu_);
+  return chunks_.size() * kChunk;
+}
+
+size_t CellDepot::FreeCells() const {
+  MutexLock lock(&mu_);
+  return free_cells_;
+}
+
+namespace {
+
+// One per thread that used a pool; its destructor runs at thread exit and
+// gives every cached cell back. A thread uses few pools: a small table.
 class CacheFlusher {
  public:
   ~CacheFlusher() {
     for (int i = 0; i < used_; ++i) {
-      Flush(*entries_[i].cache, *entries_[i].depot, entries_[i].cell_size);
-      entries_[i].cache->exited = true;
+      CellCache& c = *entries_[i].cache;
+      if (c.recent != nullptr) entries_[i].depot->Give(c.recent);
+      if (c.refill != nullptr) entries_[i].depot->Give(c.refill);
+      c.recent = c.refill = nullptr;
+      c.recent_count = 0;
+      c.exited = true;
     }
   }
-  bool Add(CellCache& cache, CellDepot& depot, size_t cell_size) {
+  bool Add(CellCache& cache, CellDepot& depot) {
     if (used_ == kMax) return false;
-    entries_[used_++] = {&cache, &depot, cell_size};
+    entries_[used_++] = {&cache, &depot};
     return true;
   }
 
@@ -70,7 +188,6 @@ class CacheFlusher {
   struct Entry {
     CellCache* cache;
     CellDepot* depot;
-    size_t cell_size;
   };
   Entry entries_[kMax] = {};
   int used_ = 0;
@@ -79,101 +196,40 @@ class CacheFlusher {
 thread_local CacheFlusher tls_flusher;
 
 // Makes sure `cache` is flushed at thread exit; false if the thread is
-// exiting (or out of flusher slots), when the cache must not hold cells.
-bool EnsureRegistered(CellCache& cache, CellDepot& depot, size_t cell_size) {
+// exiting (or out of table slots), when the cache must stay empty.
+bool EnsureRegistered(CellCache& cache, CellDepot& depot) {
   if (cache.registered) return true;
-  if (cache.exited) return false;
-  if (!tls_flusher.Add(cache, depot, cell_size)) return false;
+  if (cache.exited || !tls_flusher.Add(cache, depot)) return false;
   cache.registered = true;
   return true;
 }
 
 }  // namespace
 
-CellDepot::Batch CellDepot::Take(uint32_t count) {
-  MutexLock lock(&mu_);
-  if (!lists_.empty()) {
-    Batch b = lists_.back();
-    lists_.pop_back();
-    return b;
-  }
-  if (carve_ == carve_end_) {
-    char* chunk = MapChunk();
-    if (chunk == nullptr) return {};
-    carve_ = chunk;
-    carve_end_ = chunk + kChunkBytes / cell_size_ * cell_size_;
-    mapped_ += kChunkBytes;
-  }
-  const auto left = static_cast<size_t>(carve_end_ - carve_) / cell_size_;
-  Batch b;
-  b.fresh = carve_;
-  b.count = static_cast<uint32_t>(std::min<size_t>(count, left));
-  carve_ += size_t{b.count} * cell_size_;
-  return b;
+void* CellAllocateSlow(CellCache& cache, CellDepot& depot, uint32_t batch) {
+  uint32_t n = 0;
+  if (!EnsureRegistered(cache, depot)) return depot.Take(1, &n);
+  FreeCell* cells = depot.Take(batch, &n);
+  if (cells == nullptr) return nullptr;
+  cache.refill = cells->next;
+  return cells;
 }
 
-void CellDepot::Give(FreeCell* head, uint32_t count) {
-  MutexLock lock(&mu_);
-  lists_.push_back(Batch{head, nullptr, count});
-}
-
-size_t CellDepot::MappedBytes() const {
-  MutexLock lock(&mu_);
-  return mapped_;
-}
-
-void* CellAllocateSlow(CellCache& cache, CellDepot& depot, size_t cell_size,
-                       uint32_t batch) {
-  if (!EnsureRegistered(cache, depot, cell_size)) {
-    // Exiting thread: take one cell and give the rest of the list back.
-    CellDepot::Batch b = depot.Take(1);
-    if (b.count == 0) return nullptr;
-    if (b.head == nullptr) return b.fresh;  // Take(1) carved exactly one
-    FreeCell* cell = b.head;
-    if (b.count > 1) depot.Give(cell->next, b.count - 1);
-    return cell;
-  }
-  if (cache.spare_count > 0) {
-    std::swap(cache.loaded, cache.spare);
-    std::swap(cache.loaded_count, cache.spare_count);
-  } else if (cache.fresh == cache.fresh_end) {
-    CellDepot::Batch b = depot.Take(batch);
-    if (b.count == 0) return nullptr;
-    if (b.head != nullptr) {
-      cache.loaded = b.head;
-      cache.loaded_count = b.count;
-    } else {
-      cache.fresh = b.fresh;
-      cache.fresh_end = b.fresh + size_t{b.count} * cell_size;
-    }
-  }
-  if (FreeCell* cell = cache.loaded) {
-    cache.loaded = cell->next;
-    --cache.loaded_count;
-    return cell;
-  }
-  char* cell = cache.fresh;
-  cache.fresh += cell_size;
-  return cell;
-}
-
-void CellFreeSlow(CellCache& cache, CellDepot& depot, size_t cell_size,
-                  FreeCell* cell, uint32_t batch) {
-  if (!EnsureRegistered(cache, depot, cell_size)) {
+void CellFreeSlow(CellCache& cache, CellDepot& depot, FreeCell* cell,
+                  uint32_t batch) {
+  if (!EnsureRegistered(cache, depot)) {
     cell->next = nullptr;
-    depot.Give(cell, 1);
+    depot.Give(cell);
     return;
   }
-  if (cache.loaded_count >= batch) {
-    if (cache.spare_count > 0) depot.Give(cache.spare, cache.spare_count);
-    cache.spare = cache.loaded;
-    cache.spare_count = cache.loaded_count;
-    cache.loaded = nullptr;
-    cache.loaded_count = 0;
+  if (cache.recent_count >= batch) {
+    depot.Give(cache.recent);
+    cache.recent = nullptr;
+    cache.recent_count = 0;
   }
-  cell->next = cache.loaded;
-  cache.loaded = cell;
-  ++cache.loaded_count;
+  cell->next = cache.recent;
+  cache.recent = cell;
+  ++cache.recent_count;
 }
 
 }  // namespace tickwheel::internal

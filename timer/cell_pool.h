@@ -6,26 +6,38 @@
 // Why not malloc: a timeout is allocated by the thread that schedules it and
 // freed by whichever thread drops the last reference, usually the worker
 // after the task ran, or the canceller. glibc's free() of a 64-byte chunk
-// from another thread is a third of the worker's time in a mass expiry, and
-// its chunk header costs 8 bytes per cell. Here a cell is exactly kCellSize
-// bytes and both calls are a few instructions on a thread-local list.
+// from another thread is a third of the worker's time in a mass expiry. Here
+// a cell is exactly kCellSize bytes, and both calls are usually an inline
+// pop or push on a thread-local list.
 //
-// Design (Bonwick's magazines, as in Solaris' kmem and tcmalloc's per-CPU
-// caches): each thread caches up to 2 * kBatch free cells in two singly
-// linked lists ("loaded" and "spare"), threaded through each free cell's
-// first word. Allocate() pops from `loaded`; Free() pushes onto it. When
-// `loaded` is empty or full, the lists swap; only when both are, a whole list
-// of kBatch cells moves to or from the shared depot under its mutex: one lock
-// per kBatch operations at worst, none in a steady state where one thread
-// allocates and frees. Fresh cells are carved from 2 MiB chunks (mmap, asked
-// for transparent huge pages: a worker that walks a million scattered cells
-// then misses the TLB far less), kBatch cells at a time, handed out by
-// bumping a pointer so that a cell is not touched before it is used.
+// Why address order: timeouts die in deadline order, which is random in
+// memory. A pool that hands freed cells back in the order they were freed
+// (a plain free list) scatters every later newTimeout() over cold lines and
+// pages: tools/bench/repro_pool_reuse.cc measured 62 ns per call on fresh
+// memory and 240-250 ns once the memory had been through one such round
+// (malloc, which coalesces, stayed near 105). So freed cells go back to a
+// bitmap per chunk, and a thread refills its cache with the lowest free
+// cells of the lowest chunk that has any, in ascending address order: after
+// a mass expiry or stop(), new timeouts fill memory front to back again.
+//
+// Design
+//   * Chunks of 2 MiB, 2 MiB-aligned (mmap, asking for transparent huge
+//     pages: a worker that walks a million scattered cells misses the TLB
+//     far less), never unmapped. A chunk begins with its header (index,
+//     free count, scan cursor, one bit per cell: 1 = free), found from a
+//     cell's address by masking; the cells follow.
+//   * Each thread caches two lists per pool, threaded through each free
+//     cell's first word: `recent`, the cells it freed itself (LIFO, so a
+//     schedule-then-cancel loop reuses the cell still in cache), and
+//     `refill`, up to kBatch cells taken from the depot in address order.
+//     Allocate() pops `recent`, then `refill`; Free() pushes on `recent`.
+//   * When `recent` reaches kBatch cells it goes back to the depot whole, one
+//     mutex round trip per kBatch frees; an empty cache takes kBatch cells,
+//     one round trip per kBatch allocations.
 //
 // Ground rules
 //   * Allocate() and Free() may be called from any thread. A cell may be
-//     freed by another thread than the one that allocated it; it then joins
-//     the freeing thread's cache.
+//     freed by another thread than the one that allocated it.
 //   * Memory goes back to the pool, never to the operating system: a program
 //     keeps its peak number of live cells mapped, as with malloc arenas. The
 //     pool lives for the life of the process (it is never destroyed, so cells
@@ -34,18 +46,20 @@
 //     cell freed after that, by a later thread_local destructor of the same
 //     thread, goes straight to the depot.
 //
-// Memory ordering: a cell's contents are handed between threads either by
-// its owner's own synchronisation (the node's reference count, acq_rel) or
+// Memory ordering: a cell's contents pass between threads either through the
+// owner's own synchronisation (the node's reference count, acq_rel) or
 // through the depot's mutex. The thread caches are thread-local.
 //
 // Sanitizers: under AddressSanitizer TimeoutNode bypasses the pool (see
 // timer/timeout_node.h), so ASan and LeakSanitizer track every node; this
-// class is then tested directly (tests/cell_pool_test.cc).
+// class is tested directly (tests/cell_pool_test.cc), also under TSan.
 //
-// Cost: Allocate() and Free() are inline, a TLS load and a list pop or push
-// (about 2 ns); one depot mutex round trip per kBatch calls when threads only
-// free or only allocate. Memory: kCellSize per cell, no header; up to
-// 2 * kBatch cached cells and one partly carved batch per thread.
+// Cost: Allocate() and Free() are inline list operations (a few ns). Per
+// kBatch calls, one depot round trip: a refill scans the chunk's bitmap and
+// links kBatch cells in address order, a return sets kBatch bits (a few ns
+// per cell, under the mutex). Memory: kCellSize per cell plus one bit, and a
+// header at the front of each chunk (0.2% for 64-byte cells); up to 2 *
+// kBatch cached cells per thread.
 
 #ifndef TICKWHEEL_TIMER_CELL_POOL_H_
 #define TICKWHEEL_TIMER_CELL_POOL_H_
@@ -63,60 +77,59 @@ struct FreeCell {
   FreeCell* next;
 };
 
-// The shared part of one pool: full lists of free cells and the chunk being
-// carved. This class is thread-safe.
+// The shared part of one pool: every chunk, with a bitmap of its free cells.
+// This class is thread-safe.
 class CellDepot {
  public:
   static constexpr size_t kChunkBytes = size_t{2} << 20;
 
-  // A free list of `count` cells, or a run of `count` fresh cells starting at
-  // `fresh` (then `head` is null).
-  struct Batch {
-    FreeCell* head = nullptr;
-    char* fresh = nullptr;
-    uint32_t count = 0;
-  };
-
-  explicit CellDepot(size_t cell_size) : cell_size_(cell_size) {}
+  explicit CellDepot(size_t cell_size);
   CellDepot(const CellDepot&) = delete;
   CellDepot& operator=(const CellDepot&) = delete;
 
-  // A list given back earlier, else up to `count` fresh cells (count may be
-  // smaller at the end of a chunk). count == 0 when no memory is left.
-  Batch Take(uint32_t count) ABSL_LOCKS_EXCLUDED(mu_);
-  // Takes back a list of cells (any length > 0).
-  void Give(FreeCell* head, uint32_t count) ABSL_LOCKS_EXCLUDED(mu_);
+  // Up to `max` free cells, linked in ascending address order, from the
+  // lowest chunk that has free cells (mapping a new chunk if none has);
+  // sets *count. Returns nullptr (count 0) only when no memory is left.
+  FreeCell* Take(uint32_t max, uint32_t* count) ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes back a null-terminated list of cells.
+  void Give(FreeCell* head) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Bytes mapped so far (chunks are never unmapped). For tests and metrics.
+  // For tests and metrics: bytes mapped (chunks are never unmapped), cells
+  // per chunk, and free cells in the depot (not counting thread caches).
   size_t MappedBytes() const ABSL_LOCKS_EXCLUDED(mu_);
+  size_t CellsPerChunk() const { return cells_per_chunk_; }
+  size_t FreeCells() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  struct ChunkHeader;
+  ChunkHeader* MapChunk() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  ChunkHeader* HeaderOf(const void* cell) const;
+
   const size_t cell_size_;
+  const int cell_shift_;  // log2(cell_size_), or -1: Give() divides
+  size_t first_cell_offset_ = 0;  // the header, rounded up to a cell
+  size_t cells_per_chunk_ = 0;
   mutable Mutex mu_;
-  std::vector<Batch> lists_ ABSL_GUARDED_BY(mu_);
-  char* carve_ ABSL_GUARDED_BY(mu_) = nullptr;
-  char* carve_end_ ABSL_GUARDED_BY(mu_) = nullptr;
-  size_t mapped_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<ChunkHeader*> chunks_ ABSL_GUARDED_BY(mu_);
+  // No chunk before this index has a free cell.
+  size_t first_with_free_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t free_cells_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // One thread's cache of one pool. Trivial, so that a thread_local instance
 // needs no guard and is still readable while the thread exits.
 struct CellCache {
-  FreeCell* loaded;
-  FreeCell* spare;
-  uint32_t loaded_count;
-  uint32_t spare_count;
-  char* fresh;       // carved but never used cells: [fresh, fresh_end)
-  char* fresh_end;
-  bool registered;   // a CacheFlusher will give the cells back at exit
+  FreeCell* recent;  // freed by this thread, newest first
+  FreeCell* refill;  // from the depot, ascending addresses
+  uint32_t recent_count;
+  bool registered;   // a flusher gives the cells back at thread exit
   bool exited;       // flushed at thread exit: bypass the cache
 };
 
 // Slow paths of CellPool, out of line.
-void* CellAllocateSlow(CellCache& cache, CellDepot& depot, size_t cell_size,
-                       uint32_t batch);
-void CellFreeSlow(CellCache& cache, CellDepot& depot, size_t cell_size,
-                  FreeCell* cell, uint32_t batch);
+void* CellAllocateSlow(CellCache& cache, CellDepot& depot, uint32_t batch);
+void CellFreeSlow(CellCache& cache, CellDepot& depot, FreeCell* cell,
+                  uint32_t batch);
 
 // A pool of kCellSize-byte cells, aligned to 16 bytes. `Tag` keeps pools of
 // equal size apart. All members are static; see the file comment.
@@ -130,30 +143,29 @@ class CellPool {
   // A cell of kCellSize bytes, 16-aligned; nullptr when memory is exhausted.
   static void* Allocate() {
     CellCache& c = cache_;
-    if (FreeCell* cell = c.loaded) {
-      c.loaded = cell->next;
-      --c.loaded_count;
+    if (FreeCell* cell = c.recent) {
+      c.recent = cell->next;
+      --c.recent_count;
       return cell;
     }
-    if (c.fresh != c.fresh_end) {
-      void* cell = c.fresh;
-      c.fresh += kCellSize;
+    if (FreeCell* cell = c.refill) {
+      c.refill = cell->next;
       return cell;
     }
-    return CellAllocateSlow(c, Depot(), kCellSize, kBatch);
+    return CellAllocateSlow(c, Depot(), kBatch);
   }
 
   // Returns a cell obtained from Allocate(), from any thread.
   static void Free(void* p) {
     CellCache& c = cache_;
     auto* cell = static_cast<FreeCell*>(p);
-    if (c.loaded_count < kBatch && c.registered) {
-      cell->next = c.loaded;
-      c.loaded = cell;
-      ++c.loaded_count;
+    if (c.recent_count < kBatch && c.registered) {
+      cell->next = c.recent;
+      c.recent = cell;
+      ++c.recent_count;
       return;
     }
-    CellFreeSlow(c, Depot(), kCellSize, cell, kBatch);
+    CellFreeSlow(c, Depot(), cell, kBatch);
   }
 
   static CellDepot& Depot() {
@@ -163,8 +175,8 @@ class CellPool {
   }
 
  private:
-  // initial-exec: one %fs-relative load even when linked into a shared
-  // library (the model glibc's and tcmalloc's caches use).
+  // initial-exec: one %fs-relative access even when linked into a shared
+  // library (the model glibc's and tcmalloc's caches use); 24 bytes.
   __attribute__((tls_model("initial-exec"))) static thread_local CellCache
       cache_;
 };

@@ -15,7 +15,11 @@
 // of CPU per call and rounds 2-3 at about 480: the pool handed back blocks in
 // the scattered order they were freed, each newTimeout() touching a cold line
 // and page. Plain malloc coalesces the freed chunks and measured 113 / 106 /
-// 105 ns on the same machine, so the pool was removed.
+// 105 ns on the same machine, so the pool was removed. Issue 6 brought a
+// pool back (timer/cell_pool.h, f7fcf1e) for its cross-thread free, and this
+// program caught the same fault again (62 ns in round 1, 235-250 in rounds 2
+// and 3); since the pool refills threads from per-chunk bitmaps in address
+// order, rounds 2 and 3 measure 49-53 ns.
 //
 // Run (optimised):
 //   bazel build -c opt --config=opt //tools/bench:repro_pool_reuse
