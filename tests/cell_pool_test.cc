@@ -78,6 +78,29 @@ TEST(CellPoolTest, ReusesFreedCellsInsteadOfMappingMore) {
   EXPECT_EQ(Pool::Depot().MappedBytes(), CellDepot::kChunkBytes);
 }
 
+TEST(CellPoolTest, ReplenishFaultsInTheNextChunkAheadOfNeed) {
+  using Pool = CellPool<Tag<10>, 64>;
+  CellDepot& depot = Pool::Depot();
+  std::vector<void*> cells;
+  // Half a chunk: no reserve is asked for.
+  const size_t per_chunk = depot.CellsPerChunk();
+  while (cells.size() < per_chunk / 2) cells.push_back(Pool::Allocate());
+  depot.Replenish();
+  EXPECT_EQ(depot.MappedBytes(), CellDepot::kChunkBytes);
+  // Past three quarters: the next Replenish() maps the next chunk, and the
+  // allocations that overflow the first chunk use it instead of mapping.
+  while (cells.size() < per_chunk * 7 / 8) cells.push_back(Pool::Allocate());
+  depot.Replenish();
+  EXPECT_EQ(depot.MappedBytes(), 2 * CellDepot::kChunkBytes);
+  depot.Replenish();  // nothing asked since: no third chunk
+  EXPECT_EQ(depot.MappedBytes(), 2 * CellDepot::kChunkBytes);
+  while (cells.size() < per_chunk + 1000) cells.push_back(Pool::Allocate());
+  EXPECT_EQ(depot.MappedBytes(), 2 * CellDepot::kChunkBytes);
+  std::set<void*> unique(cells.begin(), cells.end());
+  EXPECT_EQ(unique.size(), cells.size());
+  for (void* p : cells) Pool::Free(p);
+}
+
 TEST(CellPoolTest, LastFreedIsFirstReused) {
   using Pool = CellPool<Tag<3>, 64>;
   void* a = Pool::Allocate();
@@ -156,6 +179,29 @@ TEST(CellPoolTest, ThreadsThatExitGiveTheirCacheBack) {
     }).join();
   }
   EXPECT_EQ(Pool::Depot().MappedBytes(), CellDepot::kChunkBytes);
+}
+
+// A thread_local constructed before the thread's first pool use is
+// destroyed after the pool's own flush at thread exit; what it frees or
+// allocates then must go straight to the depot, not into a dead cache.
+using LatePool = CellPool<Tag<9>, 64>;
+struct LateUser {
+  void* cell = nullptr;
+  ~LateUser() {
+    if (cell != nullptr) LatePool::Free(cell);
+    LatePool::Free(LatePool::Allocate());
+  }
+};
+thread_local LateUser late_user;
+
+TEST(CellPoolTest, FreesAfterTheThreadsFlushGoToTheDepot) {
+  std::thread([] {
+    late_user.cell = nullptr;  // constructs late_user first
+    late_user.cell = LatePool::Allocate();
+    LatePool::Free(LatePool::Allocate());
+  }).join();
+  // Nothing is stranded in the exited thread's cache.
+  EXPECT_EQ(LatePool::Depot().FreeCells(), LatePool::Depot().CellsPerChunk());
 }
 
 TEST(CellPoolTest, ProducersAndAConsumerExchangeCells) {

@@ -69,9 +69,15 @@ CellDepot::ChunkHeader* CellDepot::HeaderOf(const void* cell) const {
                                         ~uintptr_t{kChunk - 1});
 }
 
-CellDepot::ChunkHeader* CellDepot::MapChunk() {
-  char* base = MapAligned();
-  if (base == nullptr) return nullptr;
+CellDepot::ChunkHeader* CellDepot::AddChunk() {
+  char* base = nullptr;
+  if (!reserve_.empty()) {
+    base = reserve_.back();
+    reserve_.pop_back();
+  } else {
+    base = MapAligned();
+    if (base == nullptr) return nullptr;
+  }
   auto* h = reinterpret_cast<ChunkHeader*>(base);
   h->index = static_cast<uint32_t>(chunks_.size());
   h->free = static_cast<uint32_t>(cells_per_chunk_);
@@ -98,7 +104,7 @@ FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
       ++first_with_free_;
     }
     if (first_with_free_ == chunks_.size()) {
-      if (n > 0 || MapChunk() == nullptr) break;  // partial, or out of memory
+      if (n > 0 || AddChunk() == nullptr) break;  // partial, or out of memory
       continue;
     }
     ChunkHeader* h = chunks_[first_with_free_];
@@ -125,7 +131,32 @@ FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
   *tail = nullptr;
   free_cells_ -= n;
   *count = n;
+  if (free_cells_ < cells_per_chunk_ / 4 && reserve_.size() < kReserveChunks) {
+    want_reserve_.store(true, std::memory_order_relaxed);
+  }
   return head;
+}
+
+void CellDepot::Replenish() {
+  // One caller at a time does the work; a request that comes meanwhile sets
+  // the flag again and is served by the next call.
+  if (!want_reserve_.load(std::memory_order_relaxed) ||
+      !want_reserve_.exchange(false, std::memory_order_relaxed)) {
+    return;
+  }
+  {
+    MutexLock lock(&mu_);
+    if (reserve_.size() >= kReserveChunks) return;
+  }
+  char* base = MapAligned();
+  if (base == nullptr) return;
+  // One write per page faults the chunk in (one fault when it gets a huge
+  // page). Volatile, so that the writes are not optimised away.
+  for (size_t off = 0; off < kChunk; off += 4096) {
+    static_cast<volatile char*>(static_cast<void*>(base))[off] = 0;
+  }
+  MutexLock lock(&mu_);
+  reserve_.push_back(base);
 }
 
 void CellDepot::Give(FreeCell* head) {
@@ -153,7 +184,7 @@ void CellDepot::Give(FreeCell* head) {
 
 size_t CellDepot::MappedBytes() const {
   MutexLock lock(&mu_);
-  return chunks_.size() * kChunk;
+  return (chunks_.size() + reserve_.size()) * kChunk;
 }
 
 size_t CellDepot::FreeCells() const {
@@ -174,6 +205,9 @@ class CacheFlusher {
       if (c.refill != nullptr) entries_[i].depot->Give(c.refill);
       c.recent = c.refill = nullptr;
       c.recent_count = 0;
+      // From here on, a late free or allocation of this thread goes straight
+      // to the depot (the fast paths need `registered`, or empty lists).
+      c.registered = false;
       c.exited = true;
     }
   }

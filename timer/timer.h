@@ -25,8 +25,11 @@
 //   std::vector<tickwheel::Timeout> left = timer->stop().value();
 //
 // How it works
-//   newTimeout() allocates a 56-byte node (one 64-byte malloc chunk), reads
-//   the clock, and hands the node to the worker through a lock-free ring (one
+//   newTimeout() takes a 64-byte cell from a thread-local cache of
+//   tickwheel's node pool (timer/cell_pool.h: 2 MiB chunks, refilled in
+//   address order, kept for reuse rather than returned to the system, so a
+//   process keeps its peak of pending timeouts mapped), reads the clock, and
+//   hands the node to the worker through a lock-free ring (one
 //   CAS; a multi-producer queue when the ring is full). Producers are sharded
 //   by thread: each thread counts its timeouts and queues them on cache lines
 //   of its own, so threads scheduling at once do not contend. A cancel() that

@@ -223,6 +223,9 @@ bool Worker::Pass(int64_t now) {
   done &= wheel_.Advance(last_tick, kSliceBudget,
                          [&](TimeoutNode* node) { return Expire(node, now); });
   ticks_.store(wheel_.elapsed(), std::memory_order_relaxed);
+  // Fault in node memory ahead of the producers while we have the time
+  // (timer/cell_pool.h): a relaxed load unless they are close to a new chunk.
+  if constexpr (TimeoutNode::kPooled) NodePool::Depot().Replenish();
   return done;
 }
 

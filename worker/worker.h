@@ -60,7 +60,7 @@
 //   out of its cell (a CAS to a tombstone) and with it the worker's
 //   reference: the worker then never touches the node, and the cancelling
 //   thread frees it while its cache still holds it, where a worker-side free
-//   would make the producer's next malloc fetch the chunk from the worker's
+//   would make the producer's next allocation fetch the cell from the worker's
 //   cache (about 170 ns a pair here). The worker pops the lane before the
 //   queue, one snapshot of claimed cells per pass, and counts each tombstone
 //   as a cancellation. Order: a thread's timeouts reach the wheel in the
