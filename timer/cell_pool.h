@@ -103,7 +103,7 @@ class CellDepot {
   // nothing is asked; otherwise an mmap and one write per 4 KiB, outside the
   // mutex. The timer's worker calls it once per pass.
   void Replenish() ABSL_LOCKS_EXCLUDED(mu_);
-  static constexpr size_t kReserveChunks = 2;
+  static constexpr size_t kReserveChunks = 1;
 
   // For tests and metrics: bytes mapped, reserve included (chunks are never
   // unmapped), cells
