@@ -28,7 +28,11 @@ int64_t StatusField(const std::string& path, const std::string& key) {
 }  // namespace
 
 int64_t ResidentBytes() {
-  const int64_t kb = StatusField("/proc/self/status", "VmRSS");
+  // smaps_rollup sums the page tables; VmRSS comes from counters that the
+  // kernel updates lazily per CPU and can lag by megabytes after another
+  // thread's (huge) page faults. Fall back to VmRSS on kernels before 4.14.
+  int64_t kb = StatusField("/proc/self/smaps_rollup", "Rss");
+  if (kb < 0) kb = StatusField("/proc/self/status", "VmRSS");
   return kb < 0 ? -1 : kb * 1024;
 }
 

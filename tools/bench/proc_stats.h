@@ -14,7 +14,9 @@
 
 namespace tickwheel::bench {
 
-// VmRSS from /proc/self/status, in bytes (the kernel reports kB).
+// Resident memory in bytes: Rss from /proc/self/smaps_rollup (exact, it walks
+// the page tables), else VmRSS from /proc/self/status (kept by lazily synced
+// counters that can lag after other threads' page faults).
 int64_t ResidentBytes();
 
 // Resets the process's peak RSS (VmHWM) to the current RSS by writing "5" to
