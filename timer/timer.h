@@ -44,7 +44,7 @@
 //   for far deadlines, so that far entries are never walked and the worker
 //   sleeps until the next tick with work instead of waking every tick.
 //   Buckets are arrays walked with prefetching, so a million timeouts due at
-//   once expire at memory speed (about 10 M/s here). A task
+//   once expire at memory speed (about 20 M per second of worker CPU here). A task
 //   runs at the first tick boundary at or after its deadline, never before:
 //   normally less than one tick late. A worker that falls behind (a slow task,
 //   a suspended process) catches up every missed tick in order.
