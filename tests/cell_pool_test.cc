@@ -14,6 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "gtest/gtest.h"
 
 namespace tickwheel::internal {
@@ -202,6 +205,42 @@ TEST(CellPoolTest, FreesAfterTheThreadsFlushGoToTheDepot) {
   }).join();
   // Nothing is stranded in the exited thread's cache.
   EXPECT_EQ(LatePool::Depot().FreeCells(), LatePool::Depot().CellsPerChunk());
+}
+
+TEST(CellPoolTest, AChildForkedWhileOthersUseThePoolCanUseIt) {
+#ifdef THREAD_SANITIZER
+  GTEST_SKIP() << "TSan does not support fork() in a multithreaded process";
+#endif
+  using Pool = CellPool<Tag<11>, 64>;
+  std::atomic<bool> stop{false};
+  // Keeps the depot's mutex busy: a batch goes back and forth all the time.
+  std::thread churn([&] {
+    std::vector<void*> cells;
+    while (!stop.load(std::memory_order_relaxed)) {
+      for (int i = 0; i < 2000; ++i) cells.push_back(Pool::Allocate());
+      for (void* p : cells) Pool::Free(p);
+      cells.clear();
+    }
+  });
+  for (int round = 0; round < 20; ++round) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(10);  // a deadlock fails the test instead of hanging it
+      std::vector<void*> cells;
+      for (int i = 0; i < 5000; ++i) cells.push_back(Pool::Allocate());
+      for (void* p : cells) Pool::Free(p);
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "child died (signal "
+                                   << (WIFSIGNALED(status) ? WTERMSIG(status) : 0)
+                                   << "): a depot mutex was inherited locked?";
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  stop.store(true);
+  churn.join();
 }
 
 TEST(CellPoolTest, ProducersAndAConsumerExchangeCells) {

@@ -2,8 +2,11 @@
 
 #include "timer/cell_pool.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <cstdio>
@@ -53,6 +56,35 @@ char* MapAligned() {
 
 }  // namespace
 
+// Every depot, for the fork handlers. Depots are never destroyed, and a
+// program has one per pool it uses (tickwheel itself: one), so a small fixed
+// table suffices; a depot past the 16th is not held across fork().
+namespace {
+constexpr int kMaxDepots = 16;
+std::atomic<CellDepot*> g_depots[kMaxDepots];
+std::atomic<int> g_depot_count{0};
+}  // namespace
+
+void LockDepotsForFork() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  const int n =
+      std::min(g_depot_count.load(std::memory_order_acquire), kMaxDepots);
+  for (int i = 0; i < n; ++i) {
+    if (CellDepot* d = g_depots[i].load(std::memory_order_acquire)) {
+      d->mu_.Lock();
+    }
+  }
+}
+
+void UnlockDepotsAfterFork() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  const int n =
+      std::min(g_depot_count.load(std::memory_order_acquire), kMaxDepots);
+  for (int i = n - 1; i >= 0; --i) {
+    if (CellDepot* d = g_depots[i].load(std::memory_order_acquire)) {
+      d->mu_.Unlock();
+    }
+  }
+}
+
 CellDepot::CellDepot(size_t cell_size)
     : cell_size_(cell_size),
       cell_shift_(std::has_single_bit(cell_size) ? std::countr_zero(cell_size)
@@ -62,6 +94,17 @@ CellDepot::CellDepot(size_t cell_size)
   const size_t header = sizeof(ChunkHeader) + words * sizeof(uint64_t);
   first_cell_offset_ = (header + cell_size - 1) / cell_size * cell_size;
   cells_per_chunk_ = (kChunk - first_cell_offset_) / cell_size;
+  static const bool handlers_installed = [] {
+    return pthread_atfork(&LockDepotsForFork, &UnlockDepotsAfterFork,
+                          &UnlockDepotsAfterFork) == 0;
+  }();
+  (void)handlers_installed;
+  // A depot is published before it is used, and fork() may come at any
+  // time: the slot is claimed first, then the pointer stored (release); a
+  // handler that finds a slot still empty skips it (the depot is not in use
+  // yet, so its mutex cannot be held).
+  const int slot = g_depot_count.fetch_add(1, std::memory_order_acq_rel);
+  if (slot < kMaxDepots) g_depots[slot].store(this, std::memory_order_release);
 }
 
 CellDepot::ChunkHeader* CellDepot::HeaderOf(const void* cell) const {

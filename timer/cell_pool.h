@@ -84,6 +84,9 @@ class CellDepot {
  public:
   static constexpr size_t kChunkBytes = size_t{2} << 20;
 
+  // Registers the depot with a pthread_atfork handler that holds its mutex
+  // across fork(), so that a child never inherits it locked by a thread
+  // that does not exist there (glibc's malloc does the same for its arenas).
   explicit CellDepot(size_t cell_size);
   CellDepot(const CellDepot&) = delete;
   CellDepot& operator=(const CellDepot&) = delete;
@@ -114,6 +117,8 @@ class CellDepot {
 
  private:
   struct ChunkHeader;
+  friend void LockDepotsForFork();
+  friend void UnlockDepotsAfterFork();
   // A chunk from the reserve, else freshly mapped; nullptr when out of
   // memory. Asks for the reserve to be refilled.
   ChunkHeader* AddChunk() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
