@@ -192,6 +192,18 @@ struct TimeoutNode {
            from;
   }
 
+  // Transition() for a caller that holds a reference (the worker arming or
+  // expiring a node). When that reference is the only one, no handle exists
+  // and none can be made, so no cancel() can race: a load and a plain store
+  // do it, one atomic RMW fewer per fire-and-forget timeout.
+  bool TransitionHeld(TimeoutState from, TimeoutState to) {
+    if (refs_state.load(std::memory_order_acquire) == Pack(1, from)) {
+      refs_state.store(Pack(1, to), std::memory_order_relaxed);
+      return true;
+    }
+    return Transition(from, to);
+  }
+
   void Ref() {
     const uint32_t old = refs_state.fetch_add(1, std::memory_order_relaxed);
     if ((old & kMaxRefs) == kMaxRefs) RefCountOverflow();

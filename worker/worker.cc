@@ -290,7 +290,8 @@ bool Worker::TransferPending() {
       TimeoutNode* node = PopNew(shard);
       if (node == nullptr) break;
       queue_traffic_ = true;
-      if (!ClaimForWheel(node)) {
+      if (!node->TransitionHeld(TimeoutState::kQueued,
+                                TimeoutState::kArmed)) {
         // Cancelled while queued: nobody else will hand it to us.
         Bump(cancelled_);
         node->Unref();
@@ -304,44 +305,15 @@ bool Worker::TransferPending() {
   return done;
 }
 
-bool Worker::ClaimForWheel(TimeoutNode* node) {
-  // As in ClaimForExpiry(): with no handle left, nothing can race.
-  constexpr uint32_t kQueuedOnlyOurs =
-      TimeoutNode::Pack(1, TimeoutState::kQueued);
-  if (node->refs_state.load(std::memory_order_acquire) == kQueuedOnlyOurs) {
-    node->refs_state.store(TimeoutNode::Pack(1, TimeoutState::kArmed),
-                           std::memory_order_relaxed);
-    return true;
-  }
-  return node->Transition(TimeoutState::kQueued, TimeoutState::kArmed);
-}
-
-bool Worker::ClaimForExpiry(TimeoutNode* node) {
-  // With no handle left (refs == 1: ours), no thread can reach the node, so
-  // no cancel() can race: a plain store claims it, one atomic RMW fewer per
-  // fire-and-forget timeout.
-  constexpr uint32_t kArmedOnlyOurs =
-      TimeoutNode::Pack(1, TimeoutState::kArmed);
-  if (node->refs_state.load(std::memory_order_acquire) == kArmedOnlyOurs) {
-    node->refs_state.store(TimeoutNode::Pack(1, TimeoutState::kExpired),
-                           std::memory_order_relaxed);
-    return true;
-  }
-  return node->Transition(TimeoutState::kArmed, TimeoutState::kExpired);
-}
-
 void Worker::ReleaseAfterRun(TimeoutNode* node) {
-  // The same reasoning: with refs == 1 nobody else holds or can gain a
-  // reference, so the node, and the captures with it, is deleted without an
-  // atomic RMW. Otherwise the captures die here, with the run, not with the
-  // handles.
+  // Captures die with the run, not with the handles: with handles left, the
+  // task goes now. Without (refs == 1), Unref() deletes the node, task and
+  // all, without an atomic RMW.
   if ((node->refs_state.load(std::memory_order_acquire) &
-       TimeoutNode::kMaxRefs) == 1) {
-    delete node;
-  } else {
+       TimeoutNode::kMaxRefs) != 1) {
     node->task() = nullptr;
-    node->Unref();
   }
+  node->Unref();
 }
 
 void Worker::NoteExpiringTick(int64_t tick, int64_t now) {
@@ -353,7 +325,7 @@ void Worker::NoteExpiringTick(int64_t tick, int64_t now) {
 }
 
 bool Worker::Expire(TimeoutNode* node, int64_t now) {
-  if (!ClaimForExpiry(node)) {
+  if (!node->TransitionHeld(TimeoutState::kArmed, TimeoutState::kExpired)) {
     // Lost to a cancel() since the last drain: the node is on the
     // cancellation queue, and ProcessCancelled() drops our reference.
     return true;

@@ -178,10 +178,6 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // Per-bucket bookkeeping of Expire(): ticks_, and catch_up_ticks_ for a
   // tick whose expiry starts a full tick or more after its end.
   void NoteExpiringTick(int64_t tick, int64_t now);
-  // Moves a queued node to armed (false if a cancel() won it first).
-  static bool ClaimForWheel(TimeoutNode* node);
-  // Moves an armed node to expired (false if a cancel() won it first).
-  static bool ClaimForExpiry(TimeoutNode* node);
   // Drops the worker's reference to a node whose task has just run inline,
   // destroying the task's captures now.
   static void ReleaseAfterRun(TimeoutNode* node);
