@@ -91,8 +91,11 @@ enum class TimeoutState : uint8_t {
 };
 
 struct SharedTimerState;
+// Nodes live in 64-byte cells of their own pool: sizeof(TimeoutNode) (56)
+// rounded up to the task's 16-byte alignment.
+inline constexpr size_t kNodeCellSize = 64;
 struct NodePoolTag;
-using NodePool = CellPool<NodePoolTag, 64>;
+using NodePool = CellPool<NodePoolTag, kNodeCellSize>;
 
 // Reports more than TimeoutNode::kMaxRefs handles to one timeout and aborts.
 [[noreturn]] void RefCountOverflow();
@@ -110,7 +113,6 @@ struct TimeoutNode {
   // 16-byte boundary (a TimerTask member would make the node 64 bytes with
   // nothing gained). Declare a node elsewhere (a queue's stub, a test) with
   // alignas(16).
-  static constexpr size_t kCellSize = 64;
 #ifdef ABSL_HAVE_ADDRESS_SANITIZER
   // ASan and LeakSanitizer see every node as its own heap block.
   static constexpr bool kPooled = false;
@@ -224,7 +226,7 @@ struct TimeoutNode {
 
 // A pending timeout costs one 64-byte cell, plus its 8-byte slot in a wheel
 // bucket.
-static_assert(sizeof(TimeoutNode) <= TimeoutNode::kCellSize,
+static_assert(sizeof(TimeoutNode) <= kNodeCellSize,
               "TimeoutNode outgrew its pool cell");
 static_assert(offsetof(TimeoutNode, task_storage) % alignof(TimerTask) == 0,
               "the task must sit on a 16-byte boundary of the node");
