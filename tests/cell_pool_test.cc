@@ -212,7 +212,14 @@ TEST(CellPoolTest, AChildForkedWhileOthersUseThePoolCanUseIt) {
   GTEST_SKIP() << "TSan does not support fork() in a multithreaded process";
 #endif
   using Pool = CellPool<Tag<11>, 64>;
+  // What this test is about is the depot's mutex. Other one-time set-up
+  // (the depot's function-local static, a thread's first thread_local
+  // registration) has locks of its own that a fork() in the middle of it
+  // would leave held, as for any lazily initialised static: finish it in
+  // both threads before the first fork().
+  Pool::Free(Pool::Allocate());
   std::atomic<bool> stop{false};
+  std::atomic<bool> churning{false};
   // Keeps the depot's mutex busy: a batch goes back and forth all the time.
   std::thread churn([&] {
     std::vector<void*> cells;
@@ -220,8 +227,10 @@ TEST(CellPoolTest, AChildForkedWhileOthersUseThePoolCanUseIt) {
       for (int i = 0; i < 2000; ++i) cells.push_back(Pool::Allocate());
       for (void* p : cells) Pool::Free(p);
       cells.clear();
+      churning.store(true, std::memory_order_release);
     }
   });
+  while (!churning.load(std::memory_order_acquire)) std::this_thread::yield();
   for (int round = 0; round < 20; ++round) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
