@@ -104,6 +104,42 @@ TEST(CellPoolTest, ReplenishFaultsInTheNextChunkAheadOfNeed) {
   for (void* p : cells) Pool::Free(p);
 }
 
+TEST(CellPoolTest, WhollyFreeChunksGoBackToTheKernelBeyondAReserve) {
+  using Pool = CellPool<Tag<12>, 64>;
+  CellDepot& depot = Pool::Depot();
+  const size_t n = 6 * depot.CellsPerChunk();
+  std::vector<void*> cells;
+  std::thread([&] {
+    for (size_t i = 0; i < n; ++i) {
+      cells.push_back(Pool::Allocate());
+      std::memset(cells.back(), 0x5A, 64);
+    }
+  }).join();
+  EXPECT_EQ(depot.ReleasedChunks(), 0u);
+  // All come back, in allocation order, from a thread that exits: chunks
+  // 0 and 1 empty while too few cells are free elsewhere and stay; every
+  // later chunk empties with at least two chunks' worth free, and goes.
+  std::thread([&] {
+    for (void* p : cells) Pool::Free(p);
+  }).join();
+  const size_t chunks = depot.MappedBytes() / CellDepot::kChunkBytes;
+  EXPECT_GE(depot.ReleasedChunks(), 4u);
+  EXPECT_LE(depot.ReleasedChunks(), chunks - CellDepot::kKeptFreeChunks);
+  // Released memory is handed out again like any other, writable.
+  std::vector<void*> again;
+  std::thread([&] {
+    for (size_t i = 0; i < n; ++i) {
+      again.push_back(Pool::Allocate());
+      std::memset(again.back(), 0xA5, 64);
+    }
+  }).join();
+  EXPECT_EQ(depot.MappedBytes() / CellDepot::kChunkBytes, chunks);
+  EXPECT_EQ(depot.ReleasedChunks(), 0u);
+  std::thread([&] {
+    for (void* p : again) Pool::Free(p);
+  }).join();
+}
+
 TEST(CellPoolTest, LastFreedIsFirstReused) {
   using Pool = CellPool<Tag<3>, 64>;
   void* a = Pool::Allocate();

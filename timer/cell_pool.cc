@@ -20,8 +20,11 @@ struct CellDepot::ChunkHeader {
   uint32_t free;    // cells whose bit is set
   uint32_t cursor;  // no free bit in any word before this one
   uint32_t words;   // bitmap words
+  uint32_t released;  // 1: its cell pages were given back to the kernel
+  uint32_t unused;
   uint64_t* bits() { return reinterpret_cast<uint64_t*>(this + 1); }
 };
+
 
 namespace {
 
@@ -93,6 +96,8 @@ CellDepot::CellDepot(size_t cell_size)
   const size_t words = (max_cells + 63) / 64;
   const size_t header = sizeof(ChunkHeader) + words * sizeof(uint64_t);
   first_cell_offset_ = (header + cell_size - 1) / cell_size * cell_size;
+  static_assert(sizeof(ChunkHeader) % alignof(uint64_t) == 0,
+                "the bitmap follows the header");
   cells_per_chunk_ = (kChunk - first_cell_offset_) / cell_size;
   static const bool handlers_installed = [] {
     return pthread_atfork(&LockDepotsForFork, &UnlockDepotsAfterFork,
@@ -126,6 +131,7 @@ CellDepot::ChunkHeader* CellDepot::AddChunk() {
   h->free = static_cast<uint32_t>(cells_per_chunk_);
   h->cursor = 0;
   h->words = static_cast<uint32_t>((cells_per_chunk_ + 63) / 64);
+  h->released = 0;
   uint64_t* bits = h->bits();
   for (uint32_t w = 0; w < h->words; ++w) bits[w] = ~uint64_t{0};
   if (const size_t tail = cells_per_chunk_ % 64; tail != 0) {
@@ -151,6 +157,10 @@ FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
       continue;
     }
     ChunkHeader* h = chunks_[first_with_free_];
+    if (h->released != 0) {  // its pages fault in again as cells are used
+      h->released = 0;
+      --released_chunks_;
+    }
     uint64_t* bits = h->bits();
     char* cells = reinterpret_cast<char*>(h) + first_cell_offset_;
     const uint32_t before = n;
@@ -221,13 +231,38 @@ void CellDepot::Give(FreeCell* head) {
     if (w < h->cursor) h->cursor = w;
     if (h->index < first_with_free_) first_with_free_ = h->index;
     ++free_cells_;
+    if (h->free == cells_per_chunk_) ReleaseIfSpare(h);
     cell = next;
+  }
+}
+
+void CellDepot::ReleaseIfSpare(ChunkHeader* h) {
+  // Keep kKeptFreeChunks chunks' worth of other free cells before giving
+  // memory back, so that a steady load does not fault the same pages in and
+  // out. The header's pages stay: the bitmap lives there.
+  if (h->released != 0 ||
+      free_cells_ - h->free < kKeptFreeChunks * cells_per_chunk_) {
+    return;
+  }
+  char* base = reinterpret_cast<char*>(h);
+  const size_t page = 4096;
+  const size_t from = (first_cell_offset_ + page - 1) / page * page;
+  // Free cells hold nothing (their links live in thread caches, never in
+  // the depot), so zero pages on the next touch are as good.
+  if (madvise(base + from, kChunk - from, MADV_DONTNEED) == 0) {
+    h->released = 1;
+    ++released_chunks_;
   }
 }
 
 size_t CellDepot::MappedBytes() const {
   MutexLock lock(&mu_);
   return (chunks_.size() + reserve_.size()) * kChunk;
+}
+
+size_t CellDepot::ReleasedChunks() const {
+  MutexLock lock(&mu_);
+  return released_chunks_;
 }
 
 size_t CellDepot::FreeCells() const {

@@ -38,10 +38,15 @@
 // Ground rules
 //   * Allocate() and Free() may be called from any thread. A cell may be
 //     freed by another thread than the one that allocated it.
-//   * Memory goes back to the pool, never to the operating system: a program
-//     keeps its peak number of live cells mapped, as with malloc arenas. The
-//     pool lives for the life of the process (it is never destroyed, so cells
-//     may be freed during static destruction or by detached threads).
+//   * Memory goes back to the pool. A chunk whose cells have all come back
+//     is given back to the kernel (madvise MADV_DONTNEED on its cell pages;
+//     the address range stays mapped) when at least kKeptFreeChunks chunks'
+//     worth of other cells are free, so that a burst does not leave the
+//     process at its peak and a steady load does not fault pages in and out.
+//     Cells still cached by threads, and up to a few chunks' worth of free
+//     cells, stay resident. The pool lives for the life of the process (it is
+//     never destroyed, so cells may be freed during static destruction or by
+//     detached threads).
 //   * A thread's cached cells go back to the depot when the thread exits. A
 //     cell freed after that, by a later thread_local destructor of the same
 //     thread, goes straight to the depot.
@@ -114,6 +119,10 @@ class CellDepot {
   size_t MappedBytes() const ABSL_LOCKS_EXCLUDED(mu_);
   size_t CellsPerChunk() const { return cells_per_chunk_; }
   size_t FreeCells() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Chunks whose cell pages have been given back to the kernel (all their
+  // cells free, with at least kKeptFreeChunks chunks' worth free elsewhere).
+  size_t ReleasedChunks() const ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr size_t kKeptFreeChunks = 2;
 
  private:
   struct ChunkHeader;
@@ -123,6 +132,9 @@ class CellDepot {
   // memory. Asks for the reserve to be refilled.
   ChunkHeader* AddChunk() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ChunkHeader* HeaderOf(const void* cell) const;
+  // Gives a wholly free chunk's cell pages back to the kernel (madvise
+  // MADV_DONTNEED) when enough other cells are free.
+  void ReleaseIfSpare(ChunkHeader* h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t cell_size_;
   const int cell_shift_;  // log2(cell_size_), or -1: Give() divides
@@ -133,6 +145,7 @@ class CellDepot {
   // No chunk before this index has a free cell.
   size_t first_with_free_ ABSL_GUARDED_BY(mu_) = 0;
   size_t free_cells_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t released_chunks_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<char*> reserve_ ABSL_GUARDED_BY(mu_);  // faulted in, unused
   std::atomic<bool> want_reserve_{false};  // set by Take(), cleared by Replenish()
 };

@@ -27,8 +27,8 @@
 // How it works
 //   newTimeout() takes a 64-byte cell from a thread-local cache of
 //   tickwheel's node pool (timer/cell_pool.h: 2 MiB chunks, refilled in
-//   address order, kept for reuse rather than returned to the system, so a
-//   process keeps its peak of pending timeouts mapped), reads the clock, and
+//   address order; a chunk whose cells are all free goes back to the kernel
+//   once two chunks' worth of other cells are free), reads the clock, and
 //   hands the node to the worker through a lock-free ring (one
 //   CAS; a multi-producer queue when the ring is full). Producers are sharded
 //   by thread: each thread counts its timeouts and queues them on cache lines
