@@ -157,10 +157,7 @@ FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
       continue;
     }
     ChunkHeader* h = chunks_[first_with_free_];
-    if (h->released != 0) {  // its pages fault in again as cells are used
-      h->released = 0;
-      --released_chunks_;
-    }
+    h->released = 0;  // its pages fault in again as cells are used
     uint64_t* bits = h->bits();
     char* cells = reinterpret_cast<char*>(h) + first_cell_offset_;
     const uint32_t before = n;
@@ -240,8 +237,7 @@ void CellDepot::ReleaseIfSpare(ChunkHeader* h) {
   // Keep kKeptFreeChunks chunks' worth of other free cells before giving
   // memory back, so that a steady load does not fault the same pages in and
   // out. The header's pages stay: the bitmap lives there.
-  if (h->released != 0 ||
-      free_cells_ - h->free < kKeptFreeChunks * cells_per_chunk_) {
+  if (free_cells_ - h->free < kKeptFreeChunks * cells_per_chunk_) {
     return;
   }
   char* base = reinterpret_cast<char*>(h);
@@ -251,7 +247,6 @@ void CellDepot::ReleaseIfSpare(ChunkHeader* h) {
   // the depot), so zero pages on the next touch are as good.
   if (madvise(base + from, kChunk - from, MADV_DONTNEED) == 0) {
     h->released = 1;
-    ++released_chunks_;
   }
 }
 
@@ -262,7 +257,9 @@ size_t CellDepot::MappedBytes() const {
 
 size_t CellDepot::ReleasedChunks() const {
   MutexLock lock(&mu_);
-  return released_chunks_;
+  size_t released = 0;
+  for (const ChunkHeader* h : chunks_) released += h->released;
+  return released;
 }
 
 size_t CellDepot::FreeCells() const {

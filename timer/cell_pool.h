@@ -145,7 +145,6 @@ class CellDepot {
   // No chunk before this index has a free cell.
   size_t first_with_free_ ABSL_GUARDED_BY(mu_) = 0;
   size_t free_cells_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t released_chunks_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<char*> reserve_ ABSL_GUARDED_BY(mu_);  // faulted in, unused
   std::atomic<bool> want_reserve_{false};  // set by Take(), cleared by Replenish()
 };

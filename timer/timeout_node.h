@@ -211,13 +211,17 @@ struct TimeoutNode {
     if ((old & kMaxRefs) == kMaxRefs) RefCountOverflow();
   }
 
+  // True if the caller's reference is the only one. Then no other thread
+  // holds a reference or can gain one (that takes holding one), and the
+  // acquire load reads the end of the chain of acq_rel decrements, so the
+  // caller sees every former holder's writes and may delete without an RMW.
+  bool SoleHolder() const {
+    return (refs_state.load(std::memory_order_acquire) & kMaxRefs) == 1;
+  }
+
   // Drops one reference; the last one deletes the node (and any task in it).
-  // The sole holder (refs == 1) deletes without an atomic RMW: no other
-  // thread holds a reference or can gain one (that takes holding one), and
-  // its acquire load reads the end of the chain of acq_rel decrements, so
-  // it sees every former holder's writes.
   void Unref() {
-    if ((refs_state.load(std::memory_order_acquire) & kMaxRefs) == 1 ||
+    if (SoleHolder() ||
         (refs_state.fetch_sub(1, std::memory_order_acq_rel) & kMaxRefs) == 1) {
       delete this;
     }

@@ -307,12 +307,12 @@ bool Worker::TransferPending() {
 
 void Worker::ReleaseAfterRun(TimeoutNode* node) {
   // Captures die with the run, not with the handles: with handles left, the
-  // task goes now. Without (refs == 1), Unref() deletes the node, task and
-  // all, without an atomic RMW.
-  if ((node->refs_state.load(std::memory_order_acquire) &
-       TimeoutNode::kMaxRefs) != 1) {
-    node->task() = nullptr;
+  // task goes now, and the handles keep the node.
+  if (node->SoleHolder()) {
+    delete node;
+    return;
   }
+  node->task() = nullptr;
   node->Unref();
 }
 
