@@ -70,6 +70,24 @@ TEST(CellPoolTest, CellsThatAreNotAPowerOfTwoComeBackToo) {
   EXPECT_EQ(Pool::Depot().FreeCells(), 2 * Pool::Depot().CellsPerChunk());
 }
 
+TEST(CellDividerTest, MatchesDivisionForEveryOffsetInAChunk) {
+  // Exhaustively for the node's cell size and a power of two; every cell
+  // boundary for the other sizes a pool may use.
+  for (uint64_t d : {48, 64}) {
+    const CellDivider div = CellDivider::For(d);
+    for (uint64_t n = 0; n < CellDepot::kChunkBytes; ++n) {
+      ASSERT_EQ(div(n), n / d) << n << " / " << d;
+    }
+  }
+  for (uint64_t d = 16; d <= 1024; d += 16) {
+    const CellDivider div = CellDivider::For(d);
+    for (uint64_t n = 0; n < CellDepot::kChunkBytes; n += d) {
+      ASSERT_EQ(div(n), n / d) << n << " / " << d;
+      ASSERT_EQ(div(n + d - 1), n / d) << n + d - 1 << " / " << d;
+    }
+  }
+}
+
 TEST(CellPoolTest, ReusesFreedCellsInsteadOfMappingMore) {
   using Pool = CellPool<Tag<2>, 64>;
   for (int round = 0; round < 50; ++round) {

@@ -90,8 +90,7 @@ void UnlockDepotsAfterFork() ABSL_NO_THREAD_SAFETY_ANALYSIS {
 
 CellDepot::CellDepot(size_t cell_size)
     : cell_size_(cell_size),
-      cell_shift_(std::has_single_bit(cell_size) ? std::countr_zero(cell_size)
-                                                 : -1) {
+      divide_(CellDivider::For(cell_size)) {
   const size_t max_cells = kChunk / cell_size;
   const size_t words = (max_cells + 63) / 64;
   const size_t header = sizeof(ChunkHeader) + words * sizeof(uint64_t);
@@ -217,8 +216,7 @@ void CellDepot::Give(FreeCell* head) {
     const auto offset = static_cast<size_t>(reinterpret_cast<char*>(cell) -
                                             reinterpret_cast<char*>(h) -
                                             first_cell_offset_);
-    const size_t i =
-        cell_shift_ >= 0 ? offset >> cell_shift_ : offset / cell_size_;
+    const size_t i = divide_(offset);
     const auto w = static_cast<uint32_t>(i / 64);
     const uint64_t bit = uint64_t{1} << (i % 64);
     uint64_t& word = h->bits()[w];

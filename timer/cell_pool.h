@@ -83,6 +83,26 @@ struct FreeCell {
   FreeCell* next;
 };
 
+// Divides an offset inside a chunk (below 2^21) by a fixed cell size with a
+// multiply and a shift: a cell's index, in CellDepot::Give(), once per freed
+// cell, where a 64-bit division would cost ~25-40 cycles. With
+// shift = 21 + ceil(log2 d) and magic = ceil(2^shift / d), magic * d - 2^shift
+// is below d <= 2^(shift - 21), so n * magic / 2^shift exceeds n / d by less
+// than 1/d for n < 2^21; n / d is q + r/d with r <= d - 1, so the floor is
+// still q (the round-up method of Granlund & Montgomery, 1994). magic is
+// below 2^22, so the product stays below 2^43.
+struct CellDivider {
+  uint64_t magic;
+  int shift;
+  static constexpr CellDivider For(uint64_t d) {
+    int log2_up = 0;
+    while ((uint64_t{1} << log2_up) < d) ++log2_up;
+    const int shift = 21 + log2_up;
+    return {((uint64_t{1} << shift) + d - 1) / d, shift};
+  }
+  constexpr uint64_t operator()(uint64_t n) const { return n * magic >> shift; }
+};
+
 // The shared part of one pool: every chunk, with a bitmap of its free cells.
 // This class is thread-safe.
 class CellDepot {
@@ -137,7 +157,7 @@ class CellDepot {
   void ReleaseIfSpare(ChunkHeader* h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t cell_size_;
-  const int cell_shift_;  // log2(cell_size_), or -1: Give() divides
+  const CellDivider divide_;  // by cell_size_
   size_t first_cell_offset_ = 0;  // the header, rounded up to a cell
   size_t cells_per_chunk_ = 0;
   mutable Mutex mu_;

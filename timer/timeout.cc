@@ -79,7 +79,7 @@ bool Timeout::cancel() const {
   // alive until we give the slot back, last (see timeout_node.h). The task is
   // ours to destroy: do it now, so that its captures are released at once
   // even if the worker sleeps for an hour; the worker only unlinks the node.
-  node_->task() = nullptr;
+  node_->task().Reset();
   using internal::SharedTimerState;
   SharedTimerState* shared = shared_;
   const int shard = SharedTimerState::ThisThreadShard();
@@ -106,9 +106,7 @@ TimerTask Timeout::takeTask() const {
   if (!node_->Transition(TimeoutState::kStopped, TimeoutState::kStoppedTaken)) {
     return nullptr;
   }
-  TimerTask task = std::move(node_->task());
-  node_->task() = nullptr;  // leave no moved-from shell behind
-  return task;
+  return node_->task().Take();
 }
 
 }  // namespace tickwheel

@@ -10,7 +10,7 @@
 // newTimeout() until it is done with the node (the "worker reference").
 //
 // The reference count and the state share one atomic word (`refs_state`), so
-// that a node is 56 bytes and fits a 64-byte pool cell. The state is the only
+// that a node is 48 bytes, one pool cell. The state is the only
 // thing several threads race on. Transitions:
 //
 //     kQueued --worker links it in the wheel--> kArmed
@@ -65,10 +65,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <type_traits>
+#include <utility>
 
 #include "absl/base/config.h"
-#include "absl/functional/any_invocable.h"
 #include "timer/cell_pool.h"
+#include "timer/task_slot.h"
 #include "worker/lane.h"
 #include "worker/mpsc_queue.h"
 
@@ -77,7 +79,6 @@ namespace tickwheel {
 
 class Timeout;
 class Timer;
-using TimerTask = absl::AnyInvocable<void(const Timeout&)>;
 
 namespace internal {
 
@@ -91,9 +92,10 @@ enum class TimeoutState : uint8_t {
 };
 
 struct SharedTimerState;
-// Nodes live in 64-byte cells of their own pool: sizeof(TimeoutNode) (56)
-// rounded up to the task's 16-byte alignment.
-inline constexpr size_t kNodeCellSize = 64;
+// Nodes live in 48-byte cells of their own pool, sizeof(TimeoutNode). A
+// pending timeout's budget is 64 bytes with its 8-byte wheel slot and its
+// share of the pool's chunks (issue 6, target 3).
+inline constexpr size_t kNodeCellSize = 48;
 struct NodePoolTag;
 using NodePool = CellPool<NodePoolTag, kNodeCellSize>;
 
@@ -106,13 +108,10 @@ struct TimeoutNode {
   // (the count would spill into the state byte).
   static constexpr uint32_t kMaxRefs = (uint32_t{1} << 24) - 1;
 
-  // 56 bytes in a 64-byte cell of NodePool (timer/cell_pool.h): no malloc
-  // header, and an allocation and a free that are a thread-local list pop
-  // and push, whichever thread drops the last reference. The task lives in
-  // 8-aligned storage at offset 16 of a node that operator new places on a
-  // 16-byte boundary (a TimerTask member would make the node 64 bytes with
-  // nothing gained). Declare a node elsewhere (a queue's stub, a test) with
-  // alignas(16).
+  // One 48-byte cell of NodePool (timer/cell_pool.h): no malloc header, and
+  // an allocation and a free that are a thread-local list pop and push,
+  // whichever thread drops the last reference. Half of the cells straddle
+  // two cache lines; the wheel prefetches both (timer/wheel.h).
 #ifdef ABSL_HAVE_ADDRESS_SANITIZER
   // ASan and LeakSanitizer see every node as its own heap block.
   static constexpr bool kPooled = false;
@@ -136,8 +135,7 @@ struct TimeoutNode {
     }
   }
 
-  TimeoutNode() { new (task_storage) TimerTask(); }
-  ~TimeoutNode() { task().~TimerTask(); }
+  TimeoutNode() = default;
   TimeoutNode(const TimeoutNode&) = delete;
   TimeoutNode& operator=(const TimeoutNode&) = delete;
 
@@ -151,14 +149,13 @@ struct TimeoutNode {
   // queue's link.
   std::atomic<TimeoutNode*> next{nullptr};
 
-  alignas(8) unsigned char task_storage[sizeof(TimerTask)];
+  // The callable, in 24 bytes (timer/task_slot.h).
+  TaskSlot task_slot;
 
   // Worker-only after publication: nanoseconds after the worker's startTime.
   int64_t deadline = 0;
 
-  TimerTask& task() {
-    return *std::launder(reinterpret_cast<TimerTask*>(task_storage));
-  }
+  TaskSlot& task() { return task_slot; }
 
   static constexpr uint32_t Pack(uint32_t refs, TimeoutState s) {
     return refs | uint32_t{static_cast<uint8_t>(s)} << 24;
@@ -228,12 +225,20 @@ struct TimeoutNode {
   }
 };
 
-// A pending timeout costs one 64-byte cell, plus its 8-byte slot in a wheel
+// A pending timeout costs one 48-byte cell, plus its 8-byte slot in a wheel
 // bucket.
 static_assert(sizeof(TimeoutNode) <= kNodeCellSize,
               "TimeoutNode outgrew its pool cell");
-static_assert(offsetof(TimeoutNode, task_storage) % alignof(TimerTask) == 0,
-              "the task must sit on a 16-byte boundary of the node");
+
+// How newTimeout() hands its callable to Worker::Schedule() without making
+// the worker a template: a function that moves (or copies) the callable at
+// `callable` into `slot`, instantiated per callable type.
+using TaskEmplacer = void (*)(TaskSlot& slot, void* callable);
+template <typename F>
+void EmplaceTask(TaskSlot& slot, void* callable) {
+  using Object = std::remove_reference_t<F>;  // const for an lvalue const
+  slot.Emplace(std::forward<F>(*static_cast<Object*>(callable)));
+}
 
 // Both queues link through TimeoutNode::next (see the ground rules).
 using NodeQueue = MpscQueue<TimeoutNode, &TimeoutNode::next>;

@@ -70,7 +70,18 @@ Timer::~Timer() {
 
 absl::StatusOr<Timeout> Timer::newTimeout(TimerTask task,
                                           absl::Duration delay) {
-  return worker_->Schedule(std::move(task), delay);
+  if (!task) return EmptyTaskError();
+  return Schedule(&internal::EmplaceTask<TimerTask&&>, &task, delay);
+}
+
+absl::StatusOr<Timeout> Timer::Schedule(internal::TaskEmplacer emplace,
+                                        void* callable, absl::Duration delay) {
+  return worker_->Schedule(emplace, callable, delay);
+}
+
+absl::Status Timer::EmptyTaskError() {
+  return absl::InvalidArgumentError(
+      "newTimeout: the task is empty; pass a callable");
 }
 
 absl::StatusOr<std::vector<Timeout>> Timer::stop() {

@@ -25,7 +25,7 @@
 //   std::vector<tickwheel::Timeout> left = timer->stop().value();
 //
 // How it works
-//   newTimeout() takes a 64-byte cell from a thread-local cache of
+//   newTimeout() takes a 48-byte cell from a thread-local cache of
 //   tickwheel's node pool (timer/cell_pool.h: 2 MiB chunks, refilled in
 //   address order; a chunk whose cells are all free goes back to the kernel
 //   once two chunks' worth of other cells are free), reads the clock, and
@@ -75,6 +75,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
@@ -92,7 +94,7 @@ namespace internal {
 class Worker;
 }  // namespace internal
 
-// using TimerTask = absl::AnyInvocable<void(const Timeout&)>;  (timeout_node.h)
+// using TimerTask = absl::AnyInvocable<void(const Timeout&)>;  (task_slot.h)
 // The task receives its own Timeout, so it can, e.g., check isCancelled() of
 // related work or reschedule itself through timeout.timer().
 
@@ -141,20 +143,46 @@ class Timer {
   // Schedules `task` to run once, `delay` from now (negative counts as zero;
   // InfiniteDuration and other huge delays saturate at ~292 years and never
   // wrap into the past). The first call starts the worker thread.
-  // InvalidArgument: `task` is empty.
+  //
+  // `task` is any callable `void(const Timeout&)`: a lambda, a function
+  // pointer, a std::function, a TimerTask. Pass the callable itself rather
+  // than a TimerTask made from it: a callable of at most 16 bytes and 8-byte
+  // alignment is stored inside the timeout's own 48-byte cell, while a
+  // TimerTask (whose type is erased already) and larger callables take one
+  // more allocation. If copying or moving `task` throws, the exception
+  // propagates and nothing is scheduled, as when converting it to TimerTask.
+  // InvalidArgument: `task` is empty (a null function pointer, an empty
+  //   std::function or TimerTask).
   // FailedPrecondition: the timer was stopped.
   // ResourceExhausted: the pending count would exceed max_pending_timeouts
-  //   (the message names both numbers), or the worker thread cannot start.
-  // Cost: one allocation, one clock read, one atomic RMW on the calling
-  // thread's shard of the pending count and one CAS on its shard's ring;
-  // lock-free. Measured: about 115 ns from one thread, and
-  // two threads schedule about 1.5x as many per second as one (README,
-  // Performance). It wakes the worker (a mutex and a
-  // condition variable) only when the new deadline is earlier than the one
-  // the sleeping worker planned to wake for.
+  //   (the message names both numbers), or no memory for the timeout, or the
+  //   worker thread cannot start.
+  // Cost: a thread-local pop of a pool cell, one clock read, one atomic RMW
+  // on the calling thread's shard of the pending count and one CAS on its
+  // shard's ring; lock-free. Measured: README, Performance (target 1: about
+  // 60 ns from one thread here, and two threads schedule more per second
+  // than one, not 1.5x as many on two cores). It wakes the worker (a mutex
+  // and a condition variable) only when the new deadline is earlier than the
+  // one the sleeping worker planned to wake for.
+  template <typename F,
+            std::enable_if_t<internal::kIsTaskCallable<F>, int> = 0>
+  absl::StatusOr<Timeout> newTimeout(F&& task, absl::Duration delay) {
+    if (internal::IsEmptyCallable<std::decay_t<F>>(task)) {
+      return EmptyTaskError();
+    }
+    // EmplaceTask<F&&> casts the pointer back to F's own constness.
+    return Schedule(&internal::EmplaceTask<F&&>,
+                    const_cast<void*>(static_cast<const void*>(&task)), delay);
+  }
   absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay);
 
   // The same with a std::chrono duration.
+  template <typename F, typename Rep, typename Period,
+            std::enable_if_t<internal::kIsTaskCallable<F>, int> = 0>
+  absl::StatusOr<Timeout> newTimeout(F&& task,
+                                     std::chrono::duration<Rep, Period> delay) {
+    return newTimeout(std::forward<F>(task), absl::FromChrono(delay));
+  }
   template <typename Rep, typename Period>
   absl::StatusOr<Timeout> newTimeout(TimerTask task,
                                      std::chrono::duration<Rep, Period> delay) {
@@ -189,6 +217,11 @@ class Timer {
 
  private:
   Timer(absl::Duration tick, int ticks_per_wheel);
+
+  // newTimeout() of a callable that is not empty (Worker::Schedule).
+  absl::StatusOr<Timeout> Schedule(internal::TaskEmplacer emplace,
+                                   void* callable, absl::Duration delay);
+  static absl::Status EmptyTaskError();
 
   std::shared_ptr<internal::Worker> worker_;
   absl::Duration tick_duration_;

@@ -77,12 +77,8 @@ bool Worker::OnWorkerThread() const {
          std::this_thread::get_id();
 }
 
-absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
+absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
                                          absl::Duration delay) {
-  if (!task) {
-    return absl::InvalidArgumentError(
-        "newTimeout: the task is empty; pass a callable");
-  }
   // Reserve a pending slot and check that the timer is open, in one RMW. With
   // a limit, a CAS loop, so that the count never exceeds it, not even for an
   // instant.
@@ -137,9 +133,15 @@ absl::StatusOr<Timeout> Worker::Schedule(TimerTask&& task,
     return absl::ResourceExhaustedError(
         "newTimeout: out of memory for the timeout");
   }
+  try {
+    emplace(node->task(), callable);
+  } catch (...) {  // the callable's own copy or move threw: the caller's
+    delete node;
+    give_back();
+    throw;
+  }
   node->refs_state.store(TimeoutNode::Pack(2, TimeoutState::kQueued),
                          std::memory_order_relaxed);  // handle + worker
-  node->task() = std::move(task);
   node->deadline = deadline;
   // The fast lane if it has room, else the queue. Either claim (a seq_cst
   // CAS or exchange) pairs with Sleep()'s check.
@@ -312,7 +314,7 @@ void Worker::ReleaseAfterRun(TimeoutNode* node) {
     delete node;
     return;
   }
-  node->task() = nullptr;
+  node->task().Reset();
   node->Unref();
 }
 
@@ -372,7 +374,7 @@ void Worker::RunTask(TimeoutNode* node) {
         [timeout = std::move(timeout), self = shared_from_this()]() {
           CallTask(timeout);
           // Captures die with the run, not with the handles.
-          TimeoutAccess::Node(timeout)->task() = nullptr;
+          TimeoutAccess::Node(timeout)->task().Reset();
         });
   });
 }

@@ -121,8 +121,12 @@ class Worker : public std::enable_shared_from_this<Worker> {
   Worker(WorkerConfig config, Timer* owner);
   ~Worker();
 
-  // Timer::newTimeout. Starts the thread on first use.
-  absl::StatusOr<Timeout> Schedule(TimerTask&& task, absl::Duration delay)
+  // Timer::newTimeout, for a callable that is not empty: `emplace` moves it
+  // from `callable` into the new node, once the call cannot fail any more
+  // (so a failed call leaves it untouched). If that throws, nothing is
+  // scheduled and the exception propagates. Starts the thread on first use.
+  absl::StatusOr<Timeout> Schedule(TaskEmplacer emplace, void* callable,
+                                   absl::Duration delay)
       ABSL_LOCKS_EXCLUDED(start_mu_, wake_mu_);
 
   // Timer::stop.

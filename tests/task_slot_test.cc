@@ -1,0 +1,206 @@
+// Tests for timer/task_slot.h: what is stored inline and what is boxed, that
+// each callable is destroyed exactly once whichever way the slot is emptied,
+// and that Timer::newTimeout() takes a callable straight into its node.
+
+#include "timer/task_slot.h"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+#include "timer/timer.h"
+
+namespace tickwheel::internal {
+namespace {
+
+using ::tickwheel::testing::MakeManualTimer;
+using ::tickwheel::testing::ManualTimer;
+using ::tickwheel::testing::Tick;
+
+// Counts live instances and calls; copy and move make new instances.
+struct Counts {
+  int live = 0;
+  int calls = 0;
+};
+
+template <size_t kPad, size_t kAlign = alignof(void*)>
+struct alignas(kAlign) Counted {
+  explicit Counted(Counts* c) : counts(c) { ++counts->live; }
+  Counted(const Counted& o) : counts(o.counts) { ++counts->live; }
+  Counted(Counted&& o) noexcept : counts(o.counts) { ++counts->live; }
+  ~Counted() { --counts->live; }
+  void operator()(const Timeout&) { ++counts->calls; }
+  Counts* counts;
+  std::array<unsigned char, kPad> pad{};
+};
+
+using Small = Counted<8>;                         // 16 bytes: inline
+using Large = Counted<64>;                        // boxed
+using OverAligned = Counted<0, 16>;               // 16-aligned: boxed
+static_assert(TaskSlot::kFitsInline<Small>);
+static_assert(!TaskSlot::kFitsInline<Large>);
+static_assert(!TaskSlot::kFitsInline<OverAligned>);
+
+// A null Timeout is enough to call a task that ignores it.
+const Timeout& NoTimeout() {
+  static const Timeout* t = new Timeout();
+  return *t;
+}
+
+template <typename T>
+class TaskSlotTypedTest : public ::testing::Test {};
+using Callables = ::testing::Types<Small, Large, OverAligned>;
+TYPED_TEST_SUITE(TaskSlotTypedTest, Callables);
+
+TYPED_TEST(TaskSlotTypedTest, RunsAndResetDestroysOnce) {
+  Counts c;
+  {
+    TaskSlot slot;
+    EXPECT_FALSE(slot);
+    slot.Emplace(TypeParam(&c));
+    ASSERT_TRUE(slot);
+    EXPECT_EQ(c.live, 1);
+    slot(NoTimeout());
+    slot(NoTimeout());
+    EXPECT_EQ(c.calls, 2);
+    slot.Reset();
+    EXPECT_FALSE(slot);
+    EXPECT_EQ(c.live, 0);
+    slot.Reset();  // empty: nothing to do
+  }
+  EXPECT_EQ(c.live, 0);
+}
+
+TYPED_TEST(TaskSlotTypedTest, DestructorDestroysOnce) {
+  Counts c;
+  { TaskSlot slot; slot.Emplace(TypeParam(&c)); }
+  EXPECT_EQ(c.live, 0);
+}
+
+TYPED_TEST(TaskSlotTypedTest, TakeMovesOutAndLeavesEmpty) {
+  Counts c;
+  TaskSlot slot;
+  slot.Emplace(TypeParam(&c));
+  TimerTask task = slot.Take();
+  EXPECT_FALSE(slot);
+  ASSERT_TRUE(task);
+  EXPECT_EQ(c.live, 1) << "the slot's copy was destroyed after the move";
+  task(NoTimeout());
+  EXPECT_EQ(c.calls, 1);
+  task = nullptr;
+  EXPECT_EQ(c.live, 0);
+  EXPECT_FALSE(slot.Take());
+}
+
+TEST(TaskSlotTest, TimerTaskIsBoxedAndComesBackWhole) {
+  Counts c;
+  TaskSlot slot;
+  slot.Emplace(TimerTask(Small(&c)));
+  ASSERT_TRUE(slot);
+  slot(NoTimeout());
+  TimerTask back = slot.Take();
+  back(NoTimeout());
+  EXPECT_EQ(c.calls, 2);
+  back = nullptr;
+  EXPECT_EQ(c.live, 0);
+}
+
+TEST(TaskSlotTest, NullCallablesLeaveTheSlotEmpty) {
+  TaskSlot slot;
+  slot.Emplace(TimerTask());
+  EXPECT_FALSE(slot);
+  slot.Emplace(std::function<void(const Timeout&)>());
+  EXPECT_FALSE(slot);
+  void (*null_fn)(const Timeout&) = nullptr;
+  slot.Emplace(null_fn);
+  EXPECT_FALSE(slot);
+  EXPECT_FALSE(IsEmptyCallable([](const Timeout&) {}));
+}
+
+struct ThrowingCopy {
+  explicit ThrowingCopy(Counts* c) : counts(c) { ++counts->live; }
+  ThrowingCopy(const ThrowingCopy& o) : counts(o.counts) {
+    throw std::runtime_error("copy failed");
+  }
+  ~ThrowingCopy() { --counts->live; }
+  void operator()(const Timeout&) {}
+  Counts* counts;
+};
+
+TEST(TaskSlotTest, ThrowingCopyLeavesTheSlotEmpty) {
+  Counts c;
+  ThrowingCopy original(&c);
+  TaskSlot slot;
+  EXPECT_THROW(slot.Emplace(original), std::runtime_error);
+  EXPECT_FALSE(slot);
+  EXPECT_EQ(c.live, 1);
+}
+
+// A callable whose destructor looks at the slot it lives in.
+struct ChecksSlotOnDestroy {
+  TaskSlot* slot;
+  bool* slot_was_empty;
+  ~ChecksSlotOnDestroy() {
+    if (slot != nullptr) *slot_was_empty = !*slot;
+  }
+  void operator()(const Timeout&) {}
+};
+
+TEST(TaskSlotTest, SlotIsEmptyWhileTheCallableIsDestroyed) {
+  TaskSlot slot;
+  bool was_empty = false;
+  slot.Emplace(ChecksSlotOnDestroy{&slot, &was_empty});
+  slot.Reset();
+  EXPECT_TRUE(was_empty);
+}
+
+TEST(TaskSlotTest, ExceptionFromTheCallPropagates) {
+  TaskSlot slot;
+  slot.Emplace([](const Timeout&) { throw std::runtime_error("task"); });
+  EXPECT_THROW(slot(NoTimeout()), std::runtime_error);
+  EXPECT_TRUE(slot) << "a throwing call does not empty the slot";
+}
+
+// Through the Timer: inline and boxed callables run once and die once;
+// stop() hands each back whole; a throwing copy schedules nothing.
+TEST(TaskSlotTimerTest, NewTimeoutTakesCallablesDirectly) {
+  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
+  Counts small, large;
+  ASSERT_TRUE(t.timer->newTimeout(Small(&small), absl::Milliseconds(1)).ok());
+  ASSERT_TRUE(t.timer->newTimeout(Large(&large), std::chrono::milliseconds(1))
+                  .ok());
+  const Small lvalue(&small);  // copied in
+  ASSERT_TRUE(t.timer->newTimeout(lvalue, absl::Seconds(10)).ok());
+  EXPECT_EQ(small.live, 3);  // two in nodes, and `lvalue`
+  t.clock->AdvanceAndSettle(absl::Milliseconds(1));
+  EXPECT_EQ(small.calls, 1);
+  EXPECT_EQ(large.calls, 1);
+  EXPECT_EQ(large.live, 0) << "captures die with the run";
+  EXPECT_EQ(small.live, 2);
+
+  Counts throwing;
+  ThrowingCopy original(&throwing);
+  EXPECT_THROW((void)t.timer->newTimeout(original, absl::Seconds(1)),
+               std::runtime_error);
+  EXPECT_EQ(t.timer->pendingTimeouts(), 1);
+
+  absl::StatusOr<std::vector<Timeout>> left = t.timer->stop();
+  ASSERT_TRUE(left.ok());
+  ASSERT_EQ(left->size(), 1u);
+  TimerTask task = (*left)[0].takeTask();
+  ASSERT_TRUE(task);
+  task((*left)[0]);
+  EXPECT_EQ(small.calls, 2);
+  task = nullptr;
+  EXPECT_EQ(small.live, 1);
+}
+
+}  // namespace
+}  // namespace tickwheel::internal
