@@ -93,7 +93,7 @@ bool Timeout::cancel() const {
     // it (see worker/worker.h, "The fast lane").
     if (shared->shards[SharedTimerState::LaneShard(where)].lane.TakeBack(
             SharedTimerState::LaneIndex(where), node_)) {
-      node_->Unref();  // never the last: this handle holds one
+      node_->UnrefOneOfOwn();  // never the last: this handle holds one
     }
   }
   shared->CountWord(shard).fetch_sub(SharedTimerState::kOne,
