@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "timer/log.h"
+#include "worker/duration_nanos.h"
 
 namespace tickwheel::internal {
 namespace {
@@ -122,8 +123,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
   // Deadlines count from startTime, so they stay small and exact; a huge
   // delay saturates at INT64_MAX nanoseconds (292 years) instead of wrapping
   // into the past.
-  const int64_t delay_nanos =
-      std::max<int64_t>(0, absl::ToInt64Nanoseconds(delay));
+  const int64_t delay_nanos = DelayNanos(delay);
   const int64_t elapsed = config_.clock->NowNanos() - start_nanos_;
   const int64_t deadline =
       SaturatingAdd(std::max<int64_t>(0, elapsed), delay_nanos);
