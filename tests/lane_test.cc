@@ -6,6 +6,7 @@
 #include "worker/lane.h"
 
 #include <atomic>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -46,6 +47,28 @@ TEST(LaneTest, FifoFullAndReuse) {
   }
   EXPECT_EQ(PopNow(lane, &got), SmallLane::Popped::kEmpty);
   EXPECT_TRUE(lane.Empty());
+}
+
+TEST(LaneTest, TakeBackAtADestroyedLanesCellFailsHarmlessly) {
+  // What a late cancel() does after its timer is gone: a CAS through a cell
+  // address of a lane that no longer exists. The array is type-stable: the
+  // next lane of the size takes it, cleared, and the CAS fails there.
+  int a = 0, b = 1;
+  auto old_lane = std::make_unique<SmallLane>();
+  const int64_t ca = old_lane->Claim();
+  std::atomic<int*>* cell = old_lane->Cell(ca);
+  old_lane->Publish(ca, &a);
+  int* got = nullptr;
+  ASSERT_EQ(PopNow(*old_lane, &got), SmallLane::Popped::kItem);
+  old_lane.reset();
+
+  SmallLane lane;
+  const int64_t cb = lane.Claim();
+  ASSERT_EQ(lane.Cell(cb), cell) << "the array was handed on";
+  lane.Publish(cb, &b);
+  EXPECT_FALSE(SmallLane::TakeBackAt(cell, &a));
+  EXPECT_TRUE(SmallLane::TakeBackAt(cell, &b)) << "the live item is intact";
+  EXPECT_EQ(PopNow(lane, &got), SmallLane::Popped::kTakenBack);
 }
 
 TEST(LaneTest, TakeBackLeavesATombstoneAndLosesToPop) {

@@ -64,6 +64,23 @@ bool Timeout::isCancelled() const {
 
 bool Timeout::cancel() const {
   if (node_ == nullptr) return false;
+  using internal::SharedTimerState;
+  using internal::TimeoutNode;
+  SharedTimerState* shared = shared_;
+  // The lone handle of a node still in its lane: take it back first, and
+  // claim it with a store (see timeout_node.h, "The lone handle's cancel").
+  if (node_->refs_state.load(std::memory_order_acquire) ==
+      TimeoutNode::Pack(2, TimeoutState::kQueued)) {
+    if (TimeoutNode::LaneCellPtr cell = node_->LaneCell();
+        cell != nullptr && SharedTimerState::NodeLane::TakeBackAt(cell, node_)) {
+      node_->refs_state.store(TimeoutNode::Pack(1, TimeoutState::kCancelled),
+                              std::memory_order_relaxed);
+      node_->task().Reset();
+      shared->CountWord(SharedTimerState::ThisThreadShard())
+          .fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+      return true;
+    }
+  }
   // Queued: the node is in its shard's lane or pending queue. Armed: it is
   // in the wheel, and the worker learns of the cancellation from the
   // cancellation queue (see timeout_node.h).
@@ -80,21 +97,17 @@ bool Timeout::cancel() const {
   // ours to destroy: do it now, so that its captures are released at once
   // even if the worker sleeps for an hour; the worker only unlinks the node.
   node_->task().Reset();
-  using internal::SharedTimerState;
-  SharedTimerState* shared = shared_;
   const int shard = SharedTimerState::ThisThreadShard();
   if (left == TimeoutState::kArmed) {
     // The worker's reference keeps the node alive in the queue.
     shared->shards[shard].cancelled.Push(node_);
-  } else if (const uint32_t where = node_->where;
-             SharedTimerState::InLane(where)) {
-    // Still in its shard's fast lane: take it back, and with it the worker's
-    // reference, so the worker never touches the node and this thread frees
-    // it (see worker/worker.h, "The fast lane").
-    if (shared->shards[SharedTimerState::LaneShard(where)].lane.TakeBack(
-            SharedTimerState::LaneIndex(where), node_)) {
-      node_->UnrefOneOfOwn();  // never the last: this handle holds one
-    }
+  } else if (TimeoutNode::LaneCellPtr cell = node_->LaneCell();
+             cell != nullptr &&
+             SharedTimerState::NodeLane::TakeBackAt(cell, node_)) {
+    // Still in its shard's fast lane: we took it back, and with it the
+    // worker's reference, so the worker never touches the node and this
+    // thread frees it (see worker/worker.h, "The fast lane").
+    node_->UnrefOneOfOwn();  // never the last: this handle holds one
   }
   shared->CountWord(shard).fetch_sub(SharedTimerState::kOne,
                                      std::memory_order_release);

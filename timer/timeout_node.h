@@ -28,7 +28,23 @@
 // is still in its shard's lane or pending queue. In the lane, cancel() takes
 // it back (worker/lane.h) together with the worker's reference, unless the
 // worker took the cell first; in the queue, or in that race, the worker
-// finds it cancelled (its CAS to kArmed fails) and drops its reference. A node cancelled while kArmed is linked in the wheel, so
+// finds it cancelled (its CAS to kArmed fails) and drops its reference.
+//
+// The lone handle's cancel (the request-timeout pattern): when the word
+// reads kQueued with two references, they are the caller's handle and the
+// worker's, so no other thread holds a handle that could cancel, and the
+// node leaves kQueued only after the worker or stop() has popped it from
+// its lane. cancel() then tries the take-back first, through the cell
+// address kept in `next` (LaneCell()): if it wins, nobody else has seen the
+// node or can, and one plain store sets kCancelled and drops the worker's
+// reference, without the state CAS. The take-back may come after the timer
+// is gone (the node could have been popped, run and stop()ped meanwhile);
+// lane arrays are type-stable (worker/lane_arrays.h), so the CAS then fails
+// harmlessly, and cancel() goes the CAS way, which finds the node no longer
+// pending. If it wins, the node's pending slot is still held, which keeps
+// the shared state alive until cancel() gives it back (below).
+//
+// A node cancelled while kArmed is linked in the wheel, so
 // cancel() pushes it on the cancellation queue, through the same `next` link:
 // the worker's kQueued -> kArmed CAS comes after it popped the node, and once
 // popped no producer writes the link again (worker/mpsc_queue.h), so a node
@@ -45,12 +61,9 @@
 // newTimeout() that comes after that finds the timer closed or the node no
 // longer pending, and touches nothing shared.
 //
-// `deadline` is owned by the worker thread once the node has been published;
-// `where` holds the node's lane cell (SharedTimerState::LaneWhere) from
-// newTimeout() until the worker arms the node, and the wheel's position
-// after that: cancel() reads it only after winning kQueued -> kCancelled,
-// when the worker can no longer arm the node and write it. `task()` belongs
-// to the winner above; `next` to whichever queue holds the node.
+// `deadline` and `where` (the wheel's position) are owned by the worker
+// thread once the node has been published. `task()` belongs to the winner
+// above; `next` to whichever queue holds the node, or it holds the lane cell.
 //
 // Memory ordering: the producer writes every field before pushing; the pending
 // queue's release/acquire pair publishes them to the worker. State transitions
@@ -145,8 +158,9 @@ struct TimeoutNode {
   static constexpr uint32_t kUnlinked = 0xF0000000u;
   uint32_t where = kUnlinked;
 
-  // Pending-queue link; once the worker has armed the node, the cancellation
-  // queue's link.
+  // Pending-queue link; while the node sits in a fast lane, its cell's
+  // address, tagged (LaneCell()); once the worker has armed the node, the
+  // cancellation queue's link.
   std::atomic<TimeoutNode*> next{nullptr};
 
   // The callable, in 24 bytes (timer/task_slot.h).
@@ -156,6 +170,26 @@ struct TimeoutNode {
   int64_t deadline = 0;
 
   TaskSlot& task() { return task_slot; }
+
+  // The lane cell newTimeout() published the node in, kept in `next` with
+  // bit 0 set (node pointers and cells are 8-aligned, so a queue link never
+  // has it). Written before the node is published; read by cancel(),
+  // whose handle came from newTimeout().
+  using LaneCellPtr = std::atomic<TimeoutNode*>*;
+  void SetLaneCell(LaneCellPtr cell) {
+    next.store(reinterpret_cast<TimeoutNode*>(
+                   reinterpret_cast<uintptr_t>(cell) | 1),
+               std::memory_order_relaxed);
+  }
+  // The cell, or nullptr for a node that went through the pending queue.
+  // Only meaningful while the state is kQueued: once armed, `next` belongs
+  // to the cancellation queue.
+  LaneCellPtr LaneCell() const {
+    const auto v = reinterpret_cast<uintptr_t>(
+        next.load(std::memory_order_relaxed));
+    return (v & 1) != 0 ? reinterpret_cast<LaneCellPtr>(v & ~uintptr_t{1})
+                        : nullptr;
+  }
 
   static constexpr uint32_t Pack(uint32_t refs, TimeoutState s) {
     return refs | uint32_t{static_cast<uint8_t>(s)} << 24;
@@ -294,27 +328,6 @@ struct SharedTimerState {
     NodeQueue queue;
     NodeQueue cancelled;  // cancel() of an armed node -> worker
   };
-
-  // A node in a lane records where, in TimeoutNode::where (unused until the
-  // worker arms it): the unlinked level, a flag, the shard and the cell.
-  static constexpr uint32_t kInLane = uint32_t{1} << 27;
-  static constexpr int kLaneShardShift = 14;
-  static_assert(kLaneCapacity == uint32_t{1} << kLaneShardShift);
-  static uint32_t LaneWhere(int shard, int64_t index) {
-    return TimeoutNode::kUnlinked | kInLane |
-           static_cast<uint32_t>(shard) << kLaneShardShift |
-           static_cast<uint32_t>(index);
-  }
-  static bool InLane(uint32_t where) {
-    return (where & (TimeoutNode::kUnlinked | kInLane)) ==
-           (TimeoutNode::kUnlinked | kInLane);
-  }
-  static int LaneShard(uint32_t where) {
-    return static_cast<int>(where >> kLaneShardShift) & (kShards - 1);
-  }
-  static int64_t LaneIndex(uint32_t where) {
-    return where & (kLaneCapacity - 1);
-  }
 
   // This thread's shard: threads take shards round-robin on first use.
   static int ThisThreadShard() {

@@ -17,6 +17,10 @@
 //     alive, after Publish(index, item) happened before it (the caller got
 //     the item from the producer). Exactly one of TakeBack() and the
 //     consumer's Pop() gets a published item.
+//   * TakeBackAt(Cell(index), item) is the same through the cell's address,
+//     and may be called even after the lane has been destroyed: cell arrays
+//     are type-stable (worker/lane_arrays.h), so the CAS then lands in a
+//     cell that does not hold `item` and fails.
 //   * Pop() and Empty() are for one consumer thread at a time.
 //   * An item is published at most once in its life, so a cell can never hold
 //     the same item again after Pop() has taken it: TakeBack() cannot take
@@ -41,14 +45,18 @@
 //   after the allocation.
 //
 // Cost: Claim is a load and a CAS, Publish a store; TakeBack one CAS; Pop one
-// exchange and a store. Memory: kCapacity * 8 bytes, allocated on first use.
+// exchange and a store. Memory: kCapacity * 8 bytes, taken on first use
+// from worker/lane_arrays.h and given back there, never freed.
 
 #ifndef TICKWHEEL_WORKER_LANE_H_
 #define TICKWHEEL_WORKER_LANE_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <new>
+
+#include "worker/lane_arrays.h"
 
 namespace tickwheel::internal {
 
@@ -62,7 +70,7 @@ class Lane {
   Lane() = default;
   Lane(const Lane&) = delete;
   Lane& operator=(const Lane&) = delete;
-  ~Lane() { delete[] cells_.load(std::memory_order_relaxed); }
+  ~Lane() { GiveLaneArray(cells_.load(std::memory_order_relaxed), kBytes); }
 
   // Reserves the next cell; returns its index (< kCapacity), or -1 when the
   // ring is full or its array cannot be allocated.
@@ -86,13 +94,22 @@ class Lane {
         item, std::memory_order_release);
   }
 
+  // The address of cell `index`, which Claim() returned.
+  std::atomic<T*>* Cell(int64_t index) {
+    return &cells_.load(std::memory_order_relaxed)[index];
+  }
+
   // Replaces `item` in cell `index` by a tombstone if the consumer has not
   // taken it yet; true if it did (the caller now owns what the cell owned).
   bool TakeBack(int64_t index, T* item) {
+    return TakeBackAt(&cells_.load(std::memory_order_acquire)[index], item);
+  }
+  // TakeBack() through Cell(index); see the ground rules.
+  static bool TakeBackAt(std::atomic<T*>* cell, T* item) {
     T* expected = item;
-    return cells_.load(std::memory_order_acquire)[index].compare_exchange_strong(
-        expected, Tombstone(), std::memory_order_acq_rel,
-        std::memory_order_relaxed);
+    return cell->compare_exchange_strong(expected, Tombstone(),
+                                         std::memory_order_acq_rel,
+                                         std::memory_order_relaxed);
   }
 
   enum class Popped { kItem, kTakenBack, kNotYet, kEmpty };
@@ -146,18 +163,31 @@ class Lane {
     return tail - head < kCapacity;
   }
 
-  // The cell array, allocated zeroed on first use; nullptr if that failed.
+  static constexpr size_t kBytes = sizeof(std::atomic<T*>) * kCapacity;
+  static_assert(std::atomic<T*>::is_always_lock_free);
+
+  // The cell array, every cell nullptr (unpublished) on first use; nullptr
+  // if out of memory.
   std::atomic<T*>* Cells() {
     std::atomic<T*>* cells = cells_.load(std::memory_order_acquire);
     if (cells != nullptr) return cells;
-    // Value-initialized: every cell starts as nullptr (unpublished).
-    auto* fresh = new (std::nothrow) std::atomic<T*>[kCapacity]();
-    if (fresh == nullptr) return nullptr;
+    bool reused = false;
+    void* memory = TakeLaneArray(kBytes, &reused);
+    if (memory == nullptr) return nullptr;
+    // A fresh array is zeroed memory, which is how a lock-free atomic
+    // pointer holds nullptr; a reused one is cleared with atomic stores,
+    // since a late TakeBackAt() aimed at its former lane may race them.
+    auto* fresh = static_cast<std::atomic<T*>*>(memory);
+    if (reused) {
+      for (uint32_t i = 0; i < kCapacity; ++i) {
+        fresh[i].store(nullptr, std::memory_order_relaxed);
+      }
+    }
     if (cells_.compare_exchange_strong(cells, fresh, std::memory_order_acq_rel,
                                        std::memory_order_acquire)) {
       return fresh;
     }
-    delete[] fresh;  // another producer allocated first
+    GiveLaneArray(fresh, kBytes);  // another producer got one first
     return cells;
   }
 

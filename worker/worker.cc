@@ -148,7 +148,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
   auto& my_shard = shared_.shards[shard];
   const int64_t cell = my_shard.lane.Claim();
   if (cell >= 0) {
-    node->where = SharedTimerState::LaneWhere(shard, cell);
+    node->SetLaneCell(my_shard.lane.Cell(cell));
     my_shard.lane.Publish(cell, node);
   } else {
     my_shard.queue.Push(node);

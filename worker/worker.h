@@ -53,13 +53,15 @@
 //
 // The fast lane (newTimeout + cancel, the request-timeout pattern)
 //   Each shard has a bounded ring of node pointers (worker/lane.h, 16384
-//   cells, allocated on first use) in front of its pending queue. newTimeout()
-//   claims a cell and records it in the node's `where` (unused until the
-//   worker arms the node); when the lane is full it pushes on the queue
-//   instead. A cancel() that wins kQueued -> kCancelled takes the node back
+//   cells, taken on first use from type-stable memory, worker/lane_arrays.h)
+//   in front of its pending queue. newTimeout() claims a cell and records its
+//   address in the node's `next` (unused while the node is in a lane); when
+//   the lane is full it pushes on the queue instead. A cancel() that wins kQueued -> kCancelled takes the node back
 //   out of its cell (a CAS to a tombstone) and with it the worker's
 //   reference: the worker then never touches the node, and the cancelling
-//   thread frees it while its cache still holds it, where a worker-side free
+//   thread frees it while its cache still holds it. (A lone handle takes the
+//   node back before it changes the state, and then claims it with a store;
+//   timer/timeout_node.h explains why that is safe.) A worker-side free
 //   would make the producer's next allocation fetch the cell from the worker's
 //   cache (about 170 ns a pair here). The worker pops the lane before the
 //   queue, one snapshot of claimed cells per pass, and counts each tombstone
