@@ -4,9 +4,12 @@
 #include "worker/manual_clock.h"
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include <gtest/gtest.h>
+
+#include "worker/clock.h"
 
 namespace tickwheel {
 namespace {
@@ -76,6 +79,25 @@ TEST(ManualClockTest, AdvanceInStepsVisitsEveryStep) {
   sleeper->Wake();
   t.join();
   EXPECT_EQ(observed_sum.load(), 10 + 20 + 30 + 40 + 50);
+}
+
+TEST(RealClockTest, MonotonicNanosReadsSteadyClock) {
+  // The worker reads RealClock::MonotonicNanos() inline in newTimeout() and
+  // sleeps on steady_clock: they must be one clock.
+  RealClock clock;
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t before = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+    const int64_t mid = RealClock::MonotonicNanos();
+    const int64_t virt = clock.NowNanos();
+    const int64_t after = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now().time_since_epoch())
+                              .count();
+    ASSERT_LE(before, mid);
+    ASSERT_LE(mid, virt);
+    ASSERT_LE(virt, after);
+  }
 }
 
 }  // namespace

@@ -110,11 +110,13 @@ class TaskSlot {
   // Runs the callable. Precondition: not empty.
   void operator()(const Timeout& timeout) { ops_->invoke(storage_, timeout); }
 
-  // Destroys the callable, if any.
+  // Destroys the callable, if any. No call at all for a trivially
+  // destructible inline callable (a lambda capturing pointers or integers):
+  // every cancel() and expiry comes through here.
   void Reset() noexcept {
     if (const Ops* ops = ops_) {
       ops_ = nullptr;
-      ops->destroy(storage_);
+      if (ops->destroy != nullptr) ops->destroy(storage_);
     }
   }
 
@@ -129,7 +131,7 @@ class TaskSlot {
  private:
   struct Ops {
     void (*invoke)(void* storage, const Timeout& timeout);
-    void (*destroy)(void* storage) noexcept;
+    void (*destroy)(void* storage) noexcept;  // nullptr: nothing to do
     // Moves the callable into a TimerTask and destroys what is left.
     TimerTask (*take)(void* storage);
   };
@@ -146,7 +148,9 @@ class TaskSlot {
   template <typename D>
   static constexpr Ops kInlineOps = {
       [](void* s, const Timeout& t) { std::invoke(Inline<D>(s), t); },
-      [](void* s) noexcept { std::destroy_at(&Inline<D>(s)); },
+      std::is_trivially_destructible_v<D>
+          ? nullptr
+          : +[](void* s) noexcept { std::destroy_at(&Inline<D>(s)); },
       [](void* s) {
         D& d = Inline<D>(s);
         struct Destroy {

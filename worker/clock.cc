@@ -36,12 +36,6 @@ class RealSleeper final : public Clock::Sleeper {
 
 }  // namespace
 
-int64_t RealClock::NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 std::unique_ptr<Clock::Sleeper> RealClock::NewSleeper() {
   return std::make_unique<RealSleeper>();
 }

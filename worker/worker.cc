@@ -28,7 +28,9 @@ int64_t SaturatingMul(int64_t a, int64_t b) {
 }  // namespace
 
 Worker::Worker(WorkerConfig config, Timer* owner)
-    : config_(std::move(config)), wheel_(config_.ticks_per_wheel, config_.tick_nanos) {
+    : config_(std::move(config)),
+      real_clock_(dynamic_cast<RealClock*>(config_.clock.get()) != nullptr),
+      wheel_(config_.ticks_per_wheel, config_.tick_nanos) {
   shared_.owner.store(owner, std::memory_order_relaxed);
   shared_.limited = config_.max_pending_timeouts > 0;
 }
@@ -124,7 +126,9 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
   // delay saturates at INT64_MAX nanoseconds (292 years) instead of wrapping
   // into the past.
   const int64_t delay_nanos = DelayNanos(delay);
-  const int64_t elapsed = config_.clock->NowNanos() - start_nanos_;
+  const int64_t now = real_clock_ ? RealClock::MonotonicNanos()
+                                  : config_.clock->NowNanos();
+  const int64_t elapsed = now - start_nanos_;
   const int64_t deadline =
       SaturatingAdd(std::max<int64_t>(0, elapsed), delay_nanos);
   auto* node = new (std::nothrow) TimeoutNode;

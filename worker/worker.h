@@ -242,6 +242,8 @@ class Worker : public std::enable_shared_from_this<Worker> {
   std::atomic<bool> started_{false};
   std::atomic<bool> start_ready_{false};  // set by the worker thread
   int64_t start_nanos_ = 0;               // clock reading at startTime
+  // config_.clock is a RealClock: newTimeout() reads CLOCK_MONOTONIC inline.
+  const bool real_clock_;
   std::thread thread_;
   std::atomic<std::thread::id> worker_id_{};
   // The worker's sleeper. Producers may still be about to Wake() it after
