@@ -98,6 +98,34 @@ TEST(LaneTest, TakeBackLeavesATombstoneAndLosesToPop) {
   EXPECT_TRUE(lane.TakeBack(cc, &c));
 }
 
+TEST(LaneTest, UnclaimGivesBackOnlyTheLastClaimedCell) {
+  SmallLane lane;
+  int a = 0, b = 1;
+  int* got = nullptr;
+  const int64_t ca = lane.Claim();
+  lane.Publish(ca, &a);
+  lane.Refresh();  // the consumer has seen the claim
+  ASSERT_TRUE(SmallLane::TakeBackPending(lane.Cell(ca), &a));
+  EXPECT_FALSE(SmallLane::TakeBackPending(lane.Cell(ca), &a)) << "only once";
+  EXPECT_EQ(lane.Pop(&got), SmallLane::Popped::kNotYet) << "waits there";
+  ASSERT_TRUE(lane.Unclaim(lane.Cell(ca)));
+  EXPECT_TRUE(lane.Empty());
+  EXPECT_EQ(PopNow(lane, &got), SmallLane::Popped::kEmpty);
+  EXPECT_EQ(lane.Claim(), ca) << "the same cell again";
+  lane.Publish(ca, &a);
+  const int64_t cb = lane.Claim();
+  lane.Publish(cb, &b);
+  // Not the last claimed: a tombstone instead.
+  ASSERT_TRUE(SmallLane::TakeBackPending(lane.Cell(ca), &a));
+  EXPECT_FALSE(lane.Unclaim(lane.Cell(ca)));
+  SmallLane::Bury(lane.Cell(ca));
+  SmallLane other;
+  EXPECT_FALSE(other.Unclaim(lane.Cell(cb))) << "another lane's cell";
+  EXPECT_EQ(PopNow(lane, &got), SmallLane::Popped::kTakenBack);
+  ASSERT_EQ(PopNow(lane, &got), SmallLane::Popped::kItem);
+  EXPECT_EQ(got, &b);
+}
+
 TEST(LaneTest, ClaimedButUnpublishedIsNotYet) {
   SmallLane lane;
   int a = 0;
@@ -128,9 +156,18 @@ TEST(LaneTest, ConcurrentProducersTakeBackRacingTheConsumer) {
         int64_t cell;
         while ((cell = lane.Claim()) < 0) std::this_thread::yield();
         lane.Publish(cell, &items[id]);
-        if (i % 2 == 0 && lane.TakeBack(cell, &items[id])) {
+        if (i % 4 == 0 && lane.TakeBack(cell, &items[id])) {
           owners[id].fetch_add(1, std::memory_order_relaxed);
           took_back.fetch_add(1, std::memory_order_relaxed);
+        } else if (i % 4 == 2 &&
+                   Lane<int, 64>::TakeBackPending(lane.Cell(cell), &items[id])) {
+          // What cancel() does: give the cell back if it is the last
+          // claimed, else leave a tombstone.
+          owners[id].fetch_add(1, std::memory_order_relaxed);
+          if (!lane.Unclaim(lane.Cell(cell))) {
+            Lane<int, 64>::Bury(lane.Cell(cell));
+            took_back.fetch_add(1, std::memory_order_relaxed);
+          }
         }
       }
       producers_left.fetch_sub(1, std::memory_order_release);
@@ -158,7 +195,8 @@ TEST(LaneTest, ConcurrentProducersTakeBackRacingTheConsumer) {
   for (size_t i = 0; i < items.size(); ++i) {
     ASSERT_EQ(owners[i].load(), 1) << i;
   }
-  // Every successful take-back left exactly one tombstone for the consumer.
+  // Every take-back that did not give its cell back left exactly one
+  // tombstone for the consumer.
   EXPECT_EQ(taken_back, took_back.load());
 }
 

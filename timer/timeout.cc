@@ -71,13 +71,25 @@ bool Timeout::cancel() const {
   // claim it with a store (see timeout_node.h, "The lone handle's cancel").
   if (node_->refs_state.load(std::memory_order_acquire) ==
       TimeoutNode::Pack(2, TimeoutState::kQueued)) {
+    using Lane = SharedTimerState::NodeLane;
     if (TimeoutNode::LaneCellPtr cell = node_->LaneCell();
-        cell != nullptr && SharedTimerState::NodeLane::TakeBackAt(cell, node_)) {
+        cell != nullptr && Lane::TakeBackPending(cell, node_)) {
+      // Taken: the pending slot now keeps the shared state alive. A cell
+      // this thread claimed last goes back to the ring, so that a
+      // schedule-cancel loop reuses one cell and the worker has nothing to
+      // drain; any other gets a tombstone.
+      const int shard = SharedTimerState::ThisThreadShard();
+      SharedTimerState::Shard& mine = shared->shards[shard];
+      if (mine.lane.Unclaim(cell)) {
+        mine.withdrawn.fetch_add(1, std::memory_order_relaxed);  // metrics
+      } else {
+        Lane::Bury(cell);  // the worker counts it when it pops the tombstone
+      }
       node_->refs_state.store(TimeoutNode::Pack(1, TimeoutState::kCancelled),
                               std::memory_order_relaxed);
       node_->task().Reset();
-      shared->CountWord(SharedTimerState::ThisThreadShard())
-          .fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+      shared->CountWord(shard).fetch_sub(SharedTimerState::kOne,
+                                         std::memory_order_release);
       return true;
     }
   }

@@ -37,7 +37,12 @@
 // its lane. cancel() then tries the take-back first, through the cell
 // address kept in `next` (LaneCell()): if it wins, nobody else has seen the
 // node or can, and one plain store sets kCancelled and drops the worker's
-// reference, without the state CAS. The take-back may come after the timer
+// reference, without the state CAS. The take-back leaves the cell
+// unpublished (worker/lane.h, TakeBackPending); a cell that is still its
+// lane's last claimed one goes back to the ring (Unclaim), so that a
+// schedule-then-cancel loop reuses one cell and the worker has nothing to
+// drain, and any other cell gets a tombstone (Bury). Withdrawn timeouts are
+// counted in the shard's `withdrawn` for metrics().cancelled. The take-back may come after the timer
 // is gone (the node could have been popped, run and stop()ped meanwhile);
 // lane arrays are type-stable (worker/lane_arrays.h), so the CAS then fails
 // harmlessly, and cancel() goes the CAS way, which finds the node no longer
@@ -324,6 +329,10 @@ struct SharedTimerState {
 
   struct alignas(64) Shard {
     std::atomic<int64_t> pending_word{0};
+    // Cancels that gave their lane cell back before the worker saw the node
+    // (Timeout::cancel()), so that the worker never counts them: on the same
+    // line as pending_word, which the same cancel() just wrote.
+    std::atomic<int64_t> withdrawn{0};
     NodeLane lane;
     NodeQueue queue;
     NodeQueue cancelled;  // cancel() of an armed node -> worker

@@ -20,7 +20,14 @@
 //   * TakeBackAt(Cell(index), item) is the same through the cell's address,
 //     and may be called even after the lane has been destroyed: cell arrays
 //     are type-stable (worker/lane_arrays.h), so the CAS then lands in a
-//     cell that does not hold `item` and fails.
+//     cell that does not hold `item` and fails. So may TakeBackPending();
+//     after it succeeds, the caller must settle the cell with Unclaim() (on
+//     the lane that owns it) or Bury(), or the consumer waits at it forever.
+//   * Unclaim() moves tail_ back by one, and only from the value that
+//     follows the cell: no cell claimed after it is ever given back, and the
+//     consumer, which never passes an unpublished cell, has not passed it.
+//     A consumer whose snapshot still counts the cell finds it unpublished
+//     (kNotYet) and takes whatever the next Claim() publishes there.
 //   * Pop() and Empty() are for one consumer thread at a time.
 //   * An item is published at most once in its life, so a cell can never hold
 //     the same item again after Pop() has taken it: TakeBack() cannot take
@@ -110,6 +117,37 @@ class Lane {
     return cell->compare_exchange_strong(expected, Tombstone(),
                                          std::memory_order_acq_rel,
                                          std::memory_order_relaxed);
+  }
+
+  // A take-back in two steps, for a producer that may give the cell back
+  // to the ring. TakeBackPending() moves `item` out of `cell` and leaves the
+  // cell unpublished (the consumer waits there, as for a producer between
+  // Claim() and Publish()); true if it took the item. The caller must then
+  // settle the cell: Unclaim() it if it is this lane's last claimed cell,
+  // else Bury() it (a tombstone, which the consumer skips).
+  static bool TakeBackPending(std::atomic<T*>* cell, T* item) {
+    T* expected = item;
+    return cell->compare_exchange_strong(expected, nullptr,
+                                         std::memory_order_acq_rel,
+                                         std::memory_order_relaxed);
+  }
+  // Gives `cell` back to the ring if it belongs to this lane and no cell has
+  // been claimed after it (a CAS of tail_ back by one); false otherwise.
+  // The consumer cannot have passed it: it stops at an unpublished cell.
+  bool Unclaim(std::atomic<T*>* cell) {
+    std::atomic<T*>* cells = cells_.load(std::memory_order_relaxed);
+    if (cells == nullptr || cell < cells || cell >= cells + kCapacity) {
+      return false;
+    }
+    const auto index = static_cast<uint64_t>(cell - cells);
+    uint64_t tail = tail_.load(std::memory_order_relaxed);
+    return ((tail - 1) & kMask) == index &&
+           tail_.compare_exchange_strong(tail, tail - 1,
+                                         std::memory_order_seq_cst,
+                                         std::memory_order_relaxed);
+  }
+  static void Bury(std::atomic<T*>* cell) {
+    cell->store(Tombstone(), std::memory_order_release);
   }
 
   enum class Popped { kItem, kTakenBack, kNotYet, kEmpty };

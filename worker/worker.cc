@@ -481,6 +481,9 @@ TimerMetrics Worker::Metrics() const {
   m.pending = pending();
   m.expired = expired_.load(std::memory_order_relaxed);
   m.cancelled = cancelled_.load(std::memory_order_relaxed);
+  for (const SharedTimerState::Shard& shard : shared_.shards) {
+    m.cancelled += shard.withdrawn.load(std::memory_order_relaxed);
+  }
   m.ticks = ticks_.load(std::memory_order_relaxed);
   m.catch_up_ticks = catch_up_ticks_.load(std::memory_order_relaxed);
   m.wakeups = wakeups_.load(std::memory_order_relaxed);

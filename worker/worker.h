@@ -61,7 +61,9 @@
 //   reference: the worker then never touches the node, and the cancelling
 //   thread frees it while its cache still holds it. (A lone handle takes the
 //   node back before it changes the state, and then claims it with a store;
-//   timer/timeout_node.h explains why that is safe.) A worker-side free
+//   if its cell is still the lane's last claimed one, the cell goes back to
+//   the ring and the worker never hears of it; timer/timeout_node.h explains
+//   why that is safe.) A worker-side free
 //   would make the producer's next allocation fetch the cell from the worker's
 //   cache (about 170 ns a pair here). The worker pops the lane before the
 //   queue, one snapshot of claimed cells per pass, and counts each tombstone
