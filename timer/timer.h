@@ -160,8 +160,9 @@ class Timer {
   // Cost: a thread-local pop of a pool cell, one clock read, one atomic RMW
   // on the calling thread's shard of the pending count and one CAS on its
   // shard's ring; lock-free. Measured: README, Performance (target 1: about
-  // 60 ns from one thread here, and two threads schedule more per second
-  // than one, not 1.5x as many on two cores). It wakes the worker (a mutex
+  // 50 ns from one thread here when its memory is faulted in, and two
+  // threads schedule more per second than one, not 1.5x as many on two
+  // cores). It wakes the worker (a mutex
   // and a condition variable) only when the new deadline is earlier than the
   // one the sleeping worker planned to wake for.
   template <typename F,
