@@ -122,40 +122,44 @@ TEST(CellPoolTest, ReplenishFaultsInTheNextChunkAheadOfNeed) {
   for (void* p : cells) Pool::Free(p);
 }
 
-TEST(CellPoolTest, WhollyFreeChunksGoBackToTheKernelBeyondAReserve) {
-  using Pool = CellPool<Tag<12>, 64>;
-  CellDepot& depot = Pool::Depot();
-  const size_t n = 6 * depot.CellsPerChunk();
+// `n` cells of Pool, each filled with `fill`, allocated on a thread that
+// then exits; and the way back, freed on another.
+template <typename Pool>
+std::vector<void*> AllocateOnAThread(size_t n, int fill) {
   std::vector<void*> cells;
   std::thread([&] {
     for (size_t i = 0; i < n; ++i) {
       cells.push_back(Pool::Allocate());
-      std::memset(cells.back(), 0x5A, 64);
+      std::memset(cells.back(), fill, 64);
     }
   }).join();
+  return cells;
+}
+template <typename Pool>
+void FreeOnAThread(const std::vector<void*>& cells) {
+  std::thread([&] {
+    for (void* p : cells) Pool::Free(p);
+  }).join();
+}
+
+TEST(CellPoolTest, WhollyFreeChunksGoBackToTheKernelBeyondAReserve) {
+  using Pool = CellPool<Tag<12>, 64>;
+  CellDepot& depot = Pool::Depot();
+  const size_t n = 6 * depot.CellsPerChunk();
+  const std::vector<void*> cells = AllocateOnAThread<Pool>(n, 0x5A);
   EXPECT_EQ(depot.ReleasedChunks(), 0u);
   // All come back, in allocation order, from a thread that exits: chunks
   // 0 and 1 empty while too few cells are free elsewhere and stay; every
   // later chunk empties with at least two chunks' worth free, and goes.
-  std::thread([&] {
-    for (void* p : cells) Pool::Free(p);
-  }).join();
+  FreeOnAThread<Pool>(cells);
   const size_t chunks = depot.MappedBytes() / CellDepot::kChunkBytes;
   EXPECT_GE(depot.ReleasedChunks(), 4u);
   EXPECT_LE(depot.ReleasedChunks(), chunks - CellDepot::kKeptFreeChunks);
   // Released memory is handed out again like any other, writable.
-  std::vector<void*> again;
-  std::thread([&] {
-    for (size_t i = 0; i < n; ++i) {
-      again.push_back(Pool::Allocate());
-      std::memset(again.back(), 0xA5, 64);
-    }
-  }).join();
+  const std::vector<void*> again = AllocateOnAThread<Pool>(n, 0xA5);
   EXPECT_EQ(depot.MappedBytes() / CellDepot::kChunkBytes, chunks);
   EXPECT_EQ(depot.ReleasedChunks(), 0u);
-  std::thread([&] {
-    for (void* p : again) Pool::Free(p);
-  }).join();
+  FreeOnAThread<Pool>(again);
 }
 
 TEST(CellPoolTest, LastFreedIsFirstReused) {

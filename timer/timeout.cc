@@ -62,36 +62,53 @@ bool Timeout::isCancelled() const {
   }
 }
 
+namespace {
+
+using internal::SharedTimerState;
+
+// Takes `node` back out of its fast-lane cell unless the worker (or stop())
+// has popped it, and with it the worker's reference; true if it did. The
+// cell goes back to the ring if it is still its lane's last claimed one (the
+// worker then never hears of the node: counted in `withdrawn` for
+// metrics()), and otherwise keeps a tombstone, which the worker counts.
+// `shard` is the calling thread's. The node's pending slot must be held
+// once this succeeds (it keeps `shared` alive); the take-back itself may
+// come earlier, since it touches only the cell, and lane arrays are
+// type-stable.
+bool TakeBackFromLane(TimeoutNode* node, SharedTimerState* shared,
+                      int shard) {
+  using Lane = SharedTimerState::NodeLane;
+  TimeoutNode::LaneCellPtr cell = node->LaneCell();
+  if (cell == nullptr || !Lane::TakeBackPending(cell, node)) return false;
+  SharedTimerState::Shard& mine = shared->shards[shard];
+  if (mine.lane.Unclaim(cell)) {
+    mine.withdrawn.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    Lane::Bury(cell);
+  }
+  return true;
+}
+
+}  // namespace
+
 bool Timeout::cancel() const {
   if (node_ == nullptr) return false;
-  using internal::SharedTimerState;
-  using internal::TimeoutNode;
   SharedTimerState* shared = shared_;
-  // The lone handle of a node still in its lane: take it back first, and
-  // claim it with a store (see timeout_node.h, "The lone handle's cancel").
+  const int shard = SharedTimerState::ThisThreadShard();
+  // The lone handle of a node still in its lane: take it back first, then
+  // claim it and drop the worker's reference with one store (see
+  // timeout_node.h, "The lone handle's cancel"). The take-back touches
+  // only the type-stable cell; once it succeeds, the node's pending slot
+  // keeps the shared state alive for the rest.
   if (node_->refs_state.load(std::memory_order_acquire) ==
-      TimeoutNode::Pack(2, TimeoutState::kQueued)) {
-    using Lane = SharedTimerState::NodeLane;
-    if (TimeoutNode::LaneCellPtr cell = node_->LaneCell();
-        cell != nullptr && Lane::TakeBackPending(cell, node_)) {
-      // Taken: the pending slot now keeps the shared state alive. A cell
-      // this thread claimed last goes back to the ring, so that a
-      // schedule-cancel loop reuses one cell and the worker has nothing to
-      // drain; any other gets a tombstone.
-      const int shard = SharedTimerState::ThisThreadShard();
-      SharedTimerState::Shard& mine = shared->shards[shard];
-      if (mine.lane.Unclaim(cell)) {
-        mine.withdrawn.fetch_add(1, std::memory_order_relaxed);  // metrics
-      } else {
-        Lane::Bury(cell);  // the worker counts it when it pops the tombstone
-      }
-      node_->refs_state.store(TimeoutNode::Pack(1, TimeoutState::kCancelled),
-                              std::memory_order_relaxed);
-      node_->task().Reset();
-      shared->CountWord(shard).fetch_sub(SharedTimerState::kOne,
-                                         std::memory_order_release);
-      return true;
-    }
+          TimeoutNode::Pack(2, TimeoutState::kQueued) &&
+      TakeBackFromLane(node_, shared, shard)) {
+    node_->refs_state.store(TimeoutNode::Pack(1, TimeoutState::kCancelled),
+                            std::memory_order_relaxed);
+    node_->task().Reset();
+    shared->CountWord(shard).fetch_sub(SharedTimerState::kOne,
+                                       std::memory_order_release);
+    return true;
   }
   // Queued: the node is in its shard's lane or pending queue. Armed: it is
   // in the wheel, and the worker learns of the cancellation from the
@@ -109,13 +126,10 @@ bool Timeout::cancel() const {
   // ours to destroy: do it now, so that its captures are released at once
   // even if the worker sleeps for an hour; the worker only unlinks the node.
   node_->task().Reset();
-  const int shard = SharedTimerState::ThisThreadShard();
   if (left == TimeoutState::kArmed) {
     // The worker's reference keeps the node alive in the queue.
     shared->shards[shard].cancelled.Push(node_);
-  } else if (TimeoutNode::LaneCellPtr cell = node_->LaneCell();
-             cell != nullptr &&
-             SharedTimerState::NodeLane::TakeBackAt(cell, node_)) {
+  } else if (TakeBackFromLane(node_, shared, shard)) {
     // Still in its shard's fast lane: we took it back, and with it the
     // worker's reference, so the worker never touches the node and this
     // thread frees it (see worker/worker.h, "The fast lane").

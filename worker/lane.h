@@ -4,8 +4,8 @@
 // consumer, from which a producer may take an item back before the consumer
 // gets to it. Each producer shard of a timer has one (the "fast lane" of
 // worker/worker.h): newTimeout() puts its node here, and a cancel() that
-// comes before the worker has taken the node replaces it by a tombstone, so
-// the worker never touches the node and the cancelling thread frees it while
+// comes before the worker has taken the node takes it back out, so the
+// worker never touches the node and the cancelling thread frees it while
 // its cache still holds it.
 //
 // Ground rules
@@ -13,16 +13,16 @@
 //     a producer calls Publish(index, item) once for each index Claim() gave
 //     it. Claim() never blocks: when the ring is full it returns -1 and the
 //     caller uses another path.
-//   * TakeBack(index, item) may be called by any thread that keeps `item`
-//     alive, after Publish(index, item) happened before it (the caller got
-//     the item from the producer). Exactly one of TakeBack() and the
-//     consumer's Pop() gets a published item.
-//   * TakeBackAt(Cell(index), item) is the same through the cell's address,
-//     and may be called even after the lane has been destroyed: cell arrays
-//     are type-stable (worker/lane_arrays.h), so the CAS then lands in a
-//     cell that does not hold `item` and fails. So may TakeBackPending();
-//     after it succeeds, the caller must settle the cell with Unclaim() (on
-//     the lane that owns it) or Bury(), or the consumer waits at it forever.
+//   * TakeBackPending(Cell(index), item) may be called by any thread that
+//     keeps `item` alive, after Publish(index, item) happened before it (the
+//     caller got the item from the producer). Exactly one of it and the
+//     consumer's Pop() gets a published item. It may be called even after
+//     the lane has been destroyed: cell arrays are type-stable
+//     (worker/lane_arrays.h), so the CAS then lands in a cell that does not
+//     hold `item` and fails.
+//   * A successful TakeBackPending() leaves the cell unpublished, and the
+//     caller must settle it, or the consumer waits at it forever: Unclaim()
+//     on the lane that owns it, or Bury() (a tombstone the consumer skips).
 //   * Unclaim() moves tail_ back by one, and only from the value that
 //     follows the cell: no cell claimed after it is ever given back, and the
 //     consumer, which never passes an unpublished cell, has not passed it.
@@ -30,30 +30,32 @@
 //     (kNotYet) and takes whatever the next Claim() publishes there.
 //   * Pop() and Empty() are for one consumer thread at a time.
 //   * An item is published at most once in its life, so a cell can never hold
-//     the same item again after Pop() has taken it: TakeBack() cannot take
+//     the same item again after Pop() has taken it: a take-back cannot take
 //     the wrong one (no ABA).
 //
 // Memory ordering
 //   Claim() is a CAS on tail_ (seq_cst, so that it orders against the
 //   worker's "about to sleep" store like the pending queue's exchange does,
-//   see worker/worker.h). Publish() stores the item with release; Pop()
-//   exchanges the cell with nullptr (acq_rel), so everything the producer
-//   wrote before Publish() is visible to the consumer, and a TakeBack() CAS
-//   (acq_rel) on the same cell is ordered against it: one of the two sees the
-//   item, the other sees nullptr or the tombstone. Pop() then stores head_ + 1
-//   (release); a producer reuses a cell only after it has loaded (acquire) a
-//   head_ past it, directly or through seen_head_ (published with release
-//   by the producer that loaded it), so a cell is only reused after the
-//   consumer has emptied it. A cell that is claimed
-//   but not yet published reads as nullptr: Pop() reports kNotYet and tries
-//   it again later (the producer is between Claim() and Publish()).
-//   The cell array is allocated by the first Claim() (CAS on cells_); the
-//   consumer reads cells_ only after it has seen a claimed index, which comes
-//   after the allocation.
+//   see worker/worker.h); so is Unclaim(). Publish() stores the item with
+//   release; Pop() exchanges the cell with nullptr (acq_rel), so everything
+//   the producer wrote before Publish() is visible to the consumer, and a
+//   TakeBackPending() CAS (acq_rel) on the same cell is ordered against it:
+//   one of the two sees the item, the other sees nullptr (or, after Bury(),
+//   the tombstone). Pop() then stores head_ + 1 (release); a producer reuses
+//   a cell only after it has loaded (acquire) a head_ past it, directly or
+//   through seen_head_ (published with release by the producer that loaded
+//   it), so a cell is only reused after the consumer has emptied it. A cell
+//   that is claimed but not yet published reads as nullptr: Pop() reports
+//   kNotYet and tries it again later (the producer is between Claim() and
+//   Publish(), or between TakeBackPending() and Bury()). The cell array is
+//   allocated by the first Claim() (CAS on cells_); the consumer reads
+//   cells_ only after it has seen a claimed index, which comes after the
+//   allocation.
 //
-// Cost: Claim is a load and a CAS, Publish a store; TakeBack one CAS; Pop one
-// exchange and a store. Memory: kCapacity * 8 bytes, taken on first use
-// from worker/lane_arrays.h and given back there, never freed.
+// Cost: Claim is a load and a CAS, Publish a store; a take-back one CAS,
+// then a load and a CAS (Unclaim) or a store (Bury); Pop one exchange and a
+// store. Memory: kCapacity * 8 bytes, taken on first use from
+// worker/lane_arrays.h and given back there, never freed.
 
 #ifndef TICKWHEEL_WORKER_LANE_H_
 #define TICKWHEEL_WORKER_LANE_H_
@@ -106,25 +108,13 @@ class Lane {
     return &cells_.load(std::memory_order_relaxed)[index];
   }
 
-  // Replaces `item` in cell `index` by a tombstone if the consumer has not
-  // taken it yet; true if it did (the caller now owns what the cell owned).
-  bool TakeBack(int64_t index, T* item) {
-    return TakeBackAt(&cells_.load(std::memory_order_acquire)[index], item);
-  }
-  // TakeBack() through Cell(index); see the ground rules.
-  static bool TakeBackAt(std::atomic<T*>* cell, T* item) {
-    T* expected = item;
-    return cell->compare_exchange_strong(expected, Tombstone(),
-                                         std::memory_order_acq_rel,
-                                         std::memory_order_relaxed);
-  }
-
-  // A take-back in two steps, for a producer that may give the cell back
-  // to the ring. TakeBackPending() moves `item` out of `cell` and leaves the
-  // cell unpublished (the consumer waits there, as for a producer between
-  // Claim() and Publish()); true if it took the item. The caller must then
-  // settle the cell: Unclaim() it if it is this lane's last claimed cell,
-  // else Bury() it (a tombstone, which the consumer skips).
+  // Taking an item back, in two steps. TakeBackPending() moves `item` out
+  // of `cell` (a Cell() of this or of a destroyed lane) if the consumer has
+  // not taken it, and leaves the cell unpublished (the consumer waits there,
+  // as for a producer between Claim() and Publish()); true if it took the
+  // item, which the caller then owns. The caller must then settle the cell:
+  // Unclaim() it if it is its lane's last claimed cell, else Bury() it (a
+  // tombstone, which the consumer skips).
   static bool TakeBackPending(std::atomic<T*>* cell, T* item) {
     T* expected = item;
     return cell->compare_exchange_strong(expected, nullptr,
@@ -214,7 +204,7 @@ class Lane {
     if (memory == nullptr) return nullptr;
     // A fresh array is zeroed memory, which is how a lock-free atomic
     // pointer holds nullptr; a reused one is cleared with atomic stores,
-    // since a late TakeBackAt() aimed at its former lane may race them.
+    // since a late TakeBackPending() aimed at its former lane may race them.
     auto* fresh = static_cast<std::atomic<T*>*>(memory);
     if (reused) {
       for (uint32_t i = 0; i < kCapacity; ++i) {
