@@ -58,7 +58,7 @@ TEST(LaneTest, FifoFullAndReuse) {
   EXPECT_TRUE(lane.Empty());
 }
 
-TEST(LaneTest, TakeBackAtADestroyedLanesCellFailsHarmlessly) {
+TEST(LaneTest, TakeBackFromADestroyedLanesCellFailsHarmlessly) {
   // What a late cancel() does after its timer is gone: a CAS through a cell
   // address of a lane that no longer exists. The array is type-stable: the
   // next lane of the size takes it, cleared, and the CAS fails there.
