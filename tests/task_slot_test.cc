@@ -168,6 +168,23 @@ TEST(TaskSlotTest, ExceptionFromTheCallPropagates) {
   EXPECT_TRUE(slot) << "a throwing call does not empty the slot";
 }
 
+std::atomic<int> plain_function_runs{0};
+void PlainFunction(const Timeout&) { ++plain_function_runs; }
+
+TEST(TaskSlotTimerTest, AFunctionNameAndAReferenceWrapperAreCallablesToo) {
+  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
+  Counts c;
+  Small small(&c);
+  ASSERT_TRUE(t.timer->newTimeout(PlainFunction, absl::Milliseconds(1)).ok());
+  ASSERT_TRUE(
+      t.timer->newTimeout(PlainFunction, std::chrono::milliseconds(1)).ok());
+  ASSERT_TRUE(t.timer->newTimeout(std::ref(small), absl::Milliseconds(1)).ok());
+  EXPECT_EQ(c.live, 1) << "a reference wrapper copies nothing";
+  t.clock->AdvanceAndSettle(absl::Milliseconds(1));
+  EXPECT_EQ(plain_function_runs.load(), 2);
+  EXPECT_EQ(c.calls, 1);
+}
+
 // Through the Timer: inline and boxed callables run once and die once;
 // stop() hands each back whole; a throwing copy schedules nothing.
 TEST(TaskSlotTimerTest, NewTimeoutTakesCallablesDirectly) {

@@ -168,12 +168,17 @@ class Timer {
   template <typename F,
             std::enable_if_t<internal::kIsTaskCallable<F>, int> = 0>
   absl::StatusOr<Timeout> newTimeout(F&& task, absl::Duration delay) {
-    if (internal::IsEmptyCallable<std::decay_t<F>>(task)) {
-      return EmptyTaskError();
+    if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
+      return newTimeout(&task, delay);  // a function: by its pointer
+    } else {
+      if (internal::IsEmptyCallable<std::decay_t<F>>(task)) {
+        return EmptyTaskError();
+      }
+      // EmplaceTask<F&&> casts the pointer back to F's own constness.
+      return Schedule(&internal::EmplaceTask<F&&>,
+                      const_cast<void*>(static_cast<const void*>(&task)),
+                      delay);
     }
-    // EmplaceTask<F&&> casts the pointer back to F's own constness.
-    return Schedule(&internal::EmplaceTask<F&&>,
-                    const_cast<void*>(static_cast<const void*>(&task)), delay);
   }
   absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay);
 
