@@ -133,7 +133,7 @@ bool Timeout::cancel() const {
     // Still in its shard's fast lane: we took it back, and with it the
     // worker's reference, so the worker never touches the node and this
     // thread frees it (see worker/worker.h, "The fast lane").
-    node_->UnrefOneOfOwn();  // never the last: this handle holds one
+    node_->Unref();  // never the last: this handle holds one
   }
   shared->CountWord(shard).fetch_sub(SharedTimerState::kOne,
                                      std::memory_order_release);

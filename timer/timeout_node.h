@@ -255,19 +255,6 @@ struct TimeoutNode {
     return (refs_state.load(std::memory_order_acquire) & kMaxRefs) == 1;
   }
 
-  // Drops one of two or more references the caller holds (cancel(), having
-  // taken the worker's reference back from the lane, still holds its
-  // handle's). When those are all there are, no other thread holds one or
-  // can gain one, so a load and a plain store do it.
-  void UnrefOneOfOwn() {
-    const uint32_t word = refs_state.load(std::memory_order_acquire);
-    if ((word & kMaxRefs) == 2) {
-      refs_state.store(word - 1, std::memory_order_relaxed);
-      return;
-    }
-    refs_state.fetch_sub(1, std::memory_order_acq_rel);
-  }
-
   // Drops one reference; the last one deletes the node (and any task in it).
   void Unref() {
     if (SoleHolder() ||

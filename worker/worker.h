@@ -56,18 +56,19 @@
 //   cells, taken on first use from type-stable memory, worker/lane_arrays.h)
 //   in front of its pending queue. newTimeout() claims a cell and records its
 //   address in the node's `next` (unused while the node is in a lane); when
-//   the lane is full it pushes on the queue instead. A cancel() that wins kQueued -> kCancelled takes the node back
-//   out of its cell (a CAS to a tombstone) and with it the worker's
-//   reference: the worker then never touches the node, and the cancelling
-//   thread frees it while its cache still holds it. (A lone handle takes the
-//   node back before it changes the state, and then claims it with a store;
-//   if its cell is still the lane's last claimed one, the cell goes back to
-//   the ring and the worker never hears of it; timer/timeout_node.h explains
-//   why that is safe.) A worker-side free
-//   would make the producer's next allocation fetch the cell from the worker's
-//   cache (about 170 ns a pair here). The worker pops the lane before the
-//   queue, one snapshot of claimed cells per pass, and counts each tombstone
-//   as a cancellation. Order: a thread's timeouts reach the wheel in the
+//   the lane is full it pushes on the queue instead. A cancel() that comes
+//   before the worker has popped the node takes it back out of its cell (a
+//   CAS) and with it the worker's reference: the worker then never touches
+//   the node, and the cancelling thread frees it while its cache still holds
+//   it (a worker-side free would make the producer's next allocation fetch
+//   the cell from the worker's cache: about 170 ns a pair here). The cell
+//   then goes back to the ring if it is still the lane's last claimed one,
+//   and the worker never hears of the timeout; otherwise it holds a
+//   tombstone. A lone handle does the take-back before it changes the state
+//   and claims the node with a store (timer/timeout_node.h says why that is
+//   safe); other cancels win kQueued -> kCancelled first. The worker pops
+//   the lane before the queue, one snapshot of claimed cells per pass, and
+//   counts each tombstone as a cancellation. Order: a thread's timeouts reach the wheel in the
 //   order it scheduled them, except that after its lane overflowed into the
 //   queue, later timeouts from the lane can be filed before the overflowed
 //   ones; timeouts due in the same tick then run in that order.
