@@ -1,6 +1,7 @@
 // When the worker wakes, on a ManualClock: not every tick, only for due work,
 // for an earlier newTimeout(), and for housekeeping while traffic flows; never
-// for a cancel(). Also: a large burst is expired in the tick it is due.
+// for a cancel(). Also: a large burst is expired in the tick it is due, and
+// an overdue backlog as soon as the worker reaches it.
 
 #include <memory>
 #include <vector>
@@ -110,6 +111,35 @@ TEST(TimerWakeupTest, BurstRunsInTheTickItIsDue) {
   EXPECT_EQ(ran->load(), kBurst);
   EXPECT_EQ(t.timer->metrics().catch_up_ticks, 0);
   EXPECT_EQ(t.timer->metrics().worst_lateness, absl::ZeroDuration());
+}
+
+// Timeouts due later than the worker's planned wake-up do not wake it, so a
+// worker that wakes late (here: one clock step far past their deadline)
+// finds them still queued, more than one slice of them. Once the first
+// slice's tick is processed the rest are overdue; each must run as soon as
+// the worker reaches it, in scheduling order, not a tick later.
+TEST(TimerWakeupTest, OverdueBacklogRunsWithoutAnotherTick) {
+  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
+  t.timer->newTimeout([](const Timeout&) {}, absl::Milliseconds(10)).value();
+  SettlePastHousekeeping(t);  // now 2 ms; the worker sleeps until 10 ms
+  constexpr int kBacklog = 20000;  // five slices; past the fast lane's 16384
+  auto order = std::make_shared<std::vector<int>>();
+  order->reserve(kBacklog);
+  const int64_t wakeups = t.timer->metrics().wakeups;
+  for (int i = 0; i < kBacklog; ++i) {
+    t.timer
+        ->newTimeout([order, i](const Timeout&) { order->push_back(i); },
+                     absl::Milliseconds(20))
+        .value();
+  }
+  t.clock->AwaitIdle();
+  EXPECT_EQ(t.timer->metrics().wakeups, wakeups);  // due later than planned
+  EXPECT_TRUE(order->empty());
+  t.clock->Advance(absl::Milliseconds(40));  // to 42 ms, in one step
+  t.clock->AwaitIdle();
+  ASSERT_EQ(static_cast<int>(order->size()), kBacklog);
+  for (int i = 0; i < kBacklog; ++i) ASSERT_EQ((*order)[i], i) << "position " << i;
+  EXPECT_EQ(t.timer->pendingTimeouts(), 0);
 }
 
 TEST(TimerWakeupTest, FarTimeoutsAreNotWalkedUntilDue) {

@@ -223,11 +223,16 @@ void Worker::Run() {
 bool Worker::Pass(int64_t now) {
   queue_traffic_ = false;
   bool done = ProcessCancelled();
-  done &= TransferPending();
+  done &= TransferPending(now);
+  // An overdue node run by TransferPending() may have stopped the timer.
+  if (shutdown_.load(std::memory_order_acquire)) return false;
   // Tick k may be processed once its end, (k + 1) * tick, has passed.
   const int64_t last_tick = now / config_.tick_nanos - 1;
+  last_advance_now_ = now;
   done &= wheel_.Advance(last_tick, kSliceBudget,
-                         [&](TimeoutNode* node) { return Expire(node, now); });
+                         [&](TimeoutNode* node) {
+                           return Expire(node, now, wheel_.elapsed());
+                         });
   ticks_.store(wheel_.elapsed(), std::memory_order_relaxed);
   // Fault in node memory ahead of the producers while we have the time
   // (timer/cell_pool.h): a relaxed load unless they are close to a new chunk.
@@ -282,7 +287,7 @@ bool Worker::ProcessCancelled() {
   return true;
 }
 
-bool Worker::TransferPending() {
+bool Worker::TransferPending(int64_t now) {
   // Round-robin over the shards, a share of the budget each, so that one
   // busy producer cannot starve the others.
   constexpr int kShards = SharedTimerState::kShards;
@@ -302,6 +307,20 @@ bool Worker::TransferPending() {
         Bump(cancelled_);
         node->Unref();
         continue;
+      }
+      // Overdue and already due when the last Advance() looked at the clock:
+      // it was queued before that pass and missed its tick only because the
+      // worker had not reached it yet (the worker woke late, or a backlog
+      // outlasted the tick). Filed, it would wait for the end of the current
+      // tick; it is due, so it runs now, as part of its own (ended) tick.
+      // A node scheduled by a task during that pass has a deadline at or
+      // after the pass's clock reading, so it is filed into the current tick
+      // as before: a task that reschedules itself with no delay runs once a
+      // tick, not in a loop.
+      const int64_t due = wheel_.DueTickOf(node);
+      if (due < wheel_.elapsed() && node->deadline < last_advance_now_) {
+        if (!Expire(node, now, due)) return false;  // stop(), or a task
+        continue;                                    // destroyed the timer
       }
       wheel_.Insert(node);
     }
@@ -330,7 +349,7 @@ void Worker::NoteExpiringTick(int64_t tick, int64_t now) {
   }
 }
 
-bool Worker::Expire(TimeoutNode* node, int64_t now) {
+bool Worker::Expire(TimeoutNode* node, int64_t now, int64_t tick) {
   if (!node->TransitionHeld(TimeoutState::kArmed, TimeoutState::kExpired)) {
     // Lost to a cancel() since the last drain: the node is on the
     // cancellation queue, and ProcessCancelled() drops our reference.
@@ -340,12 +359,8 @@ bool Worker::Expire(TimeoutNode* node, int64_t now) {
   // must find its own slot free, even at max_pending_timeouts.
   Release(1);
   Bump(expired_);
-  // The tick being processed: the bucket's, which Advance() has made
-  // elapsed() (an overdue node was filed there too). Its bookkeeping is
-  // per bucket, not per node.
-  if (const int64_t tick = wheel_.elapsed(); tick != expiring_tick_) {
-    NoteExpiringTick(tick, now);
-  }
+  // Bookkeeping is per tick, not per node.
+  if (tick != expiring_tick_) NoteExpiringTick(tick, now);
   const int64_t lateness = now - node->deadline;
   if (lateness > worst_lateness_nanos_.load(std::memory_order_relaxed)) {
     worst_lateness_nanos_.store(lateness, std::memory_order_relaxed);

@@ -12,6 +12,9 @@
 //   2. move up to kSliceBudget nodes from the shards' pending queues into the
 //      wheel, round-robin (never into a tick already processed), arming each
 //      (CAS queued -> armed) or dropping it if it was cancelled while queued;
+//      a node that was already due when the previous pass read the clock,
+//      but still queued (the worker woke late, or a backlog took longer
+//      than the tick), is expired at once instead, not a tick later;
 //   3. advance the wheel to the last tick whose end the clock has passed,
 //      expiring (or cascading) at most kSliceBudget nodes: each expired node is
 //      claimed (armed -> expired: a CAS, or a plain store when no handle is
@@ -182,8 +185,12 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // Each returns true when its queue is drained, false when the slice budget
   // ran out first.
   bool ProcessCancelled();
-  bool TransferPending();
-  bool Expire(TimeoutNode* node, int64_t now);
+  bool TransferPending(int64_t now);
+  // Claims and runs `node` as part of tick `tick`: the bucket's, which
+  // Advance() has made elapsed(), or an overdue node's own (ended) tick. The
+  // tick is what metrics().ticks shows while the task runs; it may step back
+  // below elapsed() for an overdue node.
+  bool Expire(TimeoutNode* node, int64_t now, int64_t tick);
   // Per-bucket bookkeeping of Expire(): ticks_, and catch_up_ticks_ for a
   // tick whose expiry starts a full tick or more after its end.
   void NoteExpiringTick(int64_t tick, int64_t now);
@@ -267,6 +274,7 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // Worker-only.
   Wheel wheel_;
   int64_t expiring_tick_ = -1;  // the tick Expire() last saw (bookkeeping)
+  int64_t last_advance_now_ = 0;  // the clock reading of the last Advance()
   bool queue_traffic_ = false;   // the last pass popped from a queue
   int next_shard_ = 0;           // where TransferPending starts next
 
