@@ -378,13 +378,21 @@ void Worker::CallTask(const Timeout& timeout) {
 }
 
 void Worker::RunTask(TimeoutNode* node) {
-  // Takes the worker reference.
-  Timeout timeout = TimeoutAccess::Adopt(node, &shared_);
-  if (!config_.task_executor) {
-    CallTask(timeout);
-    ReleaseAfterRun(TimeoutAccess::Disown(timeout));
+  if (config_.task_executor) {
+    HandToExecutor(node);
     return;
   }
+  // Takes the worker reference for the call, then drops it. Kept apart from
+  // HandToExecutor() so that the per-timeout path has no closure on its
+  // stack (and so no stack-protector check).
+  Timeout timeout = TimeoutAccess::Adopt(node, &shared_);
+  CallTask(timeout);
+  ReleaseAfterRun(TimeoutAccess::Disown(timeout));
+}
+
+void Worker::HandToExecutor(TimeoutNode* node) {
+  // Takes the worker reference.
+  Timeout timeout = TimeoutAccess::Adopt(node, &shared_);
   // The closure keeps the Worker (and so the shared state behind
   // Timeout::timer()) alive: an executor may run it after ~Timer, when
   // timer() then returns nullptr.

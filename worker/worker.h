@@ -198,6 +198,9 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // destroying the task's captures now.
   static void ReleaseAfterRun(TimeoutNode* node);
   void RunTask(TimeoutNode* node);
+  // RunTask() with a task_executor: hands the call over, with the worker's
+  // reference. Out of line: the common path has no executor.
+  [[gnu::noinline]] void HandToExecutor(TimeoutNode* node);
   // Called once the worker has exited, by the one thread that finishes the
   // shutdown: returns every pending node, marked stopped.
   std::vector<Timeout> CollectUnprocessed();
