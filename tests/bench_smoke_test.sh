@@ -103,8 +103,8 @@ tail -n 1 "$out/w3.svg" | grep -q "</svg>" || fail "SVG not closed"
 floors="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/floors"
 "$floors" --quick --reps=1 > "$out/floors.txt" 2>> "$out/stderr.txt" \
   || fail "floors --quick exited with status $?"
-for row in "clock " "rmw " "cas " "fresh node" "warm node" "stream 1M" \
-           "scaling, arithmetic" "scaling, fresh memory" "  T1 " "  T5 " "  T7 "; do
+for row in "clock " "rmw " "cas " "fresh node" "warm node" "stream 1M" "random 1M" \
+           "scaling, arithmetic" "scaling, fresh memory" "  T1 " "  T5 " "  T6 " "  T7 "; do
   grep -qF "$row" "$out/floors.txt" || fail "floors output lacks '$row'"
 done
 set +e

@@ -20,6 +20,9 @@
 //   stream 1M   reading and writing 1,000,000 48-byte nodes that are not in
 //               the cache: the memory traffic alone of expiring a burst of a
 //               million (target 5).
+//   random 1M   the same in a random order, prefetching 8 nodes ahead as the
+//               wheel's sweep does: a bucket fed by random delays (W6,
+//               target 6).
 //   scaling     aggregate rate of 2 threads over 1 thread, for pure
 //               arithmetic and for first-touching fresh memory: the ceiling of
 //               target 7 when producers grow the pending set.
@@ -147,6 +150,41 @@ double StreamMs(const Sizes& s) {
   return static_cast<double>(t1 - t0) / 1e6;
 }
 
+// Read and write every node once in a random order, prefetching 8 ahead, in
+// ms (the shuffle is made before the clock starts).
+double RandomMs(const Sizes& s) {
+  const size_t bytes = (s.stream_nodes * kNode + kChunk - 1) / kChunk * kChunk;
+  char* p = MapFresh(bytes);
+  std::memset(p, 1, bytes);
+  std::vector<uint32_t> order(s.stream_nodes);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  uint64_t x = 88172645463325252ULL;  // xorshift: a fixed, cheap shuffle
+  for (size_t i = order.size() - 1; i > 0; --i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::swap(order[i], order[x % (i + 1)]);
+  }
+  const size_t evict_bytes = size_t{64} << 20;
+  char* evict = MapFresh(evict_bytes);
+  std::memset(evict, 2, evict_bytes);
+  constexpr size_t kAhead = 8;
+  const int64_t t0 = Now();
+  int64_t sum = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i + kAhead < order.size()) {
+      __builtin_prefetch(p + size_t{order[i + kAhead]} * kNode, 1);
+    }
+    auto* node = reinterpret_cast<volatile int64_t*>(p + size_t{order[i]} * kNode);
+    sum += node[0];
+    node[1] = sum;
+  }
+  const int64_t t1 = Now();
+  Unmap(evict, evict_bytes);
+  Unmap(p, bytes);
+  return static_cast<double>(t1 - t0) / 1e6;
+}
+
 // Rate of `threads` threads each running `work` once, relative to one.
 double Scaling(const std::function<void()>& work) {
   auto wall = [&](int threads) {
@@ -216,6 +254,7 @@ int Main(int argc, char** argv) {
       {"fresh node", "ns/node", "first write of a 48-B node, fresh memory", {}},
       {"warm node", "ns/node", "the same write, memory faulted in", {}},
       {"stream 1M", "ms", "read+write 1M 48-B nodes out of cache", {}},
+      {"random 1M", "ms", "the same in random order, prefetched", {}},
       {"scaling, arithmetic", "x", "2 threads / 1 thread", {}},
       {"scaling, fresh memory", "x", "2 threads / 1 thread", {}},
   };
@@ -228,8 +267,9 @@ int Main(int argc, char** argv) {
     rows[3].values.push_back(fresh);
     rows[4].values.push_back(warm);
     rows[5].values.push_back(StreamMs(s));
-    rows[6].values.push_back(ComputeScaling(s));
-    rows[7].values.push_back(FaultScaling(s));
+    rows[6].values.push_back(RandomMs(s));
+    rows[7].values.push_back(ComputeScaling(s));
+    rows[8].values.push_back(FaultScaling(s));
   }
   fmt::print("Machine floors ({} repetitions, median [min-max]):\n", reps);
   for (const Row& row : rows) {
@@ -245,9 +285,13 @@ int Main(int argc, char** argv) {
       "(out-of-order execution overlaps them somewhat; target 40 ns)\n"
       "  T5  {:.1f} ms to read and write 1M nodes: the memory traffic of "
       "expiring the burst, before running any task (target 10 ms)\n"
+      "  T6  {:.1f} M/s: 1M nodes in random order per second of memory "
+      "traffic alone (target 20 M/s)\n"
       "  T7  {:.2f}x: 2 threads over 1 writing fresh memory, as producers "
       "that grow the pending set do (target 1.5x)\n",
-      t1, Median(rows[5].values), Median(rows[7].values));
+      t1, Median(rows[5].values),
+      static_cast<double>(s.stream_nodes) / Median(rows[6].values) / 1e3,
+      Median(rows[8].values));
   return 0;
 }
 
