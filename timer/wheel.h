@@ -51,6 +51,9 @@
 //   that reaches the worker after its due tick was processed) is due at
 //   elapsed instead, as in Netty: it joins the level-0 bucket of elapsed,
 //   marked kOverdueLevel, since its deadline no longer names that bucket.
+//   (The worker inserts only the overdue nodes that a task scheduled during
+//   the pass; one that was already due when it last read the clock it
+//   expires at once instead: worker/worker.h, step 2.)
 //
 // Invariants (CheckInvariants() verifies them)
 //   I1  A node is linked iff `where` names a level and an index, and that
