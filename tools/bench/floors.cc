@@ -138,9 +138,9 @@ double StreamMs(const Sizes& s) {
   char* evict = MapFresh(evict_bytes);
   std::memset(evict, 2, evict_bytes);
   const int64_t t0 = Now();
-  int64_t sum = 0;
+  uint64_t sum = 0;  // unsigned: the sums wrap, by design
   for (size_t i = 0; i < s.stream_nodes; ++i) {
-    auto* node = reinterpret_cast<volatile int64_t*>(p + i * kNode);
+    auto* node = reinterpret_cast<volatile uint64_t*>(p + i * kNode);
     sum += node[0];   // the deadline and links
     node[1] = sum;    // the state, the free-list link
   }
@@ -170,12 +170,12 @@ double RandomMs(const Sizes& s) {
   std::memset(evict, 2, evict_bytes);
   constexpr size_t kAhead = 8;
   const int64_t t0 = Now();
-  int64_t sum = 0;
+  uint64_t sum = 0;  // unsigned: the sums wrap, by design
   for (size_t i = 0; i < order.size(); ++i) {
     if (i + kAhead < order.size()) {
       __builtin_prefetch(p + size_t{order[i + kAhead]} * kNode, 1);
     }
-    auto* node = reinterpret_cast<volatile int64_t*>(p + size_t{order[i]} * kNode);
+    auto* node = reinterpret_cast<volatile uint64_t*>(p + size_t{order[i]} * kNode);
     sum += node[0];
     node[1] = sum;
   }
