@@ -317,10 +317,13 @@ bool Worker::TransferPending(int64_t now) {
       // after the pass's clock reading, so it is filed into the current tick
       // as before: a task that reschedules itself with no delay runs once a
       // tick, not in a loop.
-      const int64_t due = wheel_.DueTickOf(node);
-      if (due < wheel_.elapsed() && node->deadline < last_advance_now_) {
-        if (!Expire(node, now, due)) return false;  // stop(), or a task
-        continue;                                    // destroyed the timer
+      // The deadline test comes first: it is false for nearly every node, so
+      // the due tick (Insert() computes it again) is rarely computed twice.
+      if (node->deadline < last_advance_now_) {
+        if (const int64_t due = wheel_.DueTickOf(node); due < wheel_.elapsed()) {
+          if (!Expire(node, now, due)) return false;  // stop(), or a task
+          continue;                                    // destroyed the timer
+        }
       }
       wheel_.Insert(node);
     }

@@ -43,9 +43,9 @@
 
 #include "absl/time/time.h"
 #include "timer/timeout_node.h"
-#include "worker/manual_clock.h"
 #include "timer/timer.h"
 #include "timer/wheel.h"
+#include "worker/manual_clock.h"
 
 namespace {
 
