@@ -142,6 +142,50 @@ TEST(TimerWakeupTest, OverdueBacklogRunsWithoutAnotherTick) {
   EXPECT_EQ(t.timer->pendingTimeouts(), 0);
 }
 
+// The same backlog, with tasks that act on the timer while the worker is
+// still taking the backlog in: each cancels the timeout scheduled after it
+// (queued in the fast lane, in the overflow queue, or already filed), and
+// every 100th schedules a child with no delay, which must wait for the next
+// tick boundary like any timeout a task schedules.
+TEST(TimerWakeupTest, OverdueBacklogTasksMayCancelAndSchedule) {
+  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
+  t.timer->newTimeout([](const Timeout&) {}, absl::Milliseconds(10)).value();
+  SettlePastHousekeeping(t);
+  constexpr int kBacklog = 20000;
+  auto handles = std::make_shared<std::vector<Timeout>>(kBacklog + 1);
+  auto ran = std::make_shared<std::vector<int>>();
+  auto children = std::make_shared<int>(0);
+  Timer* timer = t.timer.get();
+  for (int i = 0; i < kBacklog; ++i) {
+    (*handles)[i] =
+        t.timer
+            ->newTimeout(
+                [handles, ran, children, timer, i](const Timeout&) {
+                  ran->push_back(i);
+                  (*handles)[i + 1].cancel();  // the last one: an empty handle
+                  if (i % 100 == 0) {
+                    timer->newTimeout([children](const Timeout&) { ++*children; },
+                                      absl::ZeroDuration())
+                        .value();
+                  }
+                },
+                absl::Milliseconds(20))
+            .value();
+  }
+  t.clock->AwaitIdle();
+  t.clock->Advance(absl::Milliseconds(40));  // one step past them all
+  t.clock->AwaitIdle();
+  // Each task that ran cancelled the next one before it could run.
+  ASSERT_EQ(static_cast<int>(ran->size()), kBacklog / 2);
+  for (int k = 0; k < kBacklog / 2; ++k) ASSERT_EQ((*ran)[k], 2 * k);
+  EXPECT_EQ(*children, 0);  // due at the next boundary, not in this pass
+  EXPECT_EQ(t.timer->pendingTimeouts(), kBacklog / 100);
+  t.clock->AdvanceAndSettle(absl::Milliseconds(1));
+  EXPECT_EQ(*children, kBacklog / 100);
+  EXPECT_EQ(t.timer->pendingTimeouts(), 0);
+  EXPECT_EQ(t.timer->metrics().cancelled, kBacklog / 2);
+}
+
 TEST(TimerWakeupTest, FarTimeoutsAreNotWalkedUntilDue) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 64));
   for (int i = 0; i < 1000; ++i) {
