@@ -128,34 +128,51 @@ void NodeWrites(const Sizes& s, double* fresh, double* warm) {
   Unmap(p, bytes);
 }
 
+// Nodes of fresh memory, written once (faulted in), unmapped on destruction.
+class Nodes {
+ public:
+  explicit Nodes(size_t n)
+      : bytes_((n * kNode + kChunk - 1) / kChunk * kChunk), p_(MapFresh(bytes_)) {
+    std::memset(p_, 1, bytes_);
+  }
+  ~Nodes() { Unmap(p_, bytes_); }
+  Nodes(const Nodes&) = delete;
+  Nodes& operator=(const Nodes&) = delete;
+  volatile uint64_t* at(size_t i) const {
+    return reinterpret_cast<volatile uint64_t*>(p_ + i * kNode);
+  }
+
+ private:
+  const size_t bytes_;
+  char* const p_;
+};
+
+// Sweeps a buffer larger than any last-level cache here.
+void EvictCaches() {
+  const size_t bytes = size_t{64} << 20;
+  char* evict = MapFresh(bytes);
+  std::memset(evict, 2, bytes);
+  Unmap(evict, bytes);
+}
+
 // Read and write every node once, out of cache, in ms.
 double StreamMs(const Sizes& s) {
-  const size_t bytes = (s.stream_nodes * kNode + kChunk - 1) / kChunk * kChunk;
-  char* p = MapFresh(bytes);
-  std::memset(p, 1, bytes);
-  // Evict: sweep a buffer larger than any last-level cache here.
-  const size_t evict_bytes = size_t{64} << 20;
-  char* evict = MapFresh(evict_bytes);
-  std::memset(evict, 2, evict_bytes);
+  const Nodes nodes(s.stream_nodes);
+  EvictCaches();
   const int64_t t0 = Now();
   uint64_t sum = 0;  // unsigned: the sums wrap, by design
   for (size_t i = 0; i < s.stream_nodes; ++i) {
-    auto* node = reinterpret_cast<volatile uint64_t*>(p + i * kNode);
-    sum += node[0];   // the deadline and links
-    node[1] = sum;    // the state, the free-list link
+    volatile uint64_t* node = nodes.at(i);
+    sum += node[0];  // the deadline and links
+    node[1] = sum;   // the state, the free-list link
   }
-  const int64_t t1 = Now();
-  Unmap(evict, evict_bytes);
-  Unmap(p, bytes);
-  return static_cast<double>(t1 - t0) / 1e6;
+  return static_cast<double>(Now() - t0) / 1e6;
 }
 
 // Read and write every node once in a random order, prefetching 8 ahead, in
 // ms (the shuffle is made before the clock starts).
 double RandomMs(const Sizes& s) {
-  const size_t bytes = (s.stream_nodes * kNode + kChunk - 1) / kChunk * kChunk;
-  char* p = MapFresh(bytes);
-  std::memset(p, 1, bytes);
+  const Nodes nodes(s.stream_nodes);
   std::vector<uint32_t> order(s.stream_nodes);
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
   uint64_t x = 88172645463325252ULL;  // xorshift: a fixed, cheap shuffle
@@ -165,24 +182,19 @@ double RandomMs(const Sizes& s) {
     x ^= x << 17;
     std::swap(order[i], order[x % (i + 1)]);
   }
-  const size_t evict_bytes = size_t{64} << 20;
-  char* evict = MapFresh(evict_bytes);
-  std::memset(evict, 2, evict_bytes);
+  EvictCaches();
   constexpr size_t kAhead = 8;
   const int64_t t0 = Now();
   uint64_t sum = 0;  // unsigned: the sums wrap, by design
   for (size_t i = 0; i < order.size(); ++i) {
     if (i + kAhead < order.size()) {
-      __builtin_prefetch(p + size_t{order[i + kAhead]} * kNode, 1);
+      __builtin_prefetch(const_cast<const uint64_t*>(nodes.at(order[i + kAhead])), 1);
     }
-    auto* node = reinterpret_cast<volatile uint64_t*>(p + size_t{order[i]} * kNode);
+    volatile uint64_t* node = nodes.at(order[i]);
     sum += node[0];
     node[1] = sum;
   }
-  const int64_t t1 = Now();
-  Unmap(evict, evict_bytes);
-  Unmap(p, bytes);
-  return static_cast<double>(t1 - t0) / 1e6;
+  return static_cast<double>(Now() - t0) / 1e6;
 }
 
 // Rate of `threads` threads each running `work` once, relative to one.
