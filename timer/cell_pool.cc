@@ -116,15 +116,27 @@ CellDepot::ChunkHeader* CellDepot::HeaderOf(const void* cell) const {
                                         ~uintptr_t{kChunk - 1});
 }
 
-CellDepot::ChunkHeader* CellDepot::AddChunk() {
-  char* base = nullptr;
-  if (!reserve_.empty()) {
-    base = reserve_.back();
-    reserve_.pop_back();
-  } else {
-    base = MapAligned();
-    if (base == nullptr) return nullptr;
+namespace {
+
+// A freshly mapped chunk with every page faulted in, or nullptr when out of
+// memory. Slow (0.1-5 ms): never called with a depot's mutex held.
+char* MapFaultedChunk() {
+  char* base = MapAligned();
+  if (base == nullptr) return nullptr;
+  // One write per page faults the chunk in (one fault when it gets a huge
+  // page). Volatile, so that the writes are not optimised away.
+  for (size_t off = 0; off < kChunk; off += 4096) {
+    static_cast<volatile char*>(static_cast<void*>(base))[off] = 0;
   }
+  return base;
+}
+
+}  // namespace
+
+CellDepot::ChunkHeader* CellDepot::AddChunk() {
+  if (reserve_.empty()) return nullptr;
+  char* base = reserve_.back();
+  reserve_.pop_back();
   auto* h = reinterpret_cast<ChunkHeader*>(base);
   h->index = static_cast<uint32_t>(chunks_.size());
   h->free = static_cast<uint32_t>(cells_per_chunk_);
@@ -142,7 +154,24 @@ CellDepot::ChunkHeader* CellDepot::AddChunk() {
 }
 
 FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
-  MutexLock lock(&mu_);
+  while (true) {
+    {
+      SpinningMutexLock lock(&mu_);
+      if (FreeCell* head = TakeLocked(max, count)) return head;
+    }
+    // Every chunk is full and no faulted-in chunk is in reserve. Map and
+    // fault one in here, outside the mutex: zeroing 2 MiB (on a VM, perhaps
+    // also the host backing it) takes 0.1-5 ms, during which other threads
+    // must still be able to take and give back cells. Two threads that get
+    // here at once each add a chunk; the spare one stays in reserve.
+    char* base = MapFaultedChunk();
+    if (base == nullptr) return nullptr;  // out of memory: *count is 0
+    MutexLock lock(&mu_);
+    reserve_.push_back(base);
+  }
+}
+
+FreeCell* CellDepot::TakeLocked(uint32_t max, uint32_t* count) {
   FreeCell* head = nullptr;
   FreeCell** tail = &head;
   uint32_t n = 0;
@@ -152,7 +181,7 @@ FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
       ++first_with_free_;
     }
     if (first_with_free_ == chunks_.size()) {
-      if (n > 0 || AddChunk() == nullptr) break;  // partial, or out of memory
+      if (n > 0 || AddChunk() == nullptr) break;  // partial, or none reserved
       continue;
     }
     ChunkHeader* h = chunks_[first_with_free_];
@@ -180,6 +209,8 @@ FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
   *tail = nullptr;
   free_cells_ -= n;
   *count = n;
+  // Out of chunks: Take() maps one now, so the reserve is not asked for.
+  if (n == 0) return nullptr;
   if (free_cells_ < cells_per_chunk_ / 4 && reserve_.size() < kReserveChunks) {
     want_reserve_.store(true, std::memory_order_relaxed);
   }
@@ -197,19 +228,14 @@ void CellDepot::Replenish() {
     MutexLock lock(&mu_);
     if (reserve_.size() >= kReserveChunks) return;
   }
-  char* base = MapAligned();
+  char* base = MapFaultedChunk();
   if (base == nullptr) return;
-  // One write per page faults the chunk in (one fault when it gets a huge
-  // page). Volatile, so that the writes are not optimised away.
-  for (size_t off = 0; off < kChunk; off += 4096) {
-    static_cast<volatile char*>(static_cast<void*>(base))[off] = 0;
-  }
   MutexLock lock(&mu_);
   reserve_.push_back(base);
 }
 
 void CellDepot::Give(FreeCell* head) {
-  MutexLock lock(&mu_);
+  SpinningMutexLock lock(&mu_);
   for (FreeCell* cell = head; cell != nullptr;) {
     FreeCell* next = cell->next;
     ChunkHeader* h = HeaderOf(cell);

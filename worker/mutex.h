@@ -13,7 +13,8 @@
 // Why not absl::Mutex: Debian's libabsl is not built with ThreadSanitizer, so
 // TSan would not see its happens-before edges and would report false races.
 // Mutex keeps a std::mutex inside, a pthread mutex that TSan intercepts, and
-// adds nothing at run time: every method is one inline call or nothing.
+// adds nothing at run time: every method is one inline call or nothing,
+// except LockSpinning(), which tries a few times before it blocks.
 //
 // Waiting: use std::condition_variable_any and pass it the Mutex itself, while
 // a MutexLock holds it. For clang the lock is held before and after the wait,
@@ -49,6 +50,20 @@ class ABSL_LOCKABLE Mutex {
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
 
+  // Lock(), but first spins for a few microseconds while the mutex is held:
+  // for a mutex whose holders keep it for about a microsecond, where
+  // sleeping in the kernel and being woken costs ten times that. Backs off
+  // exponentially (1, 2, 4, ... 64 pauses between tries, ~127 in all), so a
+  // waiter whose holder was descheduled gives up quickly and sleeps.
+  void LockSpinning() ABSL_EXCLUSIVE_LOCK_FUNCTION()
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (int pauses = 1; pauses <= 64; pauses *= 2) {
+      if (mu_.try_lock()) return;
+      for (int i = 0; i < pauses; ++i) Pause();
+    }
+    mu_.lock();
+  }
+
   // The BasicLockable spelling of Lock()/Unlock(), for the standard library.
   void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   void unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
@@ -58,6 +73,14 @@ class ABSL_LOCKABLE Mutex {
   void AssertHeld() const ABSL_ASSERT_EXCLUSIVE_LOCK() {}
 
  private:
+  static void Pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
+
   std::mutex mu_;
 };
 
@@ -71,6 +94,22 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
 
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
+
+ private:
+  Mutex* const mu_;
+};
+
+// MutexLock with Mutex::LockSpinning().
+class ABSL_SCOPED_LOCKABLE SpinningMutexLock {
+ public:
+  explicit SpinningMutexLock(Mutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu)
+      : mu_(mu) {
+    mu_->LockSpinning();
+  }
+  ~SpinningMutexLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
+
+  SpinningMutexLock(const SpinningMutexLock&) = delete;
+  SpinningMutexLock& operator=(const SpinningMutexLock&) = delete;
 
  private:
   Mutex* const mu_;
