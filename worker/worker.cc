@@ -82,6 +82,13 @@ bool Worker::OnWorkerThread() const {
 
 absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
                                          absl::Duration delay) {
+  // The clock first: the vDSO orders its TSC read (lfence or rdtscp), which
+  // would otherwise wait for the RMW below to complete. Reading it before
+  // the reservation is still reading it during this call, so the deadline is
+  // never early; if the worker has not started yet, `now` precedes startTime
+  // and the deadline counts from startTime instead (clamped below), later.
+  const int64_t now = real_clock_ ? RealClock::MonotonicNanos()
+                                  : config_.clock->NowNanos();
   // Reserve a pending slot and check that the timer is open, in one RMW. With
   // a limit, a CAS loop, so that the count never exceeds it, not even for an
   // instant.
@@ -126,8 +133,6 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
   // delay saturates at INT64_MAX nanoseconds (292 years) instead of wrapping
   // into the past.
   const int64_t delay_nanos = DelayNanos(delay);
-  const int64_t now = real_clock_ ? RealClock::MonotonicNanos()
-                                  : config_.clock->NowNanos();
   const int64_t elapsed = now - start_nanos_;
   const int64_t deadline =
       SaturatingAdd(std::max<int64_t>(0, elapsed), delay_nanos);
