@@ -48,6 +48,8 @@
 
 #include <fmt/format.h>
 
+#include "tools/bench/proc_stats.h"
+
 namespace {
 
 int64_t Now(clockid_t id = CLOCK_MONOTONIC) {
@@ -283,7 +285,8 @@ int Main(int argc, char** argv) {
     rows[7].values.push_back(ComputeScaling(s));
     rows[8].values.push_back(FaultScaling(s));
   }
-  fmt::print("Machine floors ({} repetitions, median [min-max]):\n", reps);
+  fmt::print("Machine floors ({} repetitions, median [min-max]); memory: {}\n",
+             reps, tickwheel::bench::MemoryEnvironment());
   for (const Row& row : rows) {
     fmt::print("  {:<22} {:<8} {:<24} {}\n", row.name, row.unit,
                Summary(row.values), row.what);

@@ -84,6 +84,7 @@ bool WriteJson(const std::string& path, const Results& r,
       "\"elapsed_s\": " + Num(info.elapsed_s),
       "\"load_average_start\": " + Str(info.load_start),
       "\"load_average_end\": " + Str(info.load_end),
+      "\"memory\": " + Str(info.memory),
       "\"config\": {\n" + Join(config, "      ") + "    }"};
 
   std::vector<std::string> metrics;

@@ -4,8 +4,10 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -70,6 +72,62 @@ std::string LoadAverage() {
   std::string a, b, c;
   if (!(in >> a >> b >> c)) return "?";
   return a + " " + b + " " + c;
+}
+
+namespace {
+
+// The first line of `path`, or "?".
+std::string FirstLine(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  return std::getline(in, line) ? line : "?";
+}
+
+// The bracketed choice of a sysfs mode file ("always [madvise] never").
+std::string Chosen(const std::string& modes) {
+  const size_t open = modes.find('['), close = modes.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) {
+    return modes;
+  }
+  return modes.substr(open + 1, close - open - 1);
+}
+
+}  // namespace
+
+std::string MemoryEnvironment() {
+  const std::string thp =
+      Chosen(FirstLine("/sys/kernel/mm/transparent_hugepage/enabled"));
+  const std::string defrag =
+      Chosen(FirstLine("/sys/kernel/mm/transparent_hugepage/defrag"));
+  const std::string clock = FirstLine(
+      "/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  // Free page reporting (Linux 5.7+) is on when a virtio-balloon device
+  // offers feature bit 5 (VIRTIO_BALLOON_F_REPORTING); the kernel command
+  // line may set the smallest block it reports.
+  bool reporting = false;
+  std::error_code ec;
+  const std::filesystem::path devices = "/sys/bus/virtio/devices";
+  if (std::filesystem::is_directory(devices, ec)) {
+    for (const auto& dev : std::filesystem::directory_iterator(devices, ec)) {
+      const std::string id = FirstLine((dev.path() / "device").c_str());
+      const std::string features = FirstLine((dev.path() / "features").c_str());
+      if (id == "0x0005" && features.size() > 5 && features[5] == '1') {
+        reporting = true;
+      }
+    }
+  }
+  std::string order;
+  const std::string cmdline = FirstLine("/proc/cmdline");
+  constexpr std::string_view kOrder = "page_reporting.page_reporting_order=";
+  if (const size_t at = cmdline.find(kOrder); at != std::string::npos) {
+    const size_t from = at + kOrder.size();
+    order = cmdline.substr(from, cmdline.find(' ', from) - from);
+  }
+  return fmt::format("THP {} (defrag {}); clocksource {}; free page reporting {}",
+                     thp, defrag, clock,
+                     !reporting        ? std::string("off")
+                     : order.empty()   ? std::string("on")
+                                       : fmt::format("from order {}", order));
 }
 
 int64_t ThreadVoluntarySwitches(int tid) {

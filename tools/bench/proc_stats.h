@@ -1,7 +1,8 @@
 // tools/bench/proc_stats.h
 // -----------------------------------------------------------------------------
 // What the benchmark reads about its own process from Linux: resident memory
-// (W2, W4), CPU time (W1, W2, W5, W6), the load average (report header) and a thread's voluntary context switches (the
+// (W2, W4), CPU time (W1, W2, W5, W6), the load average and the memory
+// environment (report header) and a thread's voluntary context switches (the
 // wake-up count of the Asio model's io thread, W5).
 //
 // All functions are thread-safe; they return -1 when /proc cannot be read.
@@ -41,6 +42,15 @@ int64_t ThreadCpuNanos();
 
 // The first three fields of /proc/loadavg ("1.02 0.80 0.55"), or "?".
 std::string LoadAverage();
+
+// What decides the cost of fresh memory and of a clock read here, in one
+// line: the transparent huge page mode and defrag policy, the clock source,
+// and whether the guest hands free memory back to its hypervisor (free page
+// reporting, virtio-balloon): e.g. "THP madvise (defrag madvise);
+// clocksource tsc; free page reporting from order 11". With reporting on,
+// a page the kernel gives a process may first have to be faulted in again on
+// the host, so first-touch costs come in two modes (docs/PERFORMANCE.md).
+std::string MemoryEnvironment();
 
 // voluntary_ctxt_switches of thread `tid` of this process, from
 // /proc/self/task/<tid>/status.

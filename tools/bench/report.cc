@@ -50,6 +50,7 @@ RunInfo CollectRunInfo() {
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S %Z", std::localtime(&now));
   info.date = buf;
   info.load_start = LoadAverage();
+  info.memory = MemoryEnvironment();
   utsname u{};
   uname(&u);
   info.host = fmt::format("{} cores, {} {} {}", sysconf(_SC_NPROCESSORS_ONLN),
@@ -76,6 +77,7 @@ void PrintReport(std::FILE* out, const Results& r,
   fmt::print(out, "host: {}; {}\n", info.host, info.compiler);
   fmt::print(out, "load average (1/5/15 min): {} at start, {} at end\n",
              info.load_start, info.load_end);
+  fmt::print(out, "memory: {}\n", info.memory);
   fmt::print(out, "command: {}\n", c.command_line);
   fmt::print(out,
              "R={} repetitions per cell: median [min-max]. "

@@ -30,6 +30,7 @@ struct RunInfo {
   double elapsed_s = 0;   // wall time of all workloads
   std::string load_start;  // /proc/loadavg 1/5/15 min, before the workloads
   std::string load_end;    // ... and after
+  std::string memory;      // MemoryEnvironment() (proc_stats.h)
 };
 
 RunInfo CollectRunInfo();
