@@ -49,6 +49,19 @@ char* MapAligned() {
   return reinterpret_cast<char*>(aligned);
 }
 
+// A freshly mapped chunk with every page faulted in, or nullptr when out of
+// memory. Slow (0.1-5 ms): never called with a depot's mutex held.
+char* MapFaultedChunk() {
+  char* base = MapAligned();
+  if (base == nullptr) return nullptr;
+  // One write per page faults the chunk in (one fault when it gets a huge
+  // page). Volatile, so that the writes are not optimised away.
+  for (size_t off = 0; off < kChunk; off += 4096) {
+    static_cast<volatile char*>(static_cast<void*>(base))[off] = 0;
+  }
+  return base;
+}
+
 [[noreturn]] void DoubleFree(const void* cell) {
   std::fprintf(stderr,
                "tickwheel: pool cell %p freed twice (a TimeoutNode reference "
@@ -115,23 +128,6 @@ CellDepot::ChunkHeader* CellDepot::HeaderOf(const void* cell) const {
   return reinterpret_cast<ChunkHeader*>(reinterpret_cast<uintptr_t>(cell) &
                                         ~uintptr_t{kChunk - 1});
 }
-
-namespace {
-
-// A freshly mapped chunk with every page faulted in, or nullptr when out of
-// memory. Slow (0.1-5 ms): never called with a depot's mutex held.
-char* MapFaultedChunk() {
-  char* base = MapAligned();
-  if (base == nullptr) return nullptr;
-  // One write per page faults the chunk in (one fault when it gets a huge
-  // page). Volatile, so that the writes are not optimised away.
-  for (size_t off = 0; off < kChunk; off += 4096) {
-    static_cast<volatile char*>(static_cast<void*>(base))[off] = 0;
-  }
-  return base;
-}
-
-}  // namespace
 
 CellDepot::ChunkHeader* CellDepot::AddChunk() {
   if (reserve_.empty()) return nullptr;

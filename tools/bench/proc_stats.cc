@@ -27,6 +27,22 @@ int64_t StatusField(const std::string& path, const std::string& key) {
   return -1;
 }
 
+// The first line of `path`, or "?".
+std::string FirstLine(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  return std::getline(in, line) ? line : "?";
+}
+
+// The bracketed choice of a sysfs mode file ("always [madvise] never").
+std::string Chosen(const std::string& modes) {
+  const size_t open = modes.find('['), close = modes.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) {
+    return modes;
+  }
+  return modes.substr(open + 1, close - open - 1);
+}
+
 }  // namespace
 
 int64_t ResidentBytes() {
@@ -73,26 +89,6 @@ std::string LoadAverage() {
   if (!(in >> a >> b >> c)) return "?";
   return a + " " + b + " " + c;
 }
-
-namespace {
-
-// The first line of `path`, or "?".
-std::string FirstLine(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  return std::getline(in, line) ? line : "?";
-}
-
-// The bracketed choice of a sysfs mode file ("always [madvise] never").
-std::string Chosen(const std::string& modes) {
-  const size_t open = modes.find('['), close = modes.find(']');
-  if (open == std::string::npos || close == std::string::npos || close < open) {
-    return modes;
-  }
-  return modes.substr(open + 1, close - open - 1);
-}
-
-}  // namespace
 
 std::string MemoryEnvironment() {
   const std::string thp =
