@@ -39,7 +39,7 @@ set +e
   --w3_k=300 --w3_tick_ms=1 --w3_min_ms=1 --w3_max_ms=40 \
   --w5_idle_s=0.2 --w6_window_ms=20 --w6_lead_ms=300 \
   --w7_depths=100,3000 --w7_m=2000 --w8_lead_ms=200 --w8_delay_ms=20 \
-  --w9_settle_s=0.1 --w9_idle_s=0.2 \
+  --w9_settle_s=0.1 --w9_idle_s=0.2 --prime_mb=16 \
   --json="$out/bench.json" --svg="$out/w3.svg" \
   > "$out/stdout.txt" 2> "$out/stderr.txt"
 status=$?
@@ -47,6 +47,8 @@ set -e
 [[ $status -eq 0 ]] || fail "bench exited with status $status"
 
 grep -q "Correctness checks: all passed" "$out/stdout.txt" || fail "checks did not pass"
+grep -q "^memory: .*16 MiB primed before each cell" "$out/stdout.txt" \
+  || fail "the header does not give the memory environment and priming"
 for row in "W1 schedule, P=1" "W1 schedule, P=2" "W2 schedule+cancel, P=2" \
            "W2 pending after 3 ticks, P=1" "W3 lateness p99" "W3 early fires" \
            "W4 memory per pending timeout" "W5 idle wake-ups" "W6 expiries per worker CPU second" \

@@ -148,6 +148,10 @@ const std::vector<Flag>& Flags() {
          return true;
        },
        [](const BenchConfig& c) { return std::string(c.isolate ? "1" : "0"); }},
+      Number("prime_mb",
+             "MiB touched and released before each child process, so that "
+             "its fresh memory is host-backed on a VM (0: off)",
+             &BenchConfig::prime_mb, true),
       {"child", "internal: run one workload in this process and print it",
        [](std::string_view s, BenchConfig& c) { c.child = s; return !s.empty(); },
        [](const BenchConfig&) { return std::string("-"); }},

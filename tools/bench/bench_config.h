@@ -77,6 +77,14 @@ struct BenchConfig {
   // process (isolation.h), so that no run inherits another's heap, pools or
   // RSS. --isolate=0 runs everything in this process (for valgrind).
   bool isolate = true;
+  // Before starting each child process, touch and release this many MiB of
+  // huge-page-advised memory, so that the child's first touches land on
+  // pages its host still backs. On a VM whose guest reports free memory back
+  // to the host (free page reporting), memory that sat free for a few
+  // seconds must be faulted in again on the host: 4-13x slower first
+  // touches, whichever timer makes them (docs/PERFORMANCE.md). 256 MiB
+  // covers W7's 1.2M nodes (77 MB) with room for the rest. 0: off.
+  int64_t prime_mb = 256;
   // Internal: set in a child process to "<workload>:<impl>:<variant>:<seed>".
   std::string child;
 

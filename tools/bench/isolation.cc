@@ -1,6 +1,7 @@
 #include "tools/bench/isolation.h"
 
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +32,26 @@ std::string SelfPath() {
   const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
   if (n <= 0) return "";
   return std::string(buf.data(), static_cast<size_t>(n));
+}
+
+// Touches `mb` MiB of fresh memory, advised for huge pages as the node pool
+// of tickwheel maps its chunks, and gives it back, right before a child
+// starts: the guest kernel then hands the child pages it has just freed,
+// which the host still backs, instead of pages that sat free long enough
+// to be reported to the host (and must be faulted in there again). Without
+// it, W1 and W7 repetitions fall into a slow mode that depends on what ran
+// a few seconds earlier (docs/PERFORMANCE.md, "Why the two modes").
+void PrimeMemory(int64_t mb) {
+  if (mb <= 0) return;
+  const size_t bytes = static_cast<size_t>(mb) << 20;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;  // best effort
+  madvise(p, bytes, MADV_HUGEPAGE);
+  for (size_t off = 0; off < bytes; off += 4096) {
+    static_cast<volatile char*>(p)[off] = 1;
+  }
+  munmap(p, bytes);
 }
 
 RepOutput Failed(std::string message) {
@@ -102,6 +123,7 @@ RepOutput RunInChild(const BenchConfig& config, const std::string& workload,
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
   posix_spawn_file_actions_addclose(&actions, pipe_fds[1]);
+  PrimeMemory(config.prime_mb);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);

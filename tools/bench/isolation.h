@@ -13,7 +13,10 @@
 // run in its own process starts every
 // implementation from the same state. The runs still alternate between the
 // implementations within seconds, so the ratios keep their meaning on a noisy
-// machine.
+// machine. Before each child starts, the parent touches and releases
+// --prime_mb MiB (default 256), so that the child's fresh memory comes from
+// pages the host still backs (on a VM with free page reporting, memory that
+// sat free for a few seconds is 4-13x slower to touch first).
 //
 // Line format, one item per line, tab-separated (tabs and newlines in texts
 // become spaces):

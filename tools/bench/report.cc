@@ -77,7 +77,10 @@ void PrintReport(std::FILE* out, const Results& r,
   fmt::print(out, "host: {}; {}\n", info.host, info.compiler);
   fmt::print(out, "load average (1/5/15 min): {} at start, {} at end\n",
              info.load_start, info.load_end);
-  fmt::print(out, "memory: {}\n", info.memory);
+  fmt::print(out, "memory: {}; {}\n", info.memory,
+             c.prime_mb > 0 ? fmt::format("{} MiB primed before each cell "
+                                          "(--prime_mb)", c.prime_mb)
+                            : std::string("not primed (--prime_mb=0)"));
   fmt::print(out, "command: {}\n", c.command_line);
   fmt::print(out,
              "R={} repetitions per cell: median [min-max]. "
