@@ -35,8 +35,10 @@
 //     mutex round trip per kBatch frees; an empty cache takes kBatch cells,
 //     one round trip per kBatch allocations.
 //   * The depot's mutex is held for about a microsecond (kBatch cells linked
-//     or given back, never a page fault of a fresh chunk), so a thread that
-//     finds it held spins briefly before it sleeps (Mutex::LockSpinning()):
+//     or given back; a fresh chunk is faulted in before it is added, outside
+//     the mutex; only a chunk whose pages went back to the kernel faults
+//     its next 16 KiB in while cells are linked), so a thread that finds it
+//     held spins briefly before it sleeps (Mutex::LockSpinning()):
 //     two producers that refill at once would otherwise put each other to
 //     sleep in the kernel, tens of microseconds each time (perf on bench W1
 //     with 2 producers: ~60 such sleeps per repetition before, ~4 after).
