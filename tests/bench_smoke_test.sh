@@ -100,13 +100,15 @@ lines=$(grep -c "<polyline" "$out/w3.svg" || true)
 [[ $lines -eq 6 ]] || fail "expected 6 curves (3 models x 2 panels), got $lines"
 tail -n 1 "$out/w3.svg" | grep -q "</svg>" || fail "SVG not closed"
 
-# The machine floors (tools/bench/floors.cc), tiny sizes: every probe and
-# every target line is printed, and a bad flag exits with 2.
+# The machine floors (tools/bench/floors.cc), tiny sizes: every probe (the
+# first-touch one with a token idle time), the memory environment and every
+# target line are printed, and a bad flag exits with 2.
 floors="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/floors"
-"$floors" --quick --reps=1 > "$out/floors.txt" 2>> "$out/stderr.txt" \
+"$floors" --quick --reps=1 --first_touch=0.01 > "$out/floors.txt" 2>> "$out/stderr.txt" \
   || fail "floors --quick exited with status $?"
 for row in "clock " "rmw " "cas " "fresh node" "warm node" "stream 1M" "random 1M" \
-           "scaling, arithmetic" "scaling, fresh memory" "  T1 " "  T5 " "  T6 " "  T7 "; do
+           "scaling, arithmetic" "scaling, fresh memory" "first touch, idle" \
+           "first touch, reused" "memory: THP" "  T1 " "  T5 " "  T6 " "  T7 "; do
   grep -qF "$row" "$out/floors.txt" || fail "floors output lacks '$row'"
 done
 set +e

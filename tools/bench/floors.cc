@@ -27,14 +27,25 @@
 //               arithmetic and for first-touching fresh memory: the ceiling of
 //               target 7 when producers grow the pending set.
 //
+//   first touch (only with --first_touch=S) microseconds per 2 MiB to fault
+//               in fresh huge-page memory, twice per repetition: after S
+//               seconds of idle, and right after this process touched and
+//               released 128 MiB. On a VM whose guest reports free memory to
+//               its host (free page reporting), the first is several times
+//               the second: the host must back the pages again. That is the
+//               slow mode of W1 and W7 repetitions without the bench's
+//               --prime_mb (docs/PERFORMANCE.md, "Why the two modes").
+//
 // Every probe runs --reps times; the table shows median [min-max]. Flags:
-// --reps=R (default 5), --quick (tiny sizes, for the smoke test: the figures
-// then mean nothing).
+// --reps=R (default 5), --first_touch=S (seconds of idle, > 2 to see the
+// effect; adds R * S seconds), --quick (tiny sizes, for the smoke test: the
+// figures then mean nothing).
 
 #include <sys/mman.h>
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -84,12 +95,36 @@ void WriteNodes(char* p, size_t nodes) {
 }
 
 struct Sizes {
+  size_t touch_bytes = size_t{64} << 20;  // first touch, each half
   int64_t loop = 10'000'000;        // clock, rmw, cas iterations
   size_t fresh_nodes = 200'000;     // W7's timed calls
   size_t stream_nodes = 1'000'000;  // W8's burst
   size_t scaling_bytes = 48 << 20;  // per thread
   int64_t compute = 200'000'000;    // per thread
 };
+
+// Microseconds per 2 MiB to write one byte per 4 KiB of `bytes` of fresh
+// huge-page memory (the page faults alone).
+double TouchUsPer2M(size_t bytes) {
+  char* p = MapFresh(bytes);
+  const int64_t t0 = Now();
+  for (size_t off = 0; off < bytes; off += 4096) {
+    static_cast<volatile char*>(p)[off] = 1;
+  }
+  const double us = static_cast<double>(Now() - t0) / 1e3;
+  Unmap(p, bytes);
+  return us / static_cast<double>(bytes / kChunk);
+}
+
+// The first-touch probe: after `idle_s` seconds of sleep, and right after a
+// release of twice as much memory.
+void FirstTouch(const Sizes& s, double idle_s, double* after_idle,
+                double* after_release) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+  *after_idle = TouchUsPer2M(s.touch_bytes);
+  TouchUsPer2M(2 * s.touch_bytes);
+  *after_release = TouchUsPer2M(s.touch_bytes);
+}
 
 double ClockNs(const Sizes& s) {
   const int64_t t0 = Now();
@@ -246,16 +281,21 @@ double Median(std::vector<double> v) {
 
 int Main(int argc, char** argv) {
   int reps = 5;
+  double first_touch_s = 0;  // 0: no first-touch probe
   Sizes s;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--quick") {
-      s = {100'000, 20'000, 20'000, size_t{4} << 20, 1'000'000};
+      s = {size_t{4} << 20, 100'000, 20'000, 20'000, size_t{4} << 20,
+           1'000'000};
+    } else if (arg.substr(0, 14) == "--first_touch=" &&
+               std::atof(argv[i] + 14) > 0) {
+      first_touch_s = std::atof(argv[i] + 14);
     } else if (arg.substr(0, 7) == "--reps=" && std::atoi(argv[i] + 7) > 0) {
       reps = std::atoi(argv[i] + 7);
     } else {
       std::fprintf(stderr,
-                   "usage: floors [--reps=R] [--quick]\n"
+                   "usage: floors [--reps=R] [--first_touch=S] [--quick]\n"
                    "Measures this machine's floors under issue #6's targets; "
                    "see the comment at the top of tools/bench/floors.cc.\n");
       return arg == "--help" ? 0 : 2;
@@ -272,6 +312,12 @@ int Main(int argc, char** argv) {
       {"scaling, arithmetic", "x", "2 threads / 1 thread", {}},
       {"scaling, fresh memory", "x", "2 threads / 1 thread", {}},
   };
+  if (first_touch_s > 0) {
+    rows.push_back({"first touch, idle", "us/2MiB",
+                    fmt::format("fault-in after {:g} s idle", first_touch_s), {}});
+    rows.push_back({"first touch, reused", "us/2MiB",
+                    "fault-in right after a release", {}});
+  }
   for (int r = 0; r < reps; ++r) {
     rows[0].values.push_back(ClockNs(s));
     rows[1].values.push_back(RmwNs(s));
@@ -284,6 +330,12 @@ int Main(int argc, char** argv) {
     rows[6].values.push_back(RandomMs(s));
     rows[7].values.push_back(ComputeScaling(s));
     rows[8].values.push_back(FaultScaling(s));
+    if (first_touch_s > 0) {
+      double idle = 0, reused = 0;
+      FirstTouch(s, first_touch_s, &idle, &reused);
+      rows[9].values.push_back(idle);
+      rows[10].values.push_back(reused);
+    }
   }
   fmt::print("Machine floors ({} repetitions, median [min-max]); memory: {}\n",
              reps, tickwheel::bench::MemoryEnvironment());
