@@ -152,7 +152,7 @@ CellDepot::ChunkHeader* CellDepot::AddChunk() {
 FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
   while (true) {
     {
-      SpinningMutexLock lock(&mu_);
+      MutexLock lock(&mu_, MutexLock::kSpinFirst);
       if (FreeCell* head = TakeLocked(max, count)) return head;
     }
     // Every chunk is full and no faulted-in chunk is in reserve. Map and
@@ -231,7 +231,7 @@ void CellDepot::Replenish() {
 }
 
 void CellDepot::Give(FreeCell* head) {
-  SpinningMutexLock lock(&mu_);
+  MutexLock lock(&mu_, MutexLock::kSpinFirst);
   for (FreeCell* cell = head; cell != nullptr;) {
     FreeCell* next = cell->next;
     ChunkHeader* h = HeaderOf(cell);

@@ -84,32 +84,25 @@ class ABSL_LOCKABLE Mutex {
   std::mutex mu_;
 };
 
-// Holds `*mu` from construction to the end of the scope.
+// Holds `*mu` from construction to the end of the scope; kSpinFirst takes
+// it with Mutex::LockSpinning().
 class ABSL_SCOPED_LOCKABLE MutexLock {
  public:
-  explicit MutexLock(Mutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) {
-    mu_->Lock();
+  enum Mode { kBlock, kSpinFirst };
+
+  explicit MutexLock(Mutex* mu, Mode mode = kBlock)
+      ABSL_EXCLUSIVE_LOCK_FUNCTION(mu)
+      : mu_(mu) {
+    if (mode == kSpinFirst) {
+      mu_->LockSpinning();
+    } else {
+      mu_->Lock();
+    }
   }
   ~MutexLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
 
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
-
- private:
-  Mutex* const mu_;
-};
-
-// MutexLock with Mutex::LockSpinning().
-class ABSL_SCOPED_LOCKABLE SpinningMutexLock {
- public:
-  explicit SpinningMutexLock(Mutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu)
-      : mu_(mu) {
-    mu_->LockSpinning();
-  }
-  ~SpinningMutexLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
-
-  SpinningMutexLock(const SpinningMutexLock&) = delete;
-  SpinningMutexLock& operator=(const SpinningMutexLock&) = delete;
 
  private:
   Mutex* const mu_;
