@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace tickwheel::internal {
 
@@ -101,6 +103,19 @@ void UnlockDepotsAfterFork() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   }
 }
 
+// In the child, only the thread that forked exists: chunks that other
+// threads were mapping will never arrive, so nobody may wait for them.
+void ResetDepotsInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  const int n =
+      std::min(g_depot_count.load(std::memory_order_acquire), kMaxDepots);
+  for (int i = n - 1; i >= 0; --i) {
+    if (CellDepot* d = g_depots[i].load(std::memory_order_acquire)) {
+      d->mappers_ = 0;
+      d->mu_.Unlock();
+    }
+  }
+}
+
 CellDepot::CellDepot(size_t cell_size)
     : cell_size_(cell_size),
       divide_(CellDivider::For(cell_size)) {
@@ -113,7 +128,7 @@ CellDepot::CellDepot(size_t cell_size)
   cells_per_chunk_ = (kChunk - first_cell_offset_) / cell_size;
   static const bool handlers_installed = [] {
     return pthread_atfork(&LockDepotsForFork, &UnlockDepotsAfterFork,
-                          &UnlockDepotsAfterFork) == 0;
+                          &ResetDepotsInChild) == 0;
   }();
   (void)handlers_installed;
   // A depot is published before it is used, and fork() may come at any
@@ -151,18 +166,32 @@ CellDepot::ChunkHeader* CellDepot::AddChunk() {
 
 FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
   while (true) {
+    bool map = false;
     {
       MutexLock lock(&mu_, MutexLock::kSpinFirst);
       if (FreeCell* head = TakeLocked(max, count)) return head;
+      if (mappers_ < kMaxMappers) {
+        ++mappers_;
+        map = true;
+      }
+    }
+    if (!map) {
+      // kMaxMappers chunks are on their way: wait for one rather than map
+      // more, which would stay in reserve for good. Polling, since a
+      // condition variable's own lock could be inherited locked by fork().
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      continue;
     }
     // Every chunk is full and no faulted-in chunk is in reserve. Map and
     // fault one in here, outside the mutex: zeroing 2 MiB (on a VM, perhaps
     // also the host backing it) takes 0.1-5 ms, during which other threads
-    // must still be able to take and give back cells. Two threads that get
-    // here at once each add a chunk; the spare one stays in reserve.
+    // must still be able to take and give back cells. Up to kMaxMappers
+    // threads do this at once (two producers that run out together each
+    // fault one in, in parallel); a spare chunk stays in reserve.
     char* base = MapFaultedChunk();
-    if (base == nullptr) return nullptr;  // out of memory: *count is 0
     MutexLock lock(&mu_);
+    --mappers_;
+    if (base == nullptr) return nullptr;  // out of memory: *count is 0
     reserve_.push_back(base);
   }
 }
@@ -222,12 +251,14 @@ void CellDepot::Replenish() {
   }
   {
     MutexLock lock(&mu_);
-    if (reserve_.size() >= kReserveChunks) return;
+    // A chunk on its way from Take() serves the request as well.
+    if (reserve_.size() >= kReserveChunks || mappers_ > 0) return;
+    ++mappers_;
   }
   char* base = MapFaultedChunk();
-  if (base == nullptr) return;
   MutexLock lock(&mu_);
-  reserve_.push_back(base);
+  --mappers_;
+  if (base != nullptr) reserve_.push_back(base);
 }
 
 void CellDepot::Give(FreeCell* head) {

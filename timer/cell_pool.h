@@ -127,8 +127,9 @@ class CellDepot {
   // Up to `max` free cells, linked in ascending address order, from the
   // lowest chunk that has free cells (taking a chunk from the reserve if
   // none has, or else mapping and faulting one in outside the mutex, so that
-  // other threads are not held up by the page faults); sets *count. Returns
-  // nullptr (count 0) only when no memory is left.
+  // other threads are not held up by the page faults; at most kMaxMappers
+  // threads map at once, the others wait for their chunks); sets *count.
+  // Returns nullptr (count 0) only when no memory is left.
   FreeCell* Take(uint32_t max, uint32_t* count) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes back a null-terminated list of cells.
   void Give(FreeCell* head) ABSL_LOCKS_EXCLUDED(mu_);
@@ -158,6 +159,7 @@ class CellDepot {
   struct ChunkHeader;
   friend void LockDepotsForFork();
   friend void UnlockDepotsAfterFork();
+  friend void ResetDepotsInChild();
   // Take() with the mutex held: nullptr (count 0) when every chunk is full
   // and the reserve is empty, for Take() to map a chunk outside the mutex.
   FreeCell* TakeLocked(uint32_t max, uint32_t* count)
@@ -179,6 +181,12 @@ class CellDepot {
   size_t first_with_free_ ABSL_GUARDED_BY(mu_) = 0;
   size_t free_cells_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<char*> reserve_ ABSL_GUARDED_BY(mu_);  // faulted in, unused
+  // Threads mapping a chunk outside the mutex (Take(), Replenish()); Take()
+  // waits rather than map one more beyond kMaxMappers, so that a crowd of
+  // threads that find the depot empty at once does not leave a chunk each
+  // in reserve.
+  int mappers_ ABSL_GUARDED_BY(mu_) = 0;
+  static constexpr int kMaxMappers = 2;
   std::atomic<bool> want_reserve_{false};  // set by Take(), cleared by Replenish()
 };
 
