@@ -188,12 +188,17 @@ FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
     // must still be able to take and give back cells. Up to kMaxMappers
     // threads do this at once (two producers that run out together each
     // fault one in, in parallel); a spare chunk stays in reserve.
-    char* base = MapFaultedChunk();
-    MutexLock lock(&mu_);
-    --mappers_;
-    if (base == nullptr) return nullptr;  // out of memory: *count is 0
-    reserve_.push_back(base);
+    if (!MapIntoReserve()) return nullptr;  // out of memory: *count is 0
   }
+}
+
+bool CellDepot::MapIntoReserve() {
+  char* base = MapFaultedChunk();
+  MutexLock lock(&mu_);
+  --mappers_;
+  if (base == nullptr) return false;
+  reserve_.push_back(base);
+  return true;
 }
 
 FreeCell* CellDepot::TakeLocked(uint32_t max, uint32_t* count) {
@@ -255,10 +260,7 @@ void CellDepot::Replenish() {
     if (reserve_.size() >= kReserveChunks || mappers_ > 0) return;
     ++mappers_;
   }
-  char* base = MapFaultedChunk();
-  MutexLock lock(&mu_);
-  --mappers_;
-  if (base != nullptr) reserve_.push_back(base);
+  MapIntoReserve();
 }
 
 void CellDepot::Give(FreeCell* head) {

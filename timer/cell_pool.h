@@ -41,7 +41,8 @@
 //     held spins briefly before it sleeps (Mutex::LockSpinning()):
 //     two producers that refill at once would otherwise put each other to
 //     sleep in the kernel, tens of microseconds each time (perf on bench W1
-//     with 2 producers: ~60 such sleeps per repetition before, ~4 after).
+//     with 2 producers: 100-130 such sleeps per repetition before, 3-5
+//     after).
 //
 // Ground rules
 //   * Allocate() and Free() may be called from any thread. A cell may be
@@ -164,6 +165,10 @@ class CellDepot {
   // and the reserve is empty, for Take() to map a chunk outside the mutex.
   FreeCell* TakeLocked(uint32_t max, uint32_t* count)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For a caller that has counted itself in mappers_: maps and faults a
+  // chunk in outside the mutex, then adds it to the reserve and uncounts
+  // itself. False when out of memory.
+  bool MapIntoReserve() ABSL_LOCKS_EXCLUDED(mu_);
   // Puts a chunk from the reserve into use; nullptr if the reserve is empty.
   ChunkHeader* AddChunk() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ChunkHeader* HeaderOf(const void* cell) const;
