@@ -172,6 +172,11 @@ class CellDepot {
   // Puts a chunk from the reserve into use; nullptr if the reserve is empty.
   ChunkHeader* AddChunk() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ChunkHeader* HeaderOf(const void* cell) const;
+  // Books `given` cells just returned to `h`, the lowest in bitmap word
+  // `lowest`: its free count and scan cursor, the depot's totals, and the
+  // release of a chunk that is now wholly free.
+  void Settle(ChunkHeader* h, uint32_t given, uint32_t lowest)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives a wholly free chunk's cell pages back to the kernel (madvise
   // MADV_DONTNEED) when enough other cells are free.
   void ReleaseIfSpare(ChunkHeader* h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
