@@ -123,48 +123,19 @@ void Wheel::SetAllocated(int level, int64_t slot, bool on) {
   word = on ? word | bit : word & ~bit;
 }
 
-int Wheel::LevelFor(int64_t due_tick) const {
-  const uint64_t differ =
-      static_cast<uint64_t>(due_tick) ^ static_cast<uint64_t>(elapsed_);
-  if ((differ >> bits0_) == 0) return 0;
-  const int highest = 63 - std::countl_zero(differ);
-  return 1 + (highest - bits0_) / kUpperLevelBits;
-}
-
-void Wheel::Append(Bucket& b, int level, int64_t slot, int code,
-                   TimeoutNode* n) {
-  if (b.size == b.capacity) {
-    if (b.live < b.size - b.begin || b.begin > 0) {
-      Compact(b);  // room without growing
-    }
-    if (b.size == b.capacity) {
-      if (b.capacity > kIndexMask / 2) {
-        std::fprintf(stderr,
-                     "tickwheel: more than %u timeouts due in one tick\n",
-                     kIndexMask);
-        std::abort();
-      }
-      const uint32_t grown = b.capacity == 0 ? 8 : 2 * b.capacity;
-      if (b.slots == nullptr) SetAllocated(level, slot, true);
-      GrowSlots(b, grown);
-    }
+void Wheel::MakeRoom(Bucket& b, int level, int64_t slot) {
+  if (b.live < b.size - b.begin || b.begin > 0) {
+    Compact(b);  // room without growing
+    if (b.size < b.capacity) return;
   }
-  n->where = static_cast<uint32_t>(code) << kIndexBits | b.size;
-  b.slots[b.size++] = n;
-  ++b.live;
-  ++size_;
-}
-
-void Wheel::Insert(TimeoutNode* node) {
-  assert(!Linked(node));
-  const int64_t due = DueTickOf(node);
-  const bool overdue = due < elapsed_;
-  const int level = overdue ? 0 : LevelFor(due);
-  const int64_t slot = SlotOf(level, overdue ? elapsed_ : due);
-  Level& l = levels_[level];
-  Bucket& b = l.buckets[slot];
-  if (b.live == 0) l.occupied[slot >> 6] |= uint64_t{1} << (slot & 63);
-  Append(b, level, slot, overdue ? kOverdueLevel : level, node);
+  if (b.capacity > kIndexMask / 2) {
+    std::fprintf(stderr, "tickwheel: more than %u timeouts due in one tick\n",
+                 kIndexMask);
+    std::abort();
+  }
+  const uint32_t grown = b.capacity == 0 ? 8 : 2 * b.capacity;
+  if (b.slots == nullptr) SetAllocated(level, slot, true);
+  GrowSlots(b, grown);
 }
 
 void Wheel::Remove(TimeoutNode* node) {

@@ -91,6 +91,8 @@
 #ifndef TICKWHEEL_TIMER_WHEEL_H_
 #define TICKWHEEL_TIMER_WHEEL_H_
 
+#include <bit>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -179,7 +181,9 @@ class Wheel {
   }
   // Links `node` (unlinked) to be handed out when the wheel processes its due
   // tick, DueTickOf(node), or elapsed() if that tick has already been
-  // processed: nothing is scheduled into a tick already processed.
+  // processed: nothing is scheduled into a tick already processed. Inline:
+  // the worker's transfer loop and cascades call it once per node, and a
+  // call's prologue and epilogue were a sixth of its instructions.
   void Insert(TimeoutNode* node);
 
   // Unlinks `node`, which must be linked.
@@ -238,14 +242,31 @@ class Wheel {
     uint64_t* allocated = nullptr;  // one bit per bucket: slots != nullptr
   };
 
-  int LevelFor(int64_t due_tick) const;
+  int LevelFor(int64_t due_tick) const {
+    const uint64_t differ =
+        static_cast<uint64_t>(due_tick) ^ static_cast<uint64_t>(elapsed_);
+    if ((differ >> bits0_) == 0) return 0;
+    const int highest = 63 - std::countl_zero(differ);
+    return 1 + (highest - bits0_) / kUpperLevelBits;
+  }
   int64_t SlotOf(int level, int64_t tick) const {
     const Level& l = levels_[level];
     return (tick >> l.shift) & ((int64_t{1} << l.bits) - 1);
   }
   // Appends `n` to `b` (bucket `slot` of `level`), recording (code, index)
-  // in n->where; code is the level, or kOverdueLevel.
-  void Append(Bucket& b, int level, int64_t slot, int code, TimeoutNode* n);
+  // in n->where; code is the level, or kOverdueLevel. Inline, like Insert():
+  // the worker files every new node through here (see Insert()).
+  void Append(Bucket& b, int level, int64_t slot, int code, TimeoutNode* n) {
+    if (b.size == b.capacity) [[unlikely]] MakeRoom(b, level, slot);
+    n->where = static_cast<uint32_t>(code) << kIndexBits | b.size;
+    b.slots[b.size++] = n;
+    ++b.live;
+    ++size_;
+  }
+  // Makes room for one more slot in a full `b`: compacts out tombstones, or
+  // grows the array (and marks it allocated). Out of line: once per
+  // doubling.
+  [[gnu::noinline]] void MakeRoom(Bucket& b, int level, int64_t slot);
   // Bucket arrays of kMappedBytes or more are mmap'd and grown with mremap:
   // the pages move instead of being copied, the untouched half of a doubled
   // array costs no memory, and a freed array goes back to the system
@@ -307,6 +328,18 @@ class Wheel {
   int64_t elapsed_ = 0;
   int64_t size_ = 0;
 };
+
+[[gnu::always_inline]] inline void Wheel::Insert(TimeoutNode* node) {
+  assert(!Linked(node));
+  const int64_t due = DueTickOf(node);
+  const bool overdue = due < elapsed_;
+  const int level = overdue ? 0 : LevelFor(due);
+  const int64_t slot = SlotOf(level, overdue ? elapsed_ : due);
+  Level& l = levels_[level];
+  Bucket& b = l.buckets[slot];
+  if (b.live == 0) l.occupied[slot >> 6] |= uint64_t{1} << (slot & 63);
+  Append(b, level, slot, overdue ? kOverdueLevel : level, node);
+}
 
 template <typename F>
 bool Wheel::Sweep(Bucket& b, int level, int64_t slot, int64_t budget,

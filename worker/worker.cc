@@ -225,6 +225,71 @@ void Worker::Run() {
   }
 }
 
+void Worker::NoteExpiringTick(int64_t tick, int64_t now) {
+  expiring_tick_ = tick;
+  ticks_.store(tick, std::memory_order_relaxed);
+  if (now >= SaturatingMul(tick + 2, config_.tick_nanos)) {
+    Bump(catch_up_ticks_);  // processed a full tick or more after its end
+  }
+}
+
+// The expiry path, once per expired node: inline into the wheel's sweep
+// (Pass) and into TransferPending, so that the claim, the bookkeeping, the
+// task call and the node's release are one stretch of code rather than four
+// calls, each with its prologue (callgrind, BM_ExpireBurst/1M: 187 -> 153
+// instructions per expiry, with the pool's cheaper Give()).
+[[gnu::always_inline]] inline void Worker::ReleaseAfterRun(TimeoutNode* node) {
+  // Captures die with the run, not with the handles: with handles left, the
+  // task goes now, and the handles keep the node.
+  if (node->SoleHolder()) {
+    delete node;
+    return;
+  }
+  node->task().Reset();
+  node->Unref();
+}
+
+[[gnu::always_inline]] inline void Worker::CallTask(const Timeout& timeout) {
+  TimeoutNode* node = TimeoutAccess::Node(timeout);
+  RunLoggingExceptions("a timer task", "the worker goes on",
+                       [&] { node->task()(timeout); });
+}
+
+[[gnu::always_inline]] inline void Worker::RunTask(TimeoutNode* node) {
+  if (config_.task_executor) {
+    HandToExecutor(node);
+    return;
+  }
+  // Takes the worker reference for the call, then drops it. Kept apart from
+  // HandToExecutor() so that the per-timeout path has no closure on its
+  // stack (and so no stack-protector check).
+  Timeout timeout = TimeoutAccess::Adopt(node, &shared_);
+  CallTask(timeout);
+  ReleaseAfterRun(TimeoutAccess::Disown(timeout));
+}
+
+[[gnu::always_inline]] inline bool Worker::Expire(TimeoutNode* node, int64_t now, int64_t tick) {
+  if (!node->TransitionHeld(TimeoutState::kArmed, TimeoutState::kExpired)) {
+    // Lost to a cancel() since the last drain: the node is on the
+    // cancellation queue, and ProcessCancelled() drops our reference.
+    return true;
+  }
+  // Give the slot back before the task runs: a task that reschedules itself
+  // must find its own slot free, even at max_pending_timeouts.
+  Release(1);
+  Bump(expired_);
+  // Bookkeeping is per tick, not per node.
+  if (tick != expiring_tick_) NoteExpiringTick(tick, now);
+  const int64_t lateness = now - node->deadline;
+  if (lateness > worst_lateness_nanos_.load(std::memory_order_relaxed)) {
+    worst_lateness_nanos_.store(lateness, std::memory_order_relaxed);
+  }
+  RunTask(node);
+  // A stop() or a destroying task ends the pass here; the rest is returned by
+  // stop().
+  return !shutdown_.load(std::memory_order_acquire);
+}
+
 bool Worker::Pass(int64_t now) {
   queue_traffic_ = false;
   bool done = ProcessCancelled();
@@ -336,66 +401,6 @@ bool Worker::TransferPending(int64_t now) {
   }
   next_shard_ = (next_shard_ + 1) % kShards;
   return done;
-}
-
-void Worker::ReleaseAfterRun(TimeoutNode* node) {
-  // Captures die with the run, not with the handles: with handles left, the
-  // task goes now, and the handles keep the node.
-  if (node->SoleHolder()) {
-    delete node;
-    return;
-  }
-  node->task().Reset();
-  node->Unref();
-}
-
-void Worker::NoteExpiringTick(int64_t tick, int64_t now) {
-  expiring_tick_ = tick;
-  ticks_.store(tick, std::memory_order_relaxed);
-  if (now >= SaturatingMul(tick + 2, config_.tick_nanos)) {
-    Bump(catch_up_ticks_);  // processed a full tick or more after its end
-  }
-}
-
-bool Worker::Expire(TimeoutNode* node, int64_t now, int64_t tick) {
-  if (!node->TransitionHeld(TimeoutState::kArmed, TimeoutState::kExpired)) {
-    // Lost to a cancel() since the last drain: the node is on the
-    // cancellation queue, and ProcessCancelled() drops our reference.
-    return true;
-  }
-  // Give the slot back before the task runs: a task that reschedules itself
-  // must find its own slot free, even at max_pending_timeouts.
-  Release(1);
-  Bump(expired_);
-  // Bookkeeping is per tick, not per node.
-  if (tick != expiring_tick_) NoteExpiringTick(tick, now);
-  const int64_t lateness = now - node->deadline;
-  if (lateness > worst_lateness_nanos_.load(std::memory_order_relaxed)) {
-    worst_lateness_nanos_.store(lateness, std::memory_order_relaxed);
-  }
-  RunTask(node);
-  // A stop() or a destroying task ends the pass here; the rest is returned by
-  // stop().
-  return !shutdown_.load(std::memory_order_acquire);
-}
-
-void Worker::CallTask(const Timeout& timeout) {
-  TimeoutNode* node = TimeoutAccess::Node(timeout);
-  RunLoggingExceptions("a timer task", "the worker goes on",
-                       [&] { node->task()(timeout); });
-}
-
-void Worker::RunTask(TimeoutNode* node) {
-  if (config_.task_executor) {
-    HandToExecutor(node);
-    return;
-  }
-  // Takes the worker reference for the call, then drops it. Kept apart from
-  // HandToExecutor() so that the per-timeout path has no closure on its
-  // stack (and so no stack-protector check).
-  Timeout timeout = TimeoutAccess::Adopt(node, &shared_);
-  CallTask(timeout);
-  ReleaseAfterRun(TimeoutAccess::Disown(timeout));
 }
 
 void Worker::HandToExecutor(TimeoutNode* node) {
