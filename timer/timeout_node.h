@@ -163,6 +163,13 @@ struct TimeoutNode {
   static constexpr uint32_t kUnlinked = 0xF0000000u;
   uint32_t where = kUnlinked;
 
+  // Worker-only after publication: nanoseconds after the worker's startTime.
+  // Here, in the first 16 bytes with the state and `where`, because those
+  // are all the worker touches to file a node or move it down a level: a
+  // 16-aligned 16-byte block never straddles a cache line, so a transfer or
+  // a cascade costs one line per node (half the 48-byte cells straddle two).
+  int64_t deadline = 0;
+
   // Pending-queue link; while the node sits in a fast lane, its cell's
   // address, tagged (LaneCell()); once the worker has armed the node, the
   // cancellation queue's link.
@@ -170,9 +177,6 @@ struct TimeoutNode {
 
   // The callable, in 24 bytes (timer/task_slot.h).
   TaskSlot task_slot;
-
-  // Worker-only after publication: nanoseconds after the worker's startTime.
-  int64_t deadline = 0;
 
   TaskSlot& task() { return task_slot; }
 
@@ -268,6 +272,11 @@ struct TimeoutNode {
 // bucket.
 static_assert(sizeof(TimeoutNode) <= kNodeCellSize,
               "TimeoutNode outgrew its pool cell");
+// What filing a node reads and writes shares one cache line (see deadline).
+static_assert(offsetof(TimeoutNode, deadline) + sizeof(int64_t) <= 16 &&
+                  offsetof(TimeoutNode, where) < 16,
+              "the fields a transfer or cascade touches left the first 16 "
+              "bytes");
 
 // How newTimeout() hands its callable to Worker::Schedule() without making
 // the worker a template: a function that moves (or copies) the callable at

@@ -288,15 +288,22 @@ class Wheel {
     --size_;
     return n;
   }
+  // kWholeNode: the sweep expires the nodes (state, task: the whole cell),
+  // else it cascades them (state, where, deadline: the first 16 bytes, one
+  // line, see TimeoutNode::deadline).
+  template <bool kWholeNode>
   void Prefetch(const Bucket& b, uint32_t i) const {
     if (i + kPrefetchDistance < b.size) {
-      // Write intent: the callbacks CAS the node's state and move it. Both
-      // ends: half of the 48-byte nodes straddle two cache lines. Integer
-      // arithmetic, since the slot may be a tombstone (null).
+      // Write intent: the callbacks write `where` (and an expiry the
+      // state). Both ends of an expiring node: half of the 48-byte nodes
+      // straddle two cache lines. Integer arithmetic, since the slot may be
+      // a tombstone (null).
       const auto n = reinterpret_cast<uintptr_t>(b.slots[i + kPrefetchDistance]);
       __builtin_prefetch(reinterpret_cast<const void*>(n), 1);
-      __builtin_prefetch(
-          reinterpret_cast<const void*>(n + sizeof(TimeoutNode) - 1), 1);
+      if constexpr (kWholeNode) {
+        __builtin_prefetch(
+            reinterpret_cast<const void*>(n + sizeof(TimeoutNode) - 1), 1);
+      }
     }
   }
   // Called when `b` (of `level`, at `slot`) may have emptied or filled with
@@ -307,7 +314,7 @@ class Wheel {
   // Unlinks the live nodes of `b` from b.begin, in order, handing each to
   // `take` (expiry, or a cascade's Insert into a lower level); false if
   // `take` or the budget stopped it first.
-  template <typename F>
+  template <bool kWholeNode, typename F>
   bool Sweep(Bucket& b, int level, int64_t slot, int64_t budget, int64_t& ops,
              F& take);
   // The first occupied bucket of `level` at or after elapsed's digit there,
@@ -341,11 +348,11 @@ class Wheel {
   Append(b, level, slot, overdue ? kOverdueLevel : level, node);
 }
 
-template <typename F>
+template <bool kWholeNode, typename F>
 bool Wheel::Sweep(Bucket& b, int level, int64_t slot, int64_t budget,
                   int64_t& ops, F& take) {
   for (uint32_t i = b.begin; i < b.size; ++i) {
-    Prefetch(b, i);
+    Prefetch<kWholeNode>(b, i);
     if (b.slots[i] == nullptr) continue;
     if (ops == budget) {
       b.begin = i;
@@ -376,7 +383,7 @@ bool Wheel::Advance(int64_t last_tick, int64_t budget, F&& expire) {
     if (tick > elapsed_) elapsed_ = tick;  // nothing to do in between
     Bucket& b = levels_[level].buckets[slot];
     if (level == 0) {
-      if (!Sweep(b, 0, slot, budget, ops, expire)) return false;
+      if (!Sweep<true>(b, 0, slot, budget, ops, expire)) return false;
       continue;
     }
     // Cascade: every node lands at a lower level (its due tick shares
@@ -385,7 +392,7 @@ bool Wheel::Advance(int64_t last_tick, int64_t budget, F&& expire) {
       Insert(n);
       return true;
     };
-    if (!Sweep(b, level, slot, budget, ops, cascade)) return false;
+    if (!Sweep<false>(b, level, slot, budget, ops, cascade)) return false;
   }
   if (last_tick >= elapsed_) elapsed_ = last_tick + 1;
   return true;
