@@ -50,8 +50,9 @@ void LogCurrentException(std::string_view who, std::string_view then);
 // through it, and the try block costs nothing where it is inlined, while an
 // out-of-line call cost ~17 instructions per task (callgrind).
 template <typename F>
-[[gnu::always_inline]] inline void RunLoggingExceptions(std::string_view who, std::string_view then,
-                          F&& f) {
+[[gnu::always_inline]] inline void RunLoggingExceptions(std::string_view who,
+                                                       std::string_view then,
+                                                       F&& f) {
   try {
     std::forward<F>(f)();
   } catch (...) {
