@@ -53,6 +53,7 @@ for row in "W1 schedule, P=1" "W1 schedule, P=2" "W2 schedule+cancel, P=2" \
            "W2 pending after 3 ticks, P=1" "W3 lateness p99" "W3 early fires" \
            "W4 memory per pending timeout" "W5 idle wake-ups" "W6 expiries per worker CPU second" \
            "W1 aggregate throughput, P=2" "W1 throughput P=2 / P=1" \
+           "W1 timer's own threads, P=2, CPU" \
            "W7 schedule, D=3000 pending" "W7 schedule, D=3000 / D=100" \
            "W8 same deadline: last run - deadline" "W8 same delay: lateness max" \
            "W9 idle CPU, N pending"; do

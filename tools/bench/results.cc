@@ -36,6 +36,9 @@ std::string KeyW2Pending(int p) { return fmt::format("W2.pending_after_3_ticks.P
 std::string KeyW2RssHeld(int p) { return fmt::format("W2.rss_held_mb.P{}", p); }
 std::string KeyW2RssPeak(int p) { return fmt::format("W2.rss_peak_mb.P{}", p); }
 std::string KeyW1Throughput(int p) { return fmt::format("W1.throughput_mops.P{}", p); }
+std::string KeyW1OthersCpuNsPerOp(int p) {
+  return fmt::format("W1.others_cpu_ns_per_op.P{}", p);
+}
 std::string KeyW1Scaling(int p) { return fmt::format("W1.throughput_scaling.P{}", p); }
 std::string KeyW7NsPerOp(int d) { return fmt::format("W7.ns_per_op.D{}", d); }
 std::string KeyW7CpuNsPerOp(int d) { return fmt::format("W7.cpu_ns_per_op.D{}", d); }
@@ -76,6 +79,11 @@ std::vector<MetricDef> MetricDefs(const BenchConfig& c) {
   for (int p : c.producers) {
     d.push_back({KeyW1CpuNsPerOp(p), "W1",
                  fmt::format("W1 schedule, P={}, caller CPU", p), "ns/op",
+                 Better::kLower, 1});
+  }
+  for (int p : c.producers) {
+    d.push_back({KeyW1OthersCpuNsPerOp(p), "W1",
+                 fmt::format("W1 timer's own threads, P={}, CPU", p), "ns/op",
                  Better::kLower, 1});
   }
   for (int p : c.producers) {

@@ -58,6 +58,7 @@ std::string KeyW1NsPerOp(int producers);
 std::string KeyW1CpuNsPerOp(int producers);
 std::string KeyW1Unprocessed(int producers);
 std::string KeyW1Throughput(int producers);  // all producers together, M/s
+std::string KeyW1OthersCpuNsPerOp(int producers);  // the timer's own threads
 std::string KeyW1Scaling(int producers);     // derived: throughput P / P=1
 std::string KeyW2NsPerPair(int producers);
 std::string KeyW2CpuNsPerPair(int producers);
