@@ -32,6 +32,10 @@ Wheel::Wheel(int ticks_per_wheel, int64_t tick_nanos)
   // Levels until one holds bit 62, the highest bit of a non-negative tick.
   num_levels_ = 1;
   while (bits0_ + kUpperLevelBits * (num_levels_ - 1) <= 62) ++num_levels_;
+  for (int width = 0; width < 64; ++width) {
+    level_by_width_[width] = static_cast<uint8_t>(
+        width <= bits0_ ? 0 : 1 + (width - 1 - bits0_) / kUpperLevelBits);
+  }
   for (int i = 0; i < num_levels_; ++i) {
     Level& l = levels_[i];
     l.shift = i == 0 ? 0 : bits0_ + kUpperLevelBits * (i - 1);

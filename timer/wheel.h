@@ -242,12 +242,17 @@ class Wheel {
     uint64_t* allocated = nullptr;  // one bit per bucket: slots != nullptr
   };
 
+  // The level is a function of the highest bit in which due_tick and
+  // elapsed differ, looked up rather than computed: a division by
+  // kUpperLevelBits and two branches per filed node otherwise.
   int LevelFor(int64_t due_tick) const {
     const uint64_t differ =
         static_cast<uint64_t>(due_tick) ^ static_cast<uint64_t>(elapsed_);
-    if ((differ >> bits0_) == 0) return 0;
-    const int highest = 63 - std::countl_zero(differ);
-    return 1 + (highest - bits0_) / kUpperLevelBits;
+    // Both are non-negative, so bit 63 of differ is clear and the shifted
+    // value keeps every bit; `| 1` makes the count defined for differ == 0
+    // (one bsr): the result is std::bit_width(differ).
+    assert(due_tick >= 0 && elapsed_ >= 0);
+    return level_by_width_[63 - std::countl_zero(differ << 1 | 1)];
   }
   int64_t SlotOf(int level, int64_t tick) const {
     const Level& l = levels_[level];
@@ -331,6 +336,9 @@ class Wheel {
   TickDivider divider_;
   int bits0_;
   int num_levels_;
+  // level_by_width_[w]: the level of a node whose due tick first differs
+  // from elapsed in bit w - 1 (0: not at all), for w in [0, 63].
+  uint8_t level_by_width_[64];
   Level levels_[kMaxLevels];
   int64_t elapsed_ = 0;
   int64_t size_ = 0;
