@@ -106,6 +106,44 @@ TEST(WheelTest, ExpiresExactlyAtDueTickAcrossLevels) {
   EXPECT_EQ(wheel.size(), 0);
 }
 
+// The level a node is filed at is the one of the highest mixed-radix digit
+// in which its due tick and elapsed differ (wheel.h, Geometry), computed
+// here digit by digit. CheckInvariants() accepts a node filed too high (it
+// would only cascade once more), so this pins the choice itself.
+int ReferenceLevel(int bits0, int64_t due, int64_t elapsed) {
+  int level = 0;
+  int shift = bits0;  // the low bit of level 1's digit
+  for (int l = 1; shift < 64; ++l, shift += Wheel::kUpperLevelBits) {
+    if ((static_cast<uint64_t>(due) >> shift) !=
+        (static_cast<uint64_t>(elapsed) >> shift)) {
+      level = l;
+    }
+  }
+  return level;
+}
+
+TEST(WheelTest, FilesEachNodeAtTheLevelOfItsHighestDifferingDigit) {
+  std::mt19937_64 rng(7);
+  for (int bits0 : {0, 1, 3, 9, 20}) {
+    Nodes nodes;
+    Wheel wheel(1 << bits0);
+    for (int64_t elapsed : {int64_t{0}, int64_t{5}, int64_t{777}, int64_t{1} << 33}) {
+      if (elapsed > 0) AdvanceTo(wheel, elapsed - 1);  // the wheel is empty
+      const int64_t at = wheel.elapsed();
+      ASSERT_EQ(at, elapsed);
+      for (int i = 0; i < 400; ++i) {
+        // Ahead by 0 to 2^62 - 1 ticks, spread over every bit width.
+        const int64_t due = at + static_cast<int64_t>(rng() >> (2 + rng() % 62));
+        TimeoutNode* n = nodes.New();
+        Insert(wheel, n, due);
+        ASSERT_EQ(Wheel::LevelOf(n), ReferenceLevel(bits0, due, at))
+            << "bits0=" << bits0 << " elapsed=" << at << " due=" << due;
+        wheel.Remove(n);
+      }
+    }
+  }
+}
+
 TEST(WheelTest, NextWorkTickSkipsEmptyTicksAndSeesCascades) {
   Nodes nodes;
   Wheel wheel(8);
