@@ -56,6 +56,7 @@ for row in "W1 schedule, P=1" "W1 schedule, P=2" "W2 schedule+cancel, P=2" \
            "W1 timer's own threads, P=2, CPU" \
            "W7 schedule, D=3000 pending" "W7 schedule, D=3000 / D=100" \
            "W8 same deadline: last run - deadline" "W8 same delay: lateness max" \
+           "W8 same deadline, counted: last run - deadline" \
            "W9 idle CPU, N pending"; do
   grep -q "^$row " "$out/stdout.txt" || fail "table row '$row' missing"
 done
@@ -68,15 +69,17 @@ for t in "T1 schedule, deep" "T1 depth scaling" "T2 schedule+cancel" "T3 memory"
   grep -qF -e "  MET     $t " -e "  MISSED  $t " "$out/stdout.txt" \
     || fail "issue #6 target '$t' missing or not measured"
 done
-# One progress line per run: 9 workloads, W1, W2 (P=1,2), W7 (two depths) and
-# W8 (same deadline, same delay) twice each, 3 models.
+# One progress line per run: 9 workloads, W1, W2 (P=1,2) and W7 (two depths)
+# twice each, W8 (same deadline, same deadline counted, same delay) three
+# times, 3 models.
 runs=$(grep -c '^\[' "$out/stderr.txt" || true)
-[[ $runs -eq 39 ]] || fail "expected 39 progress lines, got $runs"
+[[ $runs -eq 42 ]] || fail "expected 42 progress lines, got $runs"
 
 [[ -s "$out/bench.json" ]] || fail "no JSON file"
 for key in '"run"' '"metrics"' '"targets"' '"w3_lateness_us"' '"failures": [' \
            '"W1.ns_per_op.P1"' '"tickwheel"' '"asio"' '"heap"' '"issue": 6' \
            '"W7.ns_per_op.D3000"' '"W8.same_deadline.last_run_late_ms"' \
+           '"W8.same_deadline_counted.last_run_late_ms"' \
            '"W9.cpu_percent_of_core"' '"W1.throughput_scaling.P2"'; do
   grep -qF "$key" "$out/bench.json" || fail "JSON lacks $key"
 done

@@ -173,6 +173,12 @@ std::vector<MetricDef> MetricDefs(const BenchConfig& c) {
                Better::kNeither, 0});
   d.push_back({kKeyW8DeadlineSchedule, "W8", "W8 same deadline: scheduling took",
                "ms", Better::kNeither, 0});
+  d.push_back({kKeyW8CountedLast, "W8", "W8 same deadline, counted: last run - deadline",
+               "ms", Better::kLower, 1});
+  d.push_back({kKeyW8CountedP99, "W8", "W8 same deadline, counted: lateness p99", "ms",
+               Better::kLower, 1});
+  d.push_back({kKeyW8CountedSchedule, "W8", "W8 same deadline, counted: scheduling took",
+               "ms", Better::kNeither, 0});
   d.push_back({kKeyW8DelayMax, "W8", "W8 same delay: lateness max", "ms",
                Better::kLower, 1});
   d.push_back({kKeyW8DelayP99, "W8", "W8 same delay: lateness p99", "ms",

@@ -41,14 +41,17 @@ RunnerFn Runner(const std::string& impl) {
 std::vector<int> Variants(const std::string& workload, const BenchConfig& config) {
   if (workload == "W1" || workload == "W2") return config.producers;
   if (workload == "W7") return config.w7_depths;
-  if (workload == "W8") return {kW8SameDeadline, kW8SameDelay};
+  if (workload == "W8") return {kW8SameDeadline, kW8SameDeadlineCounted, kW8SameDelay};
   return {0};
 }
 
 std::string VariantLabel(const std::string& workload, int variant) {
   if (variant == 0) return "";
   if (workload == "W7") return fmt::format("D={}", variant);
-  if (workload == "W8") return variant == kW8SameDeadline ? "same deadline" : "same delay";
+  if (workload == "W8") {
+    if (variant == kW8SameDeadline) return "same deadline";
+    return variant == kW8SameDeadlineCounted ? "same deadline, counted" : "same delay";
+  }
   return fmt::format("P={}", variant);
 }
 

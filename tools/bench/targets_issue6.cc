@@ -174,11 +174,13 @@ std::vector<TargetResult> EvaluateIssue6Targets(const Results& r,
       JoinNonEmpty({Also(r, kKeyW9Wakeups, "wake-ups", 1, "/s"),
                     Also(r, kKeyW9Window, "window", 1, "s")})));
 
-  // T5: W8, same deadline; the same-delay variant beside it.
+  // T5: W8, same deadline with the recording task; beside it the counted
+  // task's figure (the timer's own cost) and the same-delay variant.
   out.push_back(Evaluate(
       r, {"T5 burst accuracy", fmt::format("last of {} <= 10 ms late", Count(c.w8_n)),
           kKeyW8DeadlineLast, "ms", 1, AtMost, 10},
       JoinNonEmpty({Also(r, kKeyW8DeadlineP99, "p99", 1, "ms"),
+                    Also(r, kKeyW8CountedLast, "counted task: last", 1, "ms"),
                     Also(r, kKeyW8DelayMax, "same delay: max", 1, "ms"),
                     Also(r, kKeyW8DelayP99, "p99", 1, "ms")})));
 
