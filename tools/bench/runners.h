@@ -22,8 +22,8 @@
 namespace tickwheel::bench {
 
 // `variant`: the producer count for W1 and W2, the depth D for W7,
-// kW8SameDeadline or kW8SameDelay (workloads_timing.h) for W8, 0 for the
-// others. `seed` is used by the workloads with random delays.
+// kW8SameDeadline, kW8SameDeadlineCounted or kW8SameDelay
+// (workloads_timing.h) for W8, 0 for the others. `seed` is used by the workloads with random delays.
 using RunnerFn = RepOutput (*)(const std::string& workload,
                                const BenchConfig& config, int variant,
                                uint64_t seed);

@@ -258,10 +258,10 @@ RepOutput RunW6(const BenchConfig& c, uint64_t seed) {
   return out;
 }
 
-// W8's two variants (the `variant` of runners.h).
+// W8's three variants (the `variant` of runners.h).
 inline constexpr int kW8SameDeadline = 1;
-inline constexpr int kW8SameDelay = 2;
-inline constexpr int kW8SameDeadlineCounted = 3;
+inline constexpr int kW8SameDeadlineCounted = 2;
+inline constexpr int kW8SameDelay = 3;
 
 // W8 "same deadline, counted": the burst of RunW8's same deadline with
 // CountTask.
