@@ -19,6 +19,11 @@
 //   * pendingTimeouts() never exceeded max_pending_timeouts, and is 0 after
 //     stop().
 //
+// Threads share handles the way servers do: each accepted Timeout is kept
+// once, behind a shared_ptr in a ring, and every thread that picks it
+// cancels, copies or queries that same object, so that cancels of one
+// handle race each other, a copy, an expiry and stop().
+//
 // The default suite runs a few bounded rounds (about a second, a few seconds
 // under TSan). The soak runs rounds until a time budget is spent:
 //   TICKWHEEL_STRESS_SOAK_SECONDS=600 bazel test //tests:stress_soak_test
@@ -372,8 +377,9 @@ class StressRound {
       if (p_.max_pending > 0 && timer->pendingTimeouts() > p_.max_pending) {
         pending_violation_.store(timer->pendingTimeouts());
       }
+      auto shared = std::make_shared<const Timeout>(*std::move(t));
       std::lock_guard<std::mutex> lock(ring_mu_);
-      ring_[(r >> 20) % ring_.size()] = {*std::move(t), id};
+      ring_[(r >> 20) % ring_.size()] = {std::move(shared), id};
     } else {
       e.rejected.store(1);
       const absl::StatusCode code = t.status().code();
@@ -384,13 +390,22 @@ class StressRound {
     }
   }
 
+  // Cancels (or, one time in four, copies and drops) the handle in a random
+  // ring slot: the very object other threads may be cancelling or copying.
   void CancelRandom(uint64_t r) {
-    std::pair<Timeout, int64_t> victim;
+    Shared victim;
     {
       std::lock_guard<std::mutex> lock(ring_mu_);
       victim = ring_[r % ring_.size()];
     }
-    if (victim.first.cancel()) entries_[victim.second].cancelled.fetch_add(1);
+    if (victim.first == nullptr) return;
+    const Timeout& handle = *victim.first;
+    if ((r >> 40) % 4 == 0) {
+      Timeout copy = handle;
+      if (copy != handle) ADD_FAILURE() << "a copy differs from its handle";
+      return;
+    }
+    if (handle.cancel()) entries_[victim.second].cancelled.fetch_add(1);
   }
 
   void RunTask(int64_t id, int depth, int64_t not_before, const Timeout& self) {
@@ -416,9 +431,11 @@ class StressRound {
   const StressParams p_;
   const int64_t capacity_;
   std::unique_ptr<Entry[]> entries_;
+  // One handle object per accepted timeout, shared by every thread that
+  // picks its slot; the mutex guards only the slots.
+  using Shared = std::pair<std::shared_ptr<const Timeout>, int64_t>;
   std::mutex ring_mu_;
-  std::vector<std::pair<Timeout, int64_t>> ring_ =
-      std::vector<std::pair<Timeout, int64_t>>(256);  // guarded by ring_mu_
+  std::vector<Shared> ring_ = std::vector<Shared>(256);  // guarded by ring_mu_
   std::unique_ptr<QueueExecutor> executor_;
   std::unique_ptr<Timer> timer_;
   std::atomic<int64_t> next_id_{0};

@@ -11,6 +11,9 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -141,6 +144,74 @@ TEST(TaskSlotTest, ThrowingCopyLeavesTheSlotEmpty) {
   EXPECT_THROW(slot.Emplace(original), std::runtime_error);
   EXPECT_FALSE(slot);
   EXPECT_EQ(c.live, 1);
+}
+
+// A callable whose move constructor may throw (it is not noexcept) and does
+// when `*moves_throw` is set, as a move that allocates can.
+template <size_t kPad>
+struct ThrowingMove {
+  ThrowingMove(Counts* c, const bool* t) : counts(c), moves_throw(t) {
+    ++counts->live;
+  }
+  ThrowingMove(ThrowingMove&& o) : counts(o.counts), moves_throw(o.moves_throw) {
+    if (*moves_throw) throw std::runtime_error("move failed");
+    ++counts->live;
+  }
+  ~ThrowingMove() { --counts->live; }
+  void operator()(const Timeout&) { ++counts->calls; }
+  Counts* counts;
+  const bool* moves_throw;
+  struct NoPad {};
+  [[no_unique_address]] std::conditional_t<
+      kPad == 0, NoPad, std::array<unsigned char, kPad == 0 ? 1 : kPad>>
+      pad{};
+};
+// Small enough to sit inline, were its move noexcept: it is boxed instead.
+static_assert(sizeof(ThrowingMove<0>) <= TaskSlot::kInlineBytes);
+static_assert(!TaskSlot::kFitsInline<ThrowingMove<0>>);
+
+template <typename T>
+class ThrowingMoveTest : public ::testing::Test {};
+using ThrowingMoves = ::testing::Types<ThrowingMove<0>, ThrowingMove<64>>;
+TYPED_TEST_SUITE(ThrowingMoveTest, ThrowingMoves);
+
+// Take() never moves such a callable, so it cannot throw and lose it.
+TYPED_TEST(ThrowingMoveTest, TakeNeverMovesACallableWhoseMoveThrows) {
+  static_assert(noexcept(std::declval<TaskSlot&>().Take()));
+  Counts c;
+  bool moves_throw = false;
+  TaskSlot slot;
+  slot.Emplace(TypeParam(&c, &moves_throw));
+  moves_throw = true;
+  TimerTask task = slot.Take();
+  ASSERT_TRUE(task);
+  EXPECT_FALSE(slot);
+  EXPECT_EQ(c.live, 1);
+  task(NoTimeout());
+  EXPECT_EQ(c.calls, 1);
+  task = nullptr;
+  EXPECT_EQ(c.live, 0);
+}
+
+// The same through the public API: stop() returns the timeout, and
+// takeTask() hands its task out whole, with no exception.
+TEST(TaskSlotTimerTest, TakeTaskHandsOutATaskWhoseMoveThrows) {
+  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
+  Counts c;
+  bool moves_throw = false;
+  Timeout timeout =
+      t.timer->newTimeout(ThrowingMove<0>(&c, &moves_throw), absl::Hours(1))
+          .value();
+  std::vector<Timeout> left = t.timer->stop().value();
+  ASSERT_EQ(left.size(), 1u);
+  moves_throw = true;
+  TimerTask task = left[0].takeTask();
+  ASSERT_TRUE(task);
+  EXPECT_FALSE(timeout.takeTask());
+  task(timeout);
+  EXPECT_EQ(c.calls, 1);
+  task = nullptr;
+  EXPECT_EQ(c.live, 0);
 }
 
 // A callable whose destructor looks at the slot it lives in.

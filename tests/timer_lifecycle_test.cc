@@ -4,9 +4,11 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -131,6 +133,40 @@ TEST(TimerLifecycleTest, StopFromTaskFailsWithFailedPrecondition) {
   t.timer->newTimeout(ProbeTask(probe), absl::Milliseconds(10)).value();
   t.clock->AdvanceAndSettle(absl::Milliseconds(10));
   EXPECT_EQ(probe->runs.load(), 1);
+}
+
+// Thread ids are reused once a thread has exited: the worker's identity must
+// not be. After stop() has joined the worker, a thread that gets the worker's
+// old id is an ordinary thread, and its stop() succeeds (an empty result:
+// the timer is already stopped).
+TEST(TimerLifecycleTest, StopFromAThreadThatReusesTheWorkersIdSucceeds) {
+  auto timer = Timer::Create(Tick(absl::Milliseconds(1))).value();
+  std::atomic<bool> ran{false};
+  std::thread::id worker_id;
+  timer
+      ->newTimeout(
+          [&](const Timeout&) {
+            worker_id = std::this_thread::get_id();
+            ran.store(true);
+          },
+          absl::ZeroDuration())
+      .value();
+  while (!ran.load()) std::this_thread::yield();
+  ASSERT_TRUE(timer->stop().ok());  // joins the worker
+  int reused = 0;
+  for (int attempt = 0; attempt < 50 && reused < 3; ++attempt) {
+    std::thread([&] {
+      if (std::this_thread::get_id() == worker_id) ++reused;
+      absl::StatusOr<std::vector<Timeout>> r = timer->stop();
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (r.ok()) {
+        EXPECT_TRUE(r->empty());
+      }
+    }).join();
+  }
+  // glibc hands a new thread the stack and id of the one just joined; the
+  // test means nothing where ids are never reused.
+  EXPECT_GT(reused, 0) << "no thread reused the worker's id";
 }
 
 TEST(TimerLifecycleTest, DestructorWithoutStopDestroysTasksWithoutRunningThem) {

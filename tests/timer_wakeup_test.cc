@@ -1,7 +1,9 @@
 // When the worker wakes, on a ManualClock: not every tick, only for due work,
-// for an earlier newTimeout(), and for housekeeping while traffic flows; never
-// for a cancel(). Also: a large burst is expired in the tick it is due, and
-// an overdue backlog as soon as the worker reaches it.
+// for an earlier newTimeout(), for housekeeping while traffic flows, and when
+// a backlog reaches its bound (a producer's lane overflows, or thousands of
+// cancelled timeouts wait on one shard); never for an ordinary cancel().
+// Also: a large burst is expired in the tick it is due, and an overdue
+// backlog as soon as the worker reaches it.
 
 #include <memory>
 #include <vector>
@@ -113,16 +115,16 @@ TEST(TimerWakeupTest, BurstRunsInTheTickItIsDue) {
   EXPECT_EQ(t.timer->metrics().worst_lateness, absl::ZeroDuration());
 }
 
-// Timeouts due later than the worker's planned wake-up do not wake it, so a
-// worker that wakes late (here: one clock step far past their deadline)
-// finds them still queued, more than one slice of them. Once the first
+// Timeouts due later than the worker's planned wake-up do not wake it (up to
+// a full lane), so a worker that wakes late (here: one clock step far past
+// their deadline) finds them still queued, more than one slice of them. Once the first
 // slice's tick is processed the rest are overdue; each must run as soon as
 // the worker reaches it, in scheduling order, not a tick later.
 TEST(TimerWakeupTest, OverdueBacklogRunsWithoutAnotherTick) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
   t.timer->newTimeout([](const Timeout&) {}, absl::Milliseconds(10)).value();
   SettlePastHousekeeping(t);  // now 2 ms; the worker sleeps until 10 ms
-  constexpr int kBacklog = 20000;  // five slices; past the fast lane's 16384
+  constexpr int kBacklog = 16000;  // four slices; within the fast lane
   auto order = std::make_shared<std::vector<int>>();
   order->reserve(kBacklog);
   const int64_t wakeups = t.timer->metrics().wakeups;
@@ -144,14 +146,14 @@ TEST(TimerWakeupTest, OverdueBacklogRunsWithoutAnotherTick) {
 
 // The same backlog, with tasks that act on the timer while the worker is
 // still taking the backlog in: each cancels the timeout scheduled after it
-// (queued in the fast lane, in the overflow queue, or already filed), and
+// (queued in the fast lane, or already filed), and
 // every 100th schedules a child with no delay, which must wait for the next
 // tick boundary like any timeout a task schedules.
 TEST(TimerWakeupTest, OverdueBacklogTasksMayCancelAndSchedule) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
   t.timer->newTimeout([](const Timeout&) {}, absl::Milliseconds(10)).value();
   SettlePastHousekeeping(t);
-  constexpr int kBacklog = 20000;
+  constexpr int kBacklog = 16000;
   auto handles = std::make_shared<std::vector<Timeout>>(kBacklog + 1);
   auto ran = std::make_shared<std::vector<int>>();
   auto children = std::make_shared<int>(0);
@@ -184,6 +186,53 @@ TEST(TimerWakeupTest, OverdueBacklogTasksMayCancelAndSchedule) {
   EXPECT_EQ(*children, kBacklog / 100);
   EXPECT_EQ(t.timer->pendingTimeouts(), 0);
   EXPECT_EQ(t.timer->metrics().cancelled, kBacklog / 2);
+}
+
+// A producer's lane holds kLaneCapacity timeouts for a sleeping worker; the
+// first one past it goes to the overflow queue and wakes the worker, however
+// late it is due, so that queued (and cancelled) nodes wait for a bounded
+// count rather than for the next deadline.
+TEST(TimerWakeupTest, OverflowingTheLaneWakesTheWorker) {
+  constexpr int kLane = internal::SharedTimerState::kLaneCapacity;
+  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
+  t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(10)).value();
+  SettlePastHousekeeping(t);  // the worker sleeps until 10 s
+  const int64_t base = t.timer->metrics().wakeups;
+  for (int i = 0; i < kLane; ++i) {
+    t.timer->newTimeout([](const Timeout&) {}, absl::Hours(1)).value();
+  }
+  t.clock->AwaitIdle();
+  EXPECT_EQ(t.timer->metrics().wakeups, base);  // a full lane, still asleep
+  t.timer->newTimeout([](const Timeout&) {}, absl::Hours(1)).value();
+  t.clock->AwaitIdle();
+  EXPECT_EQ(t.timer->metrics().wakeups, base + 1);
+  EXPECT_EQ(t.timer->pendingTimeouts(), kLane + 2);
+}
+
+// Cancelling armed timeouts does not wake the worker, until
+// kCancelBacklogWake of them wait on one shard's cancellation queue: then
+// the cancel() that reaches the bound wakes it, to reclaim them.
+TEST(TimerWakeupTest, CancelBacklogWakesTheWorkerAtItsBound) {
+  constexpr int kBound = internal::SharedTimerState::kCancelBacklogWake;
+  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
+  t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(10)).value();
+  std::vector<Timeout> timeouts;
+  for (int i = 0; i < kBound + 10; ++i) {
+    timeouts.push_back(
+        t.timer->newTimeout([](const Timeout&) {}, absl::Hours(1)).value());
+  }
+  SettlePastHousekeeping(t);  // all armed; the worker sleeps until 10 s
+  const int64_t base = t.timer->metrics().wakeups;
+  const int64_t cancelled = t.timer->metrics().cancelled;
+  for (int i = 0; i < kBound - 1; ++i) ASSERT_TRUE(timeouts[i].cancel());
+  t.clock->AwaitIdle();
+  EXPECT_EQ(t.timer->metrics().wakeups, base);
+  ASSERT_TRUE(timeouts[kBound - 1].cancel());
+  t.clock->AwaitIdle();
+  EXPECT_EQ(t.timer->metrics().wakeups, base + 1);
+  // Counted when each cancel() returned, reclaimed or not.
+  EXPECT_EQ(t.timer->metrics().cancelled, cancelled + kBound);
+  EXPECT_EQ(t.timer->pendingTimeouts(), 11);
 }
 
 TEST(TimerWakeupTest, FarTimeoutsAreNotWalkedUntilDue) {

@@ -22,9 +22,7 @@ namespace tickwheel {
 struct TimerMetrics {
   int64_t pending = 0;    // scheduled, neither expired, cancelled nor stopped
   int64_t expired = 0;    // tasks the worker has claimed to run
-  // Successful cancel() calls: those the worker has processed, and those
-  // that withdrew their timeout before the worker had seen it (counted when
-  // cancel() returns).
+  // Successful cancel() calls, each counted when it returns.
   int64_t cancelled = 0;
   int64_t ticks = 0;      // ticks processed
   // Ticks processed late by a full tick or more (the worker fell behind: a

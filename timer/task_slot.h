@@ -12,11 +12,15 @@
 // that stays hot while many timeouts of one type expire.
 //
 // What goes inline: a callable of at most 16 bytes and at most 8-byte
-// alignment (the usual lambda capturing a pointer or two, a shared_ptr, a
-// function pointer). Anything else is moved into its own heap block, and so
-// is a TimerTask handed over as one (its type is already erased; one
-// allocation of 32 bytes). The slot never moves what it holds, so an inline
-// callable need not be nothrow-movable.
+// alignment whose move constructor does not throw (the usual lambda
+// capturing a pointer or two, a shared_ptr, a function pointer). Anything
+// else is moved into its own heap block, and so is a TimerTask handed over
+// as one (its type is already erased; one allocation of 32 bytes).
+//
+// Take() never throws: an inline callable moves into a TimerTask's own
+// inline storage (it fits, and its move is noexcept), and a boxed one is
+// handed over by its pointer, never moved. So a task whose move may throw
+// cannot be lost on its way out of a stopped timeout.
 //
 // Lifecycle: Emplace() into an empty slot; operator() any number of times;
 // Reset() destroys the callable, Take() moves it out as a TimerTask. Both
@@ -81,7 +85,8 @@ class TaskSlot {
   static constexpr size_t kInlineBytes = 16;
   template <typename D>
   static constexpr bool kFitsInline =
-      sizeof(D) <= kInlineBytes && alignof(D) <= alignof(void*);
+      sizeof(D) <= kInlineBytes && alignof(D) <= alignof(void*) &&
+      std::is_nothrow_move_constructible_v<D>;
 
   TaskSlot() = default;
   ~TaskSlot() { Reset(); }
@@ -120,8 +125,9 @@ class TaskSlot {
     }
   }
 
-  // Moves the callable out (an empty TimerTask if none).
-  TimerTask Take() {
+  // Moves the callable out (an empty TimerTask if none). Never throws (see
+  // the file comment).
+  TimerTask Take() noexcept {
     const Ops* ops = ops_;
     if (ops == nullptr) return nullptr;
     ops_ = nullptr;
@@ -133,7 +139,7 @@ class TaskSlot {
     void (*invoke)(void* storage, const Timeout& timeout);
     void (*destroy)(void* storage) noexcept;  // nullptr: nothing to do
     // Moves the callable into a TimerTask and destroys what is left.
-    TimerTask (*take)(void* storage);
+    TimerTask (*take)(void* storage) noexcept;
   };
 
   template <typename D>
@@ -151,26 +157,34 @@ class TaskSlot {
       std::is_trivially_destructible_v<D>
           ? nullptr
           : +[](void* s) noexcept { std::destroy_at(&Inline<D>(s)); },
-      [](void* s) {
+      [](void* s) noexcept {
+        // Stored inside the TimerTask (fits, noexcept move): no allocation.
+        static_assert(sizeof(D) <= sizeof(void*) * 2 &&
+                      std::is_nothrow_move_constructible_v<D>);
         D& d = Inline<D>(s);
-        struct Destroy {
-          D& d;
-          ~Destroy() { std::destroy_at(&d); }
-        } destroy{d};
-        return TimerTask(std::move(d));
+        TimerTask task(std::move(d));
+        std::destroy_at(&d);
+        return task;
       },
+  };
+  // What Take() hands out for a boxed callable: the box itself, so that the
+  // callable is never moved (8 bytes, stored inside the TimerTask).
+  template <typename D>
+  struct BoxedCall {
+    std::unique_ptr<D> d;
+    void operator()(const Timeout& t) { std::invoke(*d, t); }
   };
   template <typename D>
   static constexpr Ops kBoxedOps = {
       [](void* s, const Timeout& t) { std::invoke(*Boxed<D>(s), t); },
       [](void* s) noexcept { delete Boxed<D>(s); },
-      [](void* s) {
-        D* d = Boxed<D>(s);
-        struct Destroy {
-          D* d;
-          ~Destroy() { delete d; }
-        } destroy{d};
-        return TimerTask(std::move(*d));
+      [](void* s) noexcept {
+        std::unique_ptr<D> d(Boxed<D>(s));
+        if constexpr (std::is_same_v<D, TimerTask>) {
+          return std::move(*d);  // noexcept; the box goes
+        } else {
+          return TimerTask(BoxedCall<D>{std::move(d)});
+        }
       },
   };
 

@@ -54,6 +54,7 @@ bool Timeout::isCancelled() const {
   if (node_ == nullptr) return false;
   switch (node_->state()) {
     case TimeoutState::kCancelled:
+    case TimeoutState::kCancelledAgain:
     case TimeoutState::kStopped:
     case TimeoutState::kStoppedTaken:
       return true;
@@ -65,28 +66,26 @@ bool Timeout::isCancelled() const {
 namespace {
 
 using internal::SharedTimerState;
+using Lane = SharedTimerState::NodeLane;
 
-// Takes `node` back out of its fast-lane cell unless the worker (or stop())
-// has popped it, and with it the worker's reference; true if it did. The
+// Settles a lane cell that a take-back emptied, for the cancel() that won
+// the node (and so holds its pending slot, which keeps `shared` alive): the
 // cell goes back to the ring if it is still its lane's last claimed one (the
-// worker then never hears of the node: counted in `withdrawn` for
-// metrics()), and otherwise keeps a tombstone, which the worker counts.
-// `shard` is the calling thread's. The node's pending slot must be held
-// once this succeeds (it keeps `shared` alive); the take-back itself may
-// come earlier, since it touches only the cell, and lane arrays are
-// type-stable.
-bool TakeBackFromLane(TimeoutNode* node, SharedTimerState* shared,
-                      int shard) {
-  using Lane = SharedTimerState::NodeLane;
+// worker then never hears of the node), and otherwise keeps a tombstone,
+// which the worker skips. `shard` is the calling thread's.
+void SettleTakenBackCell(TimeoutNode::LaneCellPtr cell,
+                         SharedTimerState* shared, int shard) {
+  if (!shared->shards[shard].lane.Unclaim(cell)) Lane::Bury(cell);
+}
+
+// Takes `node` back out of its lane cell unless the worker (or stop()) has
+// popped it, or another cancel() took it first; on success the caller holds
+// the worker's reference and must settle the cell. Touches only the cell:
+// lane arrays are type-stable, so this is safe even after the timer is gone
+// (the CAS then fails).
+TimeoutNode::LaneCellPtr TakeBack(TimeoutNode* node) {
   TimeoutNode::LaneCellPtr cell = node->LaneCell();
-  if (cell == nullptr || !Lane::TakeBackPending(cell, node)) return false;
-  SharedTimerState::Shard& mine = shared->shards[shard];
-  if (mine.lane.Unclaim(cell)) {
-    mine.withdrawn.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    Lane::Bury(cell);
-  }
-  return true;
+  return cell != nullptr && Lane::TakeBackPending(cell, node) ? cell : nullptr;
 }
 
 }  // namespace
@@ -95,24 +94,31 @@ bool Timeout::cancel() const {
   if (node_ == nullptr) return false;
   SharedTimerState* shared = shared_;
   const int shard = SharedTimerState::ThisThreadShard();
-  // The lone handle of a node still in its lane: take it back first, then
-  // claim it and drop the worker's reference with one store (see
-  // timeout_node.h, "The lone handle's cancel"). The take-back touches
-  // only the type-stable cell; once it succeeds, the node's pending slot
-  // keeps the shared state alive for the rest.
-  if (node_->refs_state.load(std::memory_order_acquire) ==
-          TimeoutNode::Pack(2, TimeoutState::kQueued) &&
-      TakeBackFromLane(node_, shared, shard)) {
-    node_->refs_state.store(TimeoutNode::Pack(1, TimeoutState::kCancelled),
-                            std::memory_order_relaxed);
-    node_->task().Reset();
-    shared->CountWord(shard).fetch_sub(SharedTimerState::kOne,
-                                       std::memory_order_release);
-    return true;
+  // Still in its lane (the request-timeout pattern): take it back before
+  // the worker sees it, then claim it, dropping the worker's reference in
+  // the same CAS (timeout_node.h, "Ground rules", take-back first).
+  if (node_->state() == TimeoutState::kQueued) {
+    if (TimeoutNode::LaneCellPtr cell = TakeBack(node_)) {
+      if (!node_->CancelTakenBack()) {
+        // Another cancel() won the state and then found the cell empty: the
+        // claim has dropped the worker's reference all the same, and the
+        // cell is ours to settle. Bury() touches only the cell, and stop()
+        // waits until every lane is drained, so the lane outlives this store
+        // although the winner may already have given its slot back.
+        Lane::Bury(cell);
+        return false;
+      }
+      // Won: the node's pending slot keeps `shared` alive until we give it
+      // back, last.
+      SettleTakenBackCell(cell, shared, shard);
+      node_->task().Reset();
+      shared->ReleaseCancelled(shard);
+      return true;
+    }
   }
-  // Queued: the node is in its shard's lane or pending queue. Armed: it is
-  // in the wheel, and the worker learns of the cancellation from the
-  // cancellation queue (see timeout_node.h).
+  // Queued: the node is in its shard's pending queue, or its lane cell was
+  // popped or taken meanwhile. Armed: it is in the wheel, and the worker
+  // learns of the cancellation from the cancellation queue.
   const TimeoutState left = node_->TransitionIf(
       [](TimeoutState s) {
         return s == TimeoutState::kQueued || s == TimeoutState::kArmed;
@@ -128,15 +134,22 @@ bool Timeout::cancel() const {
   node_->task().Reset();
   if (left == TimeoutState::kArmed) {
     // The worker's reference keeps the node alive in the queue.
-    shared->shards[shard].cancelled.Push(node_);
-  } else if (TakeBackFromLane(node_, shared, shard)) {
-    // Still in its shard's fast lane: we took it back, and with it the
-    // worker's reference, so the worker never touches the node and this
-    // thread frees it (see worker/worker.h, "The fast lane").
+    SharedTimerState::Shard& mine = shared->shards[shard];
+    mine.cancelled.Push(node_);
+    if (mine.cancel_backlog.fetch_add(1, std::memory_order_relaxed) + 1 ==
+        SharedTimerState::kCancelBacklogWake) {
+      shared->waker->WakeForBacklog();
+    }
+  } else if (TimeoutNode::LaneCellPtr cell = TakeBack(node_)) {
+    // Still in its lane: we took it back, and with it the worker's
+    // reference, so the worker never touches the node and this thread
+    // frees it (see worker/worker.h, "The fast lane").
+    SettleTakenBackCell(cell, shared, shard);
     node_->Unref();  // never the last: this handle holds one
   }
-  shared->CountWord(shard).fetch_sub(SharedTimerState::kOne,
-                                     std::memory_order_release);
+  // Otherwise the worker (or stop()) popped it, or a racing cancel() took
+  // it back: either finds it cancelled and drops the worker's reference.
+  shared->ReleaseCancelled(shard);
   return true;
 }
 

@@ -59,30 +59,36 @@ class Timeout {
   bool isCancelled() const;
 
   // Cancels the task if it is still pending. Returns true iff this call moved
-  // it from pending to cancelled. Then the task will never run; it has been
-  // destroyed (with its captures) on the calling thread, and the timer's
-  // pendingTimeouts() has dropped by one, before this returns. The worker
-  // unlinks the node from its bucket in O(1) when it next wakes (within about
-  // a tick while timeouts are being scheduled or cancelled); a cancel() never
-  // wakes it. Do not call cancel() while holding a lock that the task's
-  // captures take in their destructors.
+  // it from pending to cancelled: of any number of racing cancel() calls,
+  // through one handle object or several copies, at most one returns true.
+  // Then the task will never run; it has been destroyed (with its captures)
+  // on the calling thread, and the timer's pendingTimeouts() has dropped by
+  // one, before this returns. Do not call cancel() while holding a lock that
+  // the task's captures take in their destructors.
   // Returns false if the task already expired, was cancelled, or was returned
-  // by stop(), and for an empty handle. Lock-free. The common case, the only
-  // handle of a timeout the worker has not taken yet: a CAS that takes the
-  // node back from its lane, a CAS that gives the lane cell back if no
-  // timeout was scheduled after it (then an RMW on a counter for metrics()),
-  // and the atomic RMW on the pending count; about 55-65 ns with its
-  // newTimeout() here (README, Performance, target 2). Otherwise: one CAS
-  // on the state and the RMW on the pending count, plus either the take-back
-  // CAS (the node is then freed by whoever drops the last handle, typically
-  // this thread) or, if the worker had already linked it into the wheel,
-  // one push on a cancellation queue.
+  // by stop(), and for an empty handle.
+  // The node itself is reclaimed by this thread when the worker has not
+  // taken it yet, else by the worker, which unlinks it from its bucket in
+  // O(1): within about a tick while timeouts are being scheduled or
+  // cancelled, and at the latest when a few thousand cancelled timeouts
+  // wait on the canceller's shard (worker/worker.h, "Bounded backlogs"). A
+  // cancel() wakes the worker only at that bound.
+  // Cost: lock-free; four atomic RMWs on cache lines this thread usually
+  // owns. For a timeout the worker has not taken yet: a CAS that takes the
+  // node back from its lane, an add that claims it, a CAS that gives the
+  // lane cell back if no timeout was scheduled after it (else a store),
+  // and an add that gives the pending slot back. For a timeout already in
+  // the wheel: a CAS on the state, a push on a cancellation queue and two
+  // adds.
   bool cancel() const;
 
   // For a timeout returned by Timer::stop(): moves the task out, so that the
   // caller can run it elsewhere or re-schedule it. Returns an empty TimerTask
   // in every other case, including a second call. Thread-safe: of two racing
-  // calls, exactly one gets the task.
+  // calls, exactly one gets the task. Never throws, and never loses the
+  // task: the task is handed over without moving the callable itself when
+  // its move constructor may throw (such a callable was boxed on the heap
+  // when it was scheduled, timer/task_slot.h).
   TimerTask takeTask() const;
 
   // False for an empty handle.

@@ -7,64 +7,93 @@
 // ------------
 // A node is created by Timer::newTimeout() and lives while anyone holds a
 // reference: each Timeout handle holds one; the worker holds one from
-// newTimeout() until it is done with the node (the "worker reference").
+// newTimeout() until it is done with the node (the "worker reference"). A
+// handle object may be used by several threads at once (its methods are
+// const), so no step may assume that the caller's reference is the only
+// handle, or that no other thread calls through the same handle.
 //
-// The reference count and the state share one atomic word (`refs_state`), so
-// that a node is 48 bytes, one pool cell. The state is the only
-// thing several threads race on. Transitions:
+// The reference count and the state share one atomic word (`refs_state`:
+// low 24 bits references, high 8 bits the TimeoutState), so that a node is
+// 48 bytes, one pool cell. Every change of the word is an RMW whose result
+// decides, with one exception (TransitionHeld, below) whose precondition
+// no other thread can break.
 //
-//     kQueued --worker links it in the wheel--> kArmed
-//     kQueued or kArmed --cancel()--> kCancelled
-//     kArmed --worker expires--> kExpired
-//     kQueued or kArmed --stop()--> kStopped --takeTask()--> kStoppedTaken
+// The protocol: each row is one step, who may take it, and how.
 //
-// Each transition is a compare-and-swap, so exactly one of cancel(), expiry
-// and stop() wins: a cancel that races an expiry returns true only if it won,
-// in which case the task never runs. The winner alone may touch `task`
-// afterwards (cancel() destroys it, the worker runs it, stop() hands it to
-// takeTask()).
+//   from        to          who            how, and why no other step races it
+//   ----------  ----------  -------------  ----------------------------------
+//   (new)       kQueued,2   newTimeout()   plain store before the node is
+//                                          published: nobody else has it.
+//   kQueued     kArmed      worker         after popping it from its lane or
+//                                          queue: CAS (TransitionHeld: a
+//                                          plain store when refs == 1, since
+//                                          then no handle exists and none can
+//                                          be made, so nothing can race).
+//   kQueued     kCancelled  cancel()       after taking it back out of its
+//               (refs - 1)  (take-back     lane cell, which makes it the
+//                           first)         worker's-reference holder: one
+//                                          XADD (CancelTakenBack) moves the
+//                                          state and drops that reference.
+//                                          Only another cancel() can have
+//                                          moved the state meanwhile (expiry
+//                                          and stop() need the node popped);
+//                                          then the XADD lands on kCancelled
+//                                          and makes kCancelledAgain, which
+//                                          reads as cancelled and has no way
+//                                          out, and the caller returns false.
+//   kQueued,    kCancelled  cancel()       CAS (TransitionIf). The winner
+//   kArmed                                 destroys the task; for kArmed it
+//                                          pushes the node on the
+//                                          cancellation queue, for kQueued it
+//                                          tries the take-back (a racing
+//                                          take-back-first cancel() or the
+//                                          worker may hold the cell instead).
+//   kArmed      kExpired    worker         CAS (TransitionHeld as above).
+//   kQueued,    kStopped    stop()         CAS, after the worker has been
+//   kArmed                                 joined and the node popped.
+//   kStopped    kStoppedTaken takeTask()   CAS: of racing calls one wins.
+//   refs + 1                copy           fetch_add (Ref): never a store.
+//   refs - 1                drop           fetch_sub, or, when the caller's
+//                                          reference is the only one (refs ==
+//                                          1), delete without an RMW: nobody
+//                                          else holds or can gain one.
+//
+// So exactly one of cancel(), expiry and stop() wins each node: a cancel
+// that races an expiry returns true only if it won, in which case the task
+// never runs. The winner alone may touch `task` afterwards (cancel()
+// destroys it, the worker runs it, stop() hands it to takeTask()).
 //
 // Who tells the worker about a cancellation: a node cancelled while kQueued
 // is still in its shard's lane or pending queue. In the lane, cancel() takes
 // it back (worker/lane.h) together with the worker's reference, unless the
-// worker took the cell first; in the queue, or in that race, the worker
-// finds it cancelled (its CAS to kArmed fails) and drops its reference.
-//
-// The lone handle's cancel (the request-timeout pattern): when the word
-// reads kQueued with two references, they are the caller's handle and the
-// worker's, so no other thread holds a handle that could cancel, and the
-// node leaves kQueued only after the worker or stop() has popped it from
-// its lane. cancel() then tries the take-back first, through the cell
-// address kept in `next` (LaneCell()): if it wins, nobody else has seen the
-// node or can, and one plain store sets kCancelled and drops the worker's
-// reference, without the state CAS. The take-back leaves the cell
-// unpublished (worker/lane.h, TakeBackPending); a cell that is still its
-// lane's last claimed one goes back to the ring (Unclaim), so that a
+// worker took the cell first; in the queue, or when the take-back fails, the
+// worker finds it cancelled (its CAS to kArmed fails) and drops its
+// reference. The taker settles the emptied cell: it goes back to the ring
+// (Unclaim) if it is still its lane's last claimed one, so that a
 // schedule-then-cancel loop reuses one cell and the worker has nothing to
-// drain, and any other cell gets a tombstone (Bury). Withdrawn timeouts are
-// counted in the shard's `withdrawn` for metrics().cancelled. The take-back may come after the timer
-// is gone (the node could have been popped, run and stop()ped meanwhile);
-// lane arrays are type-stable (worker/lane_arrays.h), so the CAS then fails
-// harmlessly, and cancel() goes the CAS way, which finds the node no longer
-// pending. If it wins, the node's pending slot is still held, which keeps
-// the shared state alive until cancel() gives it back (below).
+// drain; any other cell gets a tombstone (Bury), which the worker skips. A
+// take-back that loses the state to another cancel() buries its cell and
+// drops the worker's reference itself. The take-back may come after the
+// timer is gone (the node could have been popped, run and stop()ped
+// meanwhile); lane arrays are type-stable (worker/lane_arrays.h), so the
+// CAS then fails harmlessly.
 //
-// A node cancelled while kArmed is linked in the wheel, so
-// cancel() pushes it on the cancellation queue, through the same `next` link:
-// the worker's kQueued -> kArmed CAS comes after it popped the node, and once
-// popped no producer writes the link again (worker/mpsc_queue.h), so a node
-// is never in both queues. The worker's reference keeps a node alive while it
-// sits in either queue: the worker drops it only after it has taken the node
-// out of the wheel and, for a kArmed cancellation, out of the cancellation
-// queue.
+// A node cancelled while kArmed is linked in the wheel, so cancel() pushes it
+// on the cancellation queue, through the same `next` link: the worker's
+// kQueued -> kArmed CAS comes after it popped the node, and once popped no
+// producer writes the link again (worker/mpsc_queue.h), so a node is never in
+// both queues. The worker's reference keeps a node alive while it sits in
+// either queue: the worker drops it only after it has taken the node out of
+// the wheel and, for a kArmed cancellation, out of the cancellation queue.
 //
 // The shared state outlives every call that reaches it: newTimeout() and a
-// winning cancel() both hold a pending slot in SharedTimerState::pending_word
-// while they touch the queues (newTimeout() takes the slot before its push;
-// cancel() pushes before it gives the slot back, with release), and stop()
-// does not return before the pending count is zero (acquire). A cancel() or
-// newTimeout() that comes after that finds the timer closed or the node no
-// longer pending, and touches nothing shared.
+// winning cancel() both hold a pending slot in SharedTimerState while they
+// touch the queues (newTimeout() takes the slot before its push; cancel()
+// pushes or settles its cell before it gives the slot back, with release),
+// and stop() does not return before the slots sum to zero (acquire) and
+// every lane is drained, so that a losing take-back has buried its cell. A
+// cancel() or newTimeout() that comes after that finds the timer closed or
+// the node no longer pending, and touches nothing shared.
 //
 // `deadline` and `where` (the wheel's position) are owned by the worker
 // thread once the node has been published. `task()` belongs to the winner
@@ -101,12 +130,15 @@ class Timer;
 namespace internal {
 
 enum class TimeoutState : uint8_t {
-  kQueued,        // scheduled; in the pending queue, not yet in the wheel
-  kArmed,         // scheduled; linked in the wheel by the worker
-  kCancelled,     // cancelled by cancel()
-  kExpired,       // the worker claimed it to run (it may be running now)
-  kStopped,       // returned by stop(); the task is still inside
-  kStoppedTaken,  // returned by stop(); takeTask() moved the task out
+  kQueued = 0,        // scheduled; in a lane or queue, not yet in the wheel
+  kArmed = 1,         // scheduled; linked in the wheel by the worker
+  kCancelled = 2,     // cancelled by cancel()
+  kExpired = 3,       // the worker claimed it to run (it may be running now)
+  // kCancelled, where a losing take-back's claim landed (CancelTakenBack):
+  // reads as cancelled, and nothing leaves it.
+  kCancelledAgain = 4,
+  kStopped = 5,       // returned by stop(); the task is still inside
+  kStoppedTaken = 6,  // returned by stop(); takeTask() moved the task out
 };
 
 struct SharedTimerState;
@@ -228,6 +260,25 @@ struct TimeoutNode {
     return StateOf(word);
   }
 
+  // For a cancel() that has just taken the node back out of its lane cell
+  // and with it the worker's reference: one XADD moves the state up by
+  // kCancelled - kQueued and drops that reference. Only another cancel() can
+  // have moved the state since the take-back (expiry and stop() reach a node
+  // only after popping it, and it is no longer in the lane), so the add
+  // lands on kQueued, and the caller has won (true), or on kCancelled, and
+  // makes kCancelledAgain: still cancelled, the reference dropped all the
+  // same, and the caller has lost (false). A copy or a drop of a handle may
+  // change the count meanwhile; an add, unlike a load and a store, keeps it.
+  bool CancelTakenBack() {
+    constexpr uint32_t kClaim =
+        Pack(0, TimeoutState::kCancelled) - Pack(0, TimeoutState::kQueued) - 1;
+    static_assert(Pack(0, TimeoutState::kCancelled) + kClaim + 1 ==
+                      Pack(0, TimeoutState::kCancelledAgain),
+                  "a late claim must land on kCancelledAgain");
+    const uint32_t old = refs_state.fetch_add(kClaim, std::memory_order_acq_rel);
+    return StateOf(old) == TimeoutState::kQueued;
+  }
+
   // TransitionIf for one state: true if it moved the state from `from`.
   bool Transition(TimeoutState from, TimeoutState to) {
     return TransitionIf([from](TimeoutState s) { return s == from; }, to) ==
@@ -291,6 +342,16 @@ void EmplaceTask(TaskSlot& slot, void* callable) {
 // Both queues link through TimeoutNode::next (see the ground rules).
 using NodeQueue = MpscQueue<TimeoutNode, &TimeoutNode::next>;
 
+// Wakes a sleeping worker so that it drains its queues now rather than at
+// its planned wake-up (the worker implements it).
+class BacklogWaker {
+ public:
+  virtual void WakeForBacklog() = 0;
+
+ protected:
+  ~BacklogWaker() = default;
+};
+
 // The producer side of a timer: what newTimeout() and Timeout::cancel() touch.
 // Owned by the timer's worker object; outlives every cancel() that can still
 // reach it (see ground rules).
@@ -303,12 +364,15 @@ using NodeQueue = MpscQueue<TimeoutNode, &TimeoutNode::next>;
 // (no call on one thread is ordered against a concurrent call on another).
 //
 // Counting. pending_word = 2 * count + closed. A newTimeout() reserves its
-// slot in its shard's word; a cancel() gives one back in the canceller's
-// shard; the worker gives slots back in `worker_word`. A single word can go
-// negative; the sum over all words is the number of pending timeouts (plus
+// slot in its shard's word; a winning cancel() gives one back by adding to
+// the canceller's shard's `cancel_word` (2 * cancels, which the sum
+// subtracts), so that the same RMW counts the cancel for metrics(); the
+// worker gives slots back in `worker_word`. A single word can go negative;
+// the sum over all words is the number of pending timeouts (plus
 // reservations not yet pushed). With max_pending_timeouts set (`limited`),
-// every reservation and release uses shards[0] instead, so that one CAS
-// enforces the limit exactly. stop() sets the closed bit in every word; a
+// every reservation and release uses shards[0].pending_word instead, so
+// that one CAS enforces the limit exactly, and a cancel() counts itself in
+// its cancel_word with a second RMW, which the sum then ignores. stop() sets the closed bit in every word; a
 // reservation checks its own word's bit in the same RMW. After stop() has set
 // them all, each successful reservation's increment is visible to its reads,
 // so a sum of zero means every reservation has been given back.
@@ -325,10 +389,16 @@ struct SharedTimerState {
 
   struct alignas(64) Shard {
     std::atomic<int64_t> pending_word{0};
-    // Cancels that gave their lane cell back before the worker saw the node
-    // (Timeout::cancel()), so that the worker never counts them: on the same
-    // line as pending_word, which the same cancel() just wrote.
-    std::atomic<int64_t> withdrawn{0};
+    // 2 * the winning cancel()s of this shard's threads: their slots given
+    // back (see Counting) and metrics().cancelled, exact when cancel()
+    // returns. On the line of pending_word, which the same thread writes.
+    std::atomic<int64_t> cancel_word{0};
+    // Armed nodes pushed on `cancelled` and not yet drained: cancel() adds
+    // one after its push, the worker subtracts what it popped (so it may
+    // read below zero for a moment). The cancel() whose push brings it to
+    // kCancelBacklogWake wakes a sleeping worker (BacklogWaker), so that
+    // cancelled nodes wait for a bounded count, not for the next deadline.
+    std::atomic<int64_t> cancel_backlog{0};
     NodeLane lane;
     NodeQueue queue;
     NodeQueue cancelled;  // cancel() of an armed node -> worker
@@ -341,10 +411,27 @@ struct SharedTimerState {
         next.fetch_add(1, std::memory_order_relaxed) % kShards);
     return shard;
   }
-  // Where a thread of `shard` reserves (newTimeout) or gives back (cancel)
-  // a slot.
+  // Where a thread of `shard` reserves a slot (newTimeout).
   std::atomic<int64_t>& CountWord(int shard) {
     return shards[limited ? 0 : shard].pending_word;
+  }
+  // A winning cancel() on a thread of `shard` gives its slot back and is
+  // counted; the release store is its last touch of this state.
+  void ReleaseCancelled(int shard) {
+    if (limited) {
+      shards[shard].cancel_word.fetch_add(kOne, std::memory_order_relaxed);
+      shards[0].pending_word.fetch_sub(kOne, std::memory_order_release);
+    } else {
+      shards[shard].cancel_word.fetch_add(kOne, std::memory_order_release);
+    }
+  }
+  // Winning cancel() calls so far.
+  int64_t CancelCount() const {
+    int64_t sum = 0;
+    for (const Shard& s : shards) {
+      sum += Count(s.cancel_word.load(std::memory_order_relaxed));
+    }
+    return sum;
   }
   std::atomic<int64_t>& WorkerReleaseWord() {
     return limited ? shards[0].pending_word : worker_word;
@@ -353,12 +440,22 @@ struct SharedTimerState {
   // snapshot that may be off by the calls in flight, or below zero.
   int64_t SumCounts(std::memory_order order) const {
     int64_t sum = Count(worker_word.load(order));
-    for (const Shard& s : shards) sum += Count(s.pending_word.load(order));
+    for (const Shard& s : shards) {
+      sum += Count(s.pending_word.load(order));
+      if (!limited) sum -= Count(s.cancel_word.load(order));
+    }
     return sum;
   }
 
+  // How many cancelled nodes may wait on one shard's cancellation queue
+  // while the worker sleeps; the push that reaches it wakes the worker.
+  static constexpr int64_t kCancelBacklogWake = 4096;
+
   // The public facade, for Timeout::timer(); null once the Timer is gone.
   std::atomic<Timer*> owner{nullptr};
+  // Wakes the worker when a backlog calls for it (the worker itself); called
+  // only while the caller holds a pending slot, which keeps it alive.
+  BacklogWaker* waker = nullptr;
   bool limited = false;  // set before any producer can run
   Shard shards[kShards];
   alignas(64) std::atomic<int64_t> worker_word{0};

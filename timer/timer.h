@@ -164,7 +164,8 @@ class Timer {
   // threads schedule more per second than one, not 1.5x as many on two
   // cores). It wakes the worker (a mutex
   // and a condition variable) only when the new deadline is earlier than the
-  // one the sleeping worker planned to wake for.
+  // one the sleeping worker planned to wake for, or when the calling
+  // thread's lane of 16384 timeouts waiting for the worker is full.
   template <typename F,
             std::enable_if_t<internal::kIsTaskCallable<F>, int> = 0>
   absl::StatusOr<Timeout> newTimeout(F&& task, absl::Duration delay) {

@@ -25,6 +25,11 @@ int64_t SaturatingMul(int64_t a, int64_t b) {
   return a > INT64_MAX / b ? INT64_MAX : a * b;
 }
 
+// The worker whose loop runs on this thread, if any: set when Run() starts,
+// cleared when it ends. Unlike a stored thread id, which a later thread may
+// reuse once the worker's thread has exited, it names the running loop.
+thread_local const Worker* running_worker = nullptr;
+
 }  // namespace
 
 Worker::Worker(WorkerConfig config, Timer* owner)
@@ -33,6 +38,7 @@ Worker::Worker(WorkerConfig config, Timer* owner)
       wheel_(config_.ticks_per_wheel, config_.tick_nanos) {
   shared_.owner.store(owner, std::memory_order_relaxed);
   shared_.limited = config_.max_pending_timeouts > 0;
+  shared_.waker = this;
 }
 
 bool Worker::Close() {
@@ -43,6 +49,20 @@ bool Worker::Close() {
                SharedTimerState::kClosed);
   }
   return first;
+}
+
+bool Worker::LanesEmpty() const {
+  for (const auto& shard : shared_.shards) {
+    if (!shard.lane.Empty()) return false;
+  }
+  return true;
+}
+
+bool Worker::CancellationQueuesEmpty() const {
+  for (const auto& shard : shared_.shards) {
+    if (!shard.cancelled.Empty()) return false;
+  }
+  return true;
 }
 
 bool Worker::QueuesEmpty() const {
@@ -61,7 +81,6 @@ TimeoutNode* Worker::PopNew(SharedTimerState::Shard& shard) {
       case SharedTimerState::NodeLane::Popped::kTakenBack:
         // cancel() took it back, and with it our reference.
         queue_traffic_ = true;
-        Bump(cancelled_);
         continue;
       case SharedTimerState::NodeLane::Popped::kNotYet:
       case SharedTimerState::NodeLane::Popped::kEmpty:
@@ -75,10 +94,7 @@ Worker::~Worker() {
   if (thread_.joinable()) thread_.detach();
 }
 
-bool Worker::OnWorkerThread() const {
-  return worker_id_.load(std::memory_order_acquire) ==
-         std::this_thread::get_id();
-}
+bool Worker::OnWorkerThread() const { return running_worker == this; }
 
 absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
                                          absl::Duration delay) {
@@ -160,7 +176,13 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
     node->SetLaneCell(my_shard.lane.Cell(cell));
     my_shard.lane.Publish(cell, node);
   } else {
+    // The lane is full: kLaneCapacity nodes wait for a worker that sleeps
+    // (or runs behind). Overflowing into the queue wakes it whatever the
+    // deadline, so that what waits, cancelled nodes included, is bounded by
+    // a count rather than by the time to the next deadline.
     my_shard.queue.Push(node);
+    WakeForBacklog();
+    return TimeoutAccess::Adopt(node, &shared_);
   }
 
   // Wake the worker only if it sleeps past this node's tick. The first
@@ -175,6 +197,17 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
     }
   }
   return TimeoutAccess::Adopt(node, &shared_);
+}
+
+void Worker::WakeForBacklog() {
+  int64_t limit = wake_limit_.load(std::memory_order_seq_cst);
+  while (limit != kAwake) {
+    if (wake_limit_.compare_exchange_weak(limit, kAwake,
+                                          std::memory_order_seq_cst)) {
+      WakeWorker();
+      return;
+    }
+  }
 }
 
 void Worker::WakeWorker() {
@@ -209,7 +242,7 @@ void Worker::Run() {
     std::string name = config_.thread_name.substr(0, 15);
     pthread_setname_np(pthread_self(), name.c_str());
   }
-  worker_id_.store(std::this_thread::get_id(), std::memory_order_release);
+  running_worker = this;
   start_nanos_ = config_.clock->NowNanos();
   start_ready_.store(true, std::memory_order_release);
   start_ready_.notify_all();
@@ -217,6 +250,7 @@ void Worker::Run() {
   while (!shutdown_.load(std::memory_order_acquire)) {
     if (Pass(config_.clock->NowNanos() - start_nanos_)) Sleep();
   }
+  running_worker = nullptr;
   if (finish_on_thread_) {
     // The Timer was destroyed from one of its own tasks; nobody will join us.
     for (Timeout& t : CollectUnprocessed()) t.takeTask();
@@ -318,7 +352,13 @@ void Worker::Sleep() {
   // at the end of the current tick to drain the queues, so that cancelled
   // nodes and their captures are released within about a tick. Without
   // traffic, sleep until real work is due, however far away.
-  if (queue_traffic_) next = std::min(next, wheel_.elapsed());
+  // A cancellation queue that still reads non-empty holds nodes that Pop()
+  // could not reach yet (a cancel() between its exchange and its link
+  // store): come back at the end of the tick for them too, since no cancel()
+  // below the backlog bound wakes us.
+  if (queue_traffic_ || !CancellationQueuesEmpty()) {
+    next = std::min(next, wheel_.elapsed());
+  }
   // A node is due before tick `next` iff DueTick(deadline) < next, that is
   // iff deadline <= next * tick: producers compare without dividing.
   wake_limit_.store(
@@ -346,17 +386,22 @@ void Worker::Sleep() {
 bool Worker::ProcessCancelled() {
   int budget = kSliceBudget;
   for (auto& shard : shared_.shards) {
-    while (TimeoutNode* node = shard.cancelled.Pop()) {
-      queue_traffic_ = true;
+    int64_t popped = 0;
+    while (budget > 0) {
+      TimeoutNode* node = shard.cancelled.Pop();
+      if (node == nullptr) break;
       // Only armed nodes come here. Still linked unless Advance() already
       // took it out and lost the race to cancel() in Expire().
       if (Wheel::Linked(node)) wheel_.Remove(node);
-      Bump(cancelled_);
       node->Unref();  // the worker's reference; cancel() destroyed the task
-      if (--budget == 0) return false;
+      ++popped;
+      --budget;
     }
+    if (popped == 0) continue;
+    queue_traffic_ = true;
+    shard.cancel_backlog.fetch_sub(popped, std::memory_order_relaxed);
   }
-  return true;
+  return budget > 0;
 }
 
 bool Worker::TransferPending(int64_t now) {
@@ -376,7 +421,6 @@ bool Worker::TransferPending(int64_t now) {
       if (!node->TransitionHeld(TimeoutState::kQueued,
                                 TimeoutState::kArmed)) {
         // Cancelled while queued: nobody else will hand it to us.
-        Bump(cancelled_);
         node->Unref();
         continue;
       }
@@ -449,7 +493,10 @@ std::vector<Timeout> Worker::CollectUnprocessed() {
     }
     while (!ProcessCancelled()) {
     }
-    if (shared_.SumCounts(std::memory_order_acquire) == 0) {
+    // A lane that is not empty holds a cell that a losing cancel() took
+    // back and has not settled yet (timer/timeout.cc): wait for it too, so
+    // that no cancel() writes to a lane after it is gone.
+    if (shared_.SumCounts(std::memory_order_acquire) == 0 && LanesEmpty()) {
       break;
     }
     std::this_thread::yield();
@@ -518,10 +565,7 @@ TimerMetrics Worker::Metrics() const {
   TimerMetrics m;
   m.pending = pending();
   m.expired = expired_.load(std::memory_order_relaxed);
-  m.cancelled = cancelled_.load(std::memory_order_relaxed);
-  for (const SharedTimerState::Shard& shard : shared_.shards) {
-    m.cancelled += shard.withdrawn.load(std::memory_order_relaxed);
-  }
+  m.cancelled = shared_.CancelCount();
   m.ticks = ticks_.load(std::memory_order_relaxed);
   m.catch_up_ticks = catch_up_ticks_.load(std::memory_order_relaxed);
   m.wakeups = wakeups_.load(std::memory_order_relaxed);

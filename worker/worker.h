@@ -59,27 +59,40 @@
 //   cells, taken on first use from type-stable memory, worker/lane_arrays.h)
 //   in front of its pending queue. newTimeout() claims a cell and records its
 //   address in the node's `next` (unused while the node is in a lane); when
-//   the lane is full it pushes on the queue instead. A cancel() that comes
-//   before the worker has popped the node takes it back out of its cell (a
-//   CAS) and with it the worker's reference: the worker then never touches
-//   the node, and the cancelling thread frees it while its cache still holds
-//   it (a worker-side free would make the producer's next allocation fetch
-//   the cell from the worker's cache: about 170 ns a pair here). The cell
-//   then goes back to the ring if it is still the lane's last claimed one,
-//   and the worker never hears of the timeout; otherwise it holds a
-//   tombstone. A lone handle does the take-back before it changes the state
-//   and claims the node with a store (timer/timeout_node.h says why that is
-//   safe); other cancels win kQueued -> kCancelled first. The worker pops
-//   the lane before the queue, one snapshot of claimed cells per pass, and
-//   counts each tombstone as a cancellation. Order: a thread's timeouts reach the wheel in the
-//   order it scheduled them, except that after its lane overflowed into the
-//   queue, later timeouts from the lane can be filed before the overflowed
-//   ones; timeouts due in the same tick then run in that order.
+//   the lane is full it pushes on the queue instead, and wakes the worker
+//   (below). A cancel() that comes before the worker has popped the node
+//   takes it back out of its cell (a CAS) and with it the worker's
+//   reference: the worker then never touches the node, and the cancelling
+//   thread frees it while its cache still holds it (a worker-side free would
+//   make the producer's next allocation fetch the cell from the worker's
+//   cache). The cell then goes back to the ring if it is still the lane's
+//   last claimed one, and the worker never hears of the timeout; otherwise
+//   it holds a tombstone. timer/timeout_node.h gives the protocol between a
+//   take-back, the state and racing cancels. The worker pops the lane before
+//   the queue, one snapshot of claimed cells per pass, and skips each
+//   tombstone. Order: a thread's timeouts reach the wheel in the order it
+//   scheduled them, except that after its lane overflowed into the queue,
+//   later timeouts from the lane can be filed before the overflowed ones;
+//   timeouts due in the same tick then run in that order.
+//
+// Bounded backlogs (the worker asleep while traffic flows)
+//   Nothing due wakes a worker that sleeps toward a far deadline, so what
+//   producers hand it must not wait for that deadline. Two bounds wake it,
+//   whatever it planned: a newTimeout() that finds its lane full
+//   (kLaneCapacity nodes, live or taken back) pushes on the queue and wakes
+//   it, and the cancel() of an armed node whose push brings its shard's
+//   cancellation backlog to kCancelBacklogWake wakes it. So the cancelled
+//   nodes that wait for the worker are bounded by a count per shard, not by
+//   the time to the next deadline; once awake, the worker comes back at the
+//   end of each tick while traffic flows (housekeeping, above) and sleeps
+//   for good once it stops. Without traffic nothing wakes it.
 //
 // Lifetime
 //   Timer holds a shared_ptr to the Worker and so does the thread, so a Timer
 //   destroyed from inside one of its own tasks can detach the thread, which
-//   finishes the shutdown by itself. Timeout handles hold only nodes; see
+//   finishes the shutdown by itself. "Am I the worker?" (stop() from a task
+//   must fail rather than wait for itself) is a thread-local marker set while
+//   Run() runs, not a stored thread id, which a later thread may reuse. Timeout handles hold only nodes; see
 //   timer/timeout_node.h for why cancel() is safe against destruction.
 
 #ifndef TICKWHEEL_WORKER_WORKER_H_
@@ -116,7 +129,8 @@ struct WorkerConfig {
   std::shared_ptr<Clock> clock;  // non-null
 };
 
-class Worker : public std::enable_shared_from_this<Worker> {
+class Worker : public std::enable_shared_from_this<Worker>,
+               private BacklogWaker {
  public:
   // The most nodes one pass transfers, and the most it expires or cascades,
   // before it serves the queues again. Bounds the time a cancel() or an
@@ -164,6 +178,10 @@ class Worker : public std::enable_shared_from_this<Worker> {
   void Sleep() ABSL_LOCKS_EXCLUDED(wake_mu_);
   // Wakes the worker from another thread.
   void WakeWorker() ABSL_LOCKS_EXCLUDED(wake_mu_);
+  // Wakes the worker if it sleeps, whatever it planned: the first caller
+  // after it planned a sleep claims the wake-up (kAwake), later ones find it
+  // claimed and return. For backlogs that must not wait for a deadline.
+  void WakeForBacklog() override ABSL_LOCKS_EXCLUDED(wake_mu_);
   // The two uses of sleeper_ without wake_mu_. Each is safe for the reason
   // given, which the analysis cannot see, so each is exempt from it.
   //
@@ -220,6 +238,10 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // Sets the closed bit in every count word; true if this call set it first.
   bool Close();
   bool QueuesEmpty() const;
+  bool CancellationQueuesEmpty() const;
+  // True when no lane holds a claimed cell: every published node popped,
+  // every taken-back cell settled. Consumer only.
+  bool LanesEmpty() const;
   // The next new node of `shard`: its fast lane first, then its queue;
   // nullptr when neither has one ready. Counts taken-back cells as
   // cancelled.
@@ -258,7 +280,6 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // config_.clock is a RealClock: newTimeout() reads CLOCK_MONOTONIC inline.
   const bool real_clock_;
   std::thread thread_;
-  std::atomic<std::thread::id> worker_id_{};
   // The worker's sleeper. Producers may still be about to Wake() it after
   // stop() has collected their node, so it dies under wake_mu_, and every
   // Wake() from another thread (rare: only an earlier deadline) takes it.
@@ -283,7 +304,6 @@ class Worker : public std::enable_shared_from_this<Worker> {
 
   // Written by the worker only (Bump), read by Metrics().
   std::atomic<int64_t> expired_{0};
-  std::atomic<int64_t> cancelled_{0};
   std::atomic<int64_t> ticks_{0};
   std::atomic<int64_t> catch_up_ticks_{0};
   std::atomic<int64_t> wakeups_{0};
