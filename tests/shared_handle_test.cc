@@ -10,7 +10,8 @@
 // destroyed exactly once; pendingTimeouts() ends at 0, and stop() returns
 // (a hang aborts the test with a message instead of timing out silently).
 // The races are real-clock races between threads; the tests assert no
-// duration.
+// duration. Under --config=interleave every atomic step of the hot paths may
+// yield or sleep, which makes the rare interleavings common.
 
 #include <algorithm>
 #include <atomic>

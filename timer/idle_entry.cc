@@ -179,6 +179,7 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
   absl::AnyInvocable<void()> on_idle;
   uint64_t fired_version = 0;
   bool use_executor = false;
+  TICKWHEEL_INTERLEAVE_POINT();  // a touch() or unregister() may come here
   {
     IdleSpinLockGuard l(&lock_);
     if (version != version_ ||
@@ -253,6 +254,7 @@ void IdleEntry::RunOnIdle(absl::AnyInvocable<void()> on_idle,
   on_idle = nullptr;  // captures released before a waiting unregister returns
   tls_running_entry = outer_entry;
   tls_callback_core = outer_core;
+  TICKWHEEL_INTERLEAVE_POINT();
   {
     IdleSpinLockGuard l(&lock_);
     // Unless unregister/re-register/detach moved on while it ran.

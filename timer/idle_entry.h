@@ -71,6 +71,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "timer/timer.h"
+#include "worker/interleave.h"
 
 namespace tickwheel::internal {
 
@@ -83,6 +84,7 @@ class IdleCore;
 class ABSL_LOCKABLE IdleSpinLock {
  public:
   void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    TICKWHEEL_INTERLEAVE_POINT();
     while (locked_.exchange(true, std::memory_order_acquire)) {
       while (locked_.load(std::memory_order_relaxed)) std::this_thread::yield();
     }

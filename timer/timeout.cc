@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "worker/interleave.h"
+
 namespace tickwheel {
 namespace internal {
 
@@ -99,6 +101,7 @@ bool Timeout::cancel() const {
   // the same CAS (timeout_node.h, "Ground rules", take-back first).
   if (node_->state() == TimeoutState::kQueued) {
     if (TimeoutNode::LaneCellPtr cell = TakeBack(node_)) {
+      TICKWHEEL_INTERLEAVE_POINT();
       if (!node_->CancelTakenBack()) {
         // Another cancel() won the state and then found the cell empty: the
         // claim has dropped the worker's reference all the same, and the
@@ -112,6 +115,7 @@ bool Timeout::cancel() const {
       // back, last.
       SettleTakenBackCell(cell, shared, shard);
       node_->task().Reset();
+      TICKWHEEL_INTERLEAVE_POINT();
       shared->ReleaseCancelled(shard);
       return true;
     }
@@ -132,6 +136,7 @@ bool Timeout::cancel() const {
   // ours to destroy: do it now, so that its captures are released at once
   // even if the worker sleeps for an hour; the worker only unlinks the node.
   node_->task().Reset();
+  TICKWHEEL_INTERLEAVE_POINT();
   if (left == TimeoutState::kArmed) {
     // The worker's reference keeps the node alive in the queue.
     SharedTimerState::Shard& mine = shared->shards[shard];
@@ -149,6 +154,7 @@ bool Timeout::cancel() const {
   }
   // Otherwise the worker (or stop()) popped it, or a racing cancel() took
   // it back: either finds it cancelled and drops the worker's reference.
+  TICKWHEEL_INTERLEAVE_POINT();
   shared->ReleaseCancelled(shard);
   return true;
 }
@@ -158,6 +164,7 @@ TimerTask Timeout::takeTask() const {
   if (!node_->Transition(TimeoutState::kStopped, TimeoutState::kStoppedTaken)) {
     return nullptr;
   }
+  TICKWHEEL_INTERLEAVE_POINT();
   return node_->task().Take();
 }
 

@@ -118,6 +118,7 @@
 #include "absl/base/config.h"
 #include "timer/cell_pool.h"
 #include "timer/task_slot.h"
+#include "worker/interleave.h"
 #include "worker/lane.h"
 #include "worker/mpsc_queue.h"
 
@@ -250,6 +251,7 @@ struct TimeoutNode {
   TimeoutState TransitionIf(Pred may_leave, TimeoutState to) {
     uint32_t word = refs_state.load(std::memory_order_relaxed);
     while (may_leave(StateOf(word))) {
+      TICKWHEEL_INTERLEAVE_POINT();
       const uint32_t want = (word & kMaxRefs) | Pack(0, to);
       if (refs_state.compare_exchange_weak(word, want, std::memory_order_acq_rel,
                                            std::memory_order_acquire)) {
@@ -291,6 +293,7 @@ struct TimeoutNode {
   // do it, one atomic RMW fewer per fire-and-forget timeout.
   bool TransitionHeld(TimeoutState from, TimeoutState to) {
     if (refs_state.load(std::memory_order_acquire) == Pack(1, from)) {
+      TICKWHEEL_INTERLEAVE_POINT();
       refs_state.store(Pack(1, to), std::memory_order_relaxed);
       return true;
     }
@@ -298,6 +301,7 @@ struct TimeoutNode {
   }
 
   void Ref() {
+    TICKWHEEL_INTERLEAVE_POINT();
     const uint32_t old = refs_state.fetch_add(1, std::memory_order_relaxed);
     if ((old & kMaxRefs) == kMaxRefs) RefCountOverflow();
   }
@@ -312,6 +316,7 @@ struct TimeoutNode {
 
   // Drops one reference; the last one deletes the node (and any task in it).
   void Unref() {
+    TICKWHEEL_INTERLEAVE_POINT();
     if (SoleHolder() ||
         (refs_state.fetch_sub(1, std::memory_order_acq_rel) & kMaxRefs) == 1) {
       delete this;

@@ -4,9 +4,12 @@
 #   2. build everything, benchmarks included;
 #   3. run every test under the plain build and under ASan (with LSan), TSan
 #      and UBSan; any sanitizer report fails its test;
-#   4. check the thread-safety annotations with clang's -Wthread-safety;
-#   5. build and run a consumer workspace that depends on //timer;
-#   6. a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the real timer
+#   4. run the concurrency tests again with interleaving points on (every
+#      marked atomic step may yield or sleep: worker/interleave.h), under
+#      ASan and under TSan;
+#   5. check the thread-safety annotations with clang's -Wthread-safety;
+#   6. build and run a consumer workspace that depends on //timer;
+#   7. a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the real timer
 #      against the reference model.
 # Options: --quick runs step 3 with the plain build only.
 set -euo pipefail
@@ -37,6 +40,24 @@ for cfg in "${configs[@]}"; do
   passed=$((passed + ${n:-0}))
   rm -f "$log"
 done
+
+# The tests whose threads race on shared handles, queues and lanes.
+concurrency=(//tests:stress_test //tests:shared_handle_test
+             //tests:timer_concurrency_test //tests:idle_tracker_concurrency_test)
+if [[ "${1:-}" != "--quick" ]]; then
+  for cfg in asan tsan; do
+    echo "== test concurrency (${cfg}, interleave)"
+    log=$(mktemp)
+    if ! bazel test "${quiet[@]}" --config="$cfg" --config=interleave \
+        "${concurrency[@]}" 2>&1 | tee "$log"; then
+      echo "tests: 0 passed, 1 failed (config ${cfg} + interleave; see the log above)"
+      exit 1
+    fi
+    n=$(sed -n 's/.*: \([0-9][0-9]*\) tests\{0,1\} pass.*/\1/p' "$log" | tail -n 1)
+    passed=$((passed + ${n:-0}))
+    rm -f "$log"
+  done
+fi
 
 echo "== thread-safety annotations (clang -Wthread-safety)"
 tools/thread_safety_check.sh

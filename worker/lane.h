@@ -65,6 +65,7 @@
 #include <cstdint>
 #include <new>
 
+#include "worker/interleave.h"
 #include "worker/lane_arrays.h"
 
 namespace tickwheel::internal {
@@ -87,6 +88,7 @@ class Lane {
     if (Cells() == nullptr) return -1;
     uint64_t tail = tail_.load(std::memory_order_relaxed);
     do {
+      TICKWHEEL_INTERLEAVE_POINT();
       if (tail - seen_head_.load(std::memory_order_acquire) >= kCapacity &&
           !RefreshHead(tail)) {
         return -1;
@@ -99,6 +101,7 @@ class Lane {
 
   // Makes `item` visible to the consumer in the cell Claim() returned.
   void Publish(int64_t index, T* item) {
+    TICKWHEEL_INTERLEAVE_POINT();
     cells_.load(std::memory_order_relaxed)[index].store(
         item, std::memory_order_release);
   }
@@ -116,6 +119,7 @@ class Lane {
   // Unclaim() it if it is its lane's last claimed cell, else Bury() it (a
   // tombstone, which the consumer skips).
   static bool TakeBackPending(std::atomic<T*>* cell, T* item) {
+    TICKWHEEL_INTERLEAVE_POINT();
     T* expected = item;
     return cell->compare_exchange_strong(expected, nullptr,
                                          std::memory_order_acq_rel,
@@ -131,12 +135,14 @@ class Lane {
     }
     const auto index = static_cast<uint64_t>(cell - cells);
     uint64_t tail = tail_.load(std::memory_order_relaxed);
+    TICKWHEEL_INTERLEAVE_POINT();
     return ((tail - 1) & kMask) == index &&
            tail_.compare_exchange_strong(tail, tail - 1,
                                          std::memory_order_seq_cst,
                                          std::memory_order_relaxed);
   }
   static void Bury(std::atomic<T*>* cell) {
+    TICKWHEEL_INTERLEAVE_POINT();
     cell->store(Tombstone(), std::memory_order_release);
   }
 
@@ -156,9 +162,11 @@ class Lane {
   Popped Pop(T** item) {
     const uint64_t head = head_.load(std::memory_order_relaxed);
     if (head == seen_tail_) return Popped::kEmpty;
+    TICKWHEEL_INTERLEAVE_POINT();
     T* got = cells_.load(std::memory_order_acquire)[head & kMask].exchange(
         nullptr, std::memory_order_acq_rel);
     if (got == nullptr) return Popped::kNotYet;
+    TICKWHEEL_INTERLEAVE_POINT();
     head_.store(head + 1, std::memory_order_release);
     if (got == Tombstone()) return Popped::kTakenBack;
     *item = got;

@@ -49,6 +49,8 @@
 #include <atomic>
 #include <cstddef>
 
+#include "worker/interleave.h"
+
 namespace tickwheel::internal {
 
 // T must be default-constructible (the queue embeds one T as its stub) and have
@@ -66,6 +68,7 @@ class MpscQueue {
   void Push(T* node) {
     (node->*Link).store(nullptr, std::memory_order_relaxed);
     T* prev = head_.exchange(node, std::memory_order_seq_cst);
+    TICKWHEEL_INTERLEAVE_POINT();  // the transient emptiness below
     (prev->*Link).store(node, std::memory_order_release);
   }
 

@@ -10,6 +10,7 @@
 
 #include "timer/log.h"
 #include "worker/duration_nanos.h"
+#include "worker/interleave.h"
 
 namespace tickwheel::internal {
 namespace {
@@ -138,6 +139,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
         "newTimeout: the timer has been stopped; create a new Timer");
   }
 
+  TICKWHEEL_INTERLEAVE_POINT();
   if (!started_.load(std::memory_order_acquire)) {
     if (absl::Status s = StartThread(); !s.ok()) {
       give_back();
@@ -171,6 +173,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
   // The fast lane if it has room, else the queue. Either claim (a seq_cst
   // CAS or exchange) pairs with Sleep()'s check.
   auto& my_shard = shared_.shards[shard];
+  TICKWHEEL_INTERLEAVE_POINT();
   const int64_t cell = my_shard.lane.Claim();
   if (cell >= 0) {
     node->SetLaneCell(my_shard.lane.Cell(cell));
@@ -188,6 +191,7 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
   // Wake the worker only if it sleeps past this node's tick. The first
   // producer to need it claims the wake-up (kAwake): the woken worker drains
   // the queue before it plans again, so later producers need not wake it.
+  TICKWHEEL_INTERLEAVE_POINT();
   int64_t limit = wake_limit_.load(std::memory_order_seq_cst);
   while (deadline <= limit) {
     if (wake_limit_.compare_exchange_weak(limit, kAwake,
@@ -367,6 +371,7 @@ void Worker::Sleep() {
       std::memory_order_seq_cst);
   // Dekker with Schedule(): a node pushed before our store is seen here; one
   // pushed after it sees our plan and wakes us if it is due earlier.
+  TICKWHEEL_INTERLEAVE_POINT();
   if (!QueuesEmpty()) {
     wake_limit_.store(kAwake, std::memory_order_seq_cst);
     return;
@@ -499,6 +504,7 @@ std::vector<Timeout> Worker::CollectUnprocessed() {
     if (shared_.SumCounts(std::memory_order_acquire) == 0 && LanesEmpty()) {
       break;
     }
+    TICKWHEEL_INTERLEAVE_POINT();
     std::this_thread::yield();
   }
   // A cancel() may have pushed just before giving back the last slot.
