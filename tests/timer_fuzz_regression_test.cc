@@ -68,6 +68,8 @@ TEST(TimerFuzzRegressionTest, FixedSeedRandomInputs) {
   std::printf("random: %d inputs, %lld operations\n", kInputs,
               static_cast<long long>(tickwheel::model::FuzzOpsExecuted() -
                                      ops_before));
+  // One opcode byte in sixteen is a race: the random inputs must reach them.
+  EXPECT_GT(tickwheel::model::FuzzRacesExecuted(), 100);
 }
 
 }  // namespace

@@ -21,8 +21,10 @@
 // tools/fuzz.sh quotes it.
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   std::atexit([] {
-    std::fprintf(stderr, "timer_fuzzer: %lld operations executed\n",
-                 static_cast<long long>(tickwheel::model::FuzzOpsExecuted()));
+    std::fprintf(stderr,
+                 "timer_fuzzer: %lld operations executed, %lld of them races\n",
+                 static_cast<long long>(tickwheel::model::FuzzOpsExecuted()),
+                 static_cast<long long>(tickwheel::model::FuzzRacesExecuted()));
   });
   return 0;
 }

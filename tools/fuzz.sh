@@ -115,8 +115,10 @@ case $mode in
       exit 1
     fi
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
-    ops=$(sed -n 's/^timer_fuzzer: \([0-9]*\) operations executed/\1/p' "$work/log")
-    echo "fuzz.sh: OK: ${execs:-?} executions (${ops:-?} timer operations) in" \
+    ops=$(sed -n 's/^timer_fuzzer: \([0-9]*\) operations executed.*/\1/p' "$work/log")
+    races=$(sed -n 's/^timer_fuzzer: .*, \([0-9]*\) of them races/\1/p' "$work/log")
+    echo "fuzz.sh: OK: ${execs:-?} executions (${ops:-?} timer operations," \
+         "${races:-?} of them races between two threads) in" \
          "$((SECONDS - start)) s, no difference between timer and model"
     ;;
   explore)

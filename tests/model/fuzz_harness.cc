@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -24,6 +27,7 @@ constexpr int64_t kMaxIds = 4 * kMaxOps + 8;
 
 
 std::atomic<int64_t> ops_executed{0};
+std::atomic<int64_t> races_executed{0};
 std::atomic<int64_t> task_throws_logged{0};
 
 void InstallLogSinkOnce() {
@@ -249,6 +253,15 @@ class RealSide {
     return id >= 0 && id < kMaxIds ? handles_[id] : Timeout();
   }
 
+  // Task `id`'s handle object itself, not a copy, for the race operations,
+  // which call it from two threads at once. The reference stays valid:
+  // handles_ never resizes, and nothing assigns to a slot during a race
+  // (tasks that run meanwhile fill only their children's slots).
+  const Timeout& SharedHandle(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return handles_[id];
+  }
+
   void DropHandles() {
     std::vector<Timeout> handles;
     {
@@ -397,9 +410,206 @@ std::string CompareStop(const TimerModel& model, Code code,
   return "";
 }
 
+// A second thread for the race operations. Race() runs one part on the
+// calling thread and the other on the racer's, released together (both spin
+// until both have arrived) so that the two overlap as closely as threads can.
+class Racer {
+ public:
+  // One for the process, never destroyed: the fuzzer runs input after input.
+  static Racer& Get() {
+    static Racer* const racer = new Racer;
+    return *racer;
+  }
+
+  void Race(const std::function<void()>& mine,
+            const std::function<void()>& theirs) {
+    arrived_.store(0);
+    done_.store(false);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = &theirs;
+    }
+    cv_.notify_one();
+    Arrive();
+    mine();
+    while (!done_.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+
+ private:
+  Racer() : thread_([this] { Loop(); }) { thread_.detach(); }
+
+  void Arrive() {
+    arrived_.fetch_add(1);
+    while (arrived_.load() < 2) std::this_thread::yield();
+  }
+
+  void Loop() {
+    for (;;) {
+      const std::function<void()>* job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return job_ != nullptr; });
+        job = std::exchange(job_, nullptr);
+      }
+      Arrive();
+      (*job)();
+      done_.store(true, std::memory_order_release);
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const std::function<void()>* job_ = nullptr;  // guarded by mu_
+  std::atomic<int> arrived_{0};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+// What a race operation needs of RunFuzzInput's state.
+struct RaceContext {
+  RealSide& real;
+  TimerModel& model;
+  int64_t tick;
+  int64_t wheel;
+  bool unlimited;  // max_pending unset: no rejection depends on the order
+  int64_t* ticks_left;
+  std::string* trace;
+};
+
+std::string NotPending(int64_t id) {
+  return fmt::format("race: cancel(#{}) won, but the model has it not pending",
+                     id);
+}
+std::string StillPending(int64_t id, const char* after) {
+  return fmt::format("race: cancel(#{}) lost, but the model has it pending "
+                     "after {}",
+                     id, after);
+}
+
+// A race operation: the test thread and the racer act at once on the same
+// handle object (or on the timer), and the model checks that the outcome is
+// one of the orders the two calls could take. Kinds (bits 0-2 of the opcode
+// byte; the next byte picks the timeout):
+//   0, 7  cancel() from both threads through the one handle object
+//   1     cancel() from both threads, through two copies
+//   2     cancel() while the racer copies and drops the handle
+//   3     the racer's cancel() while the clock advances (tasks run)
+//   4     the racer's cancel() while the test thread calls stop()
+//   5     takeTask() from both threads through the one handle object
+//   6     the racer's cancel() while the test thread destroys the Timer
+// A kind that needs the timer acts as kind 0 once it is destroyed; kind 3
+// does too with max_pending set, where a task's child may be rejected or not
+// depending on where the cancel lands inside the advance.
+std::string RunRace(int kind, Reader& in, RaceContext& c) {
+  if (c.model.next_id() == 0) return "";
+  races_executed.fetch_add(1, std::memory_order_relaxed);
+  const int64_t id = in.Byte() % c.model.next_id();
+  const bool timer_gone = c.model.destroyed();
+  if ((timer_gone && (kind == 3 || kind == 4 || kind == 6)) ||
+      (kind == 3 && !c.unlimited)) {
+    kind = 0;
+  }
+  const Timeout& shared = c.real.SharedHandle(id);
+  std::atomic<int> wins{0};
+  auto cancel_shared = [&] {
+    if (shared.cancel()) wins.fetch_add(1);
+  };
+  switch (kind) {
+    case 1:
+    case 2: {
+      const Timeout copy = shared;
+      Racer::Get().Race(cancel_shared, [&] {
+        if (kind == 1) {
+          if (copy.cancel()) wins.fetch_add(1);
+          return;
+        }
+        for (int i = 0; i < 8; ++i) {
+          Timeout again = shared;
+          (void)again.isCancelled();
+        }
+      });
+      break;
+    }
+    case 3: {
+      int64_t nanos = DecodeAdvance(in.Byte(), c.tick, c.wheel);
+      nanos = std::min(nanos, *c.ticks_left * c.tick);
+      *c.ticks_left -= nanos / c.tick;
+      Racer::Get().Race([&] { c.real.Advance(nanos); }, cancel_shared);
+      *c.trace += fmt::format("  race: cancel(#{}) -> {} || advance({}ns)\n",
+                              id, wins.load(), nanos);
+      // Either order: the cancel before the advance, or after it.
+      if (wins.load() == 1) {
+        if (!c.model.Cancel(id)) return NotPending(id);
+        c.model.Advance(absl::Nanoseconds(nanos));
+      } else {
+        c.model.Advance(absl::Nanoseconds(nanos));
+        if (c.model.Cancel(id)) return StillPending(id, "the advance");
+      }
+      return "";
+    }
+    case 4: {
+      Code code;
+      std::vector<int64_t> stopped;
+      Racer::Get().Race([&] { stopped = c.real.Stop(&code); }, cancel_shared);
+      *c.trace += fmt::format("  race: cancel(#{}) -> {} || stop() -> [{}]\n",
+                              id, wins.load(), fmt::join(stopped, ","));
+      std::vector<int64_t> expected;
+      if (wins.load() == 1) {
+        if (!c.model.Cancel(id)) return NotPending(id);
+        expected = c.model.Stop();
+      } else {
+        expected = c.model.Stop();
+        if (c.model.Cancel(id)) return StillPending(id, "stop()");
+      }
+      return CompareStop(c.model, code, stopped, expected);
+    }
+    case 5: {
+      std::atomic<int> taken{0};
+      auto take = [&] {
+        if (shared.takeTask() != nullptr) taken.fetch_add(1);
+      };
+      Racer::Get().Race(take, take);
+      const bool m = c.model.TakeTask(id);
+      *c.trace += fmt::format("  race: takeTask(#{}) x2 -> {} taken\n", id,
+                              taken.load());
+      if (taken.load() != (m ? 1 : 0)) {
+        return fmt::format("race takeTask(#{}) x2: {} got the task, model {}",
+                           id, taken.load(), m ? 1 : 0);
+      }
+      return "";
+    }
+    case 6: {
+      Racer::Get().Race([&] { c.real.Destroy(); }, cancel_shared);
+      *c.trace += fmt::format("  race: cancel(#{}) -> {} || ~Timer()\n", id,
+                              wins.load());
+      if (wins.load() == 1) {
+        if (!c.model.Cancel(id)) return NotPending(id);
+        c.model.Destroy();
+      } else {
+        c.model.Destroy();
+        if (c.model.Cancel(id)) return StillPending(id, "~Timer");
+      }
+      return "";
+    }
+    default:
+      Racer::Get().Race(cancel_shared, cancel_shared);
+      break;
+  }
+  // Kinds 0, 1, 2 and 7: as one cancel() (kind 2 has only one canceller).
+  const bool m = c.model.Cancel(id);
+  *c.trace += fmt::format("  race({}): cancel(#{}) -> {} won\n", kind, id,
+                          wins.load());
+  if (wins.load() != (m ? 1 : 0)) {
+    return fmt::format("race({}) cancel(#{}): {} calls returned true, model {}",
+                       kind, id, wins.load(), m ? 1 : 0);
+  }
+  return "";
+}
+
 }  // namespace
 
 int64_t FuzzOpsExecuted() { return ops_executed.load(); }
+int64_t FuzzRacesExecuted() { return races_executed.load(); }
 
 std::string RunFuzzInput(const uint8_t* data, size_t size) {
   InstallLogSinkOnce();
@@ -429,9 +639,19 @@ std::string RunFuzzInput(const uint8_t* data, size_t size) {
     return diff;
   };
 
+  RaceContext race{real,         model,        tick,  wheel,
+                   config.max_pending == 0, &ticks_left, &trace};
   for (int op = 0; op < kMaxOps && !in.empty(); ++op) {
-    const uint8_t opcode = in.Byte() & 15;
+    const uint8_t raw = in.Byte();
     ops_executed.fetch_add(1, std::memory_order_relaxed);
+    if (raw >= 0xF0) {  // a race operation (RunRace)
+      if (std::string d = RunRace(raw & 7, in, race); !d.empty()) {
+        return fail(d);
+      }
+      if (std::string d = check(); !d.empty()) return fail(d);
+      continue;
+    }
+    const uint8_t opcode = raw & 15;
     if (model.destroyed() && opcode != 6 && opcode != 7 && opcode != 12) {
       continue;  // only handles are left
     }

@@ -27,6 +27,10 @@
 //            2^60 ns; bit 7: negated, minus one)
 //   then up to kMaxOps operations, each an opcode byte and its arguments; see
 //   fuzz_harness.cc (DecodeDelay, DecodeAction, DecodeAdvance, RunFuzzInput).
+//   An opcode byte of 0xF0 or more is a race operation (RunRace): a second
+//   thread acts on the same handle object at the same moment (two cancel()s,
+//   cancel() against a copy, an advance, stop() or ~Timer, two takeTask()s),
+//   and the outcome must be one of the orders the two calls could take.
 //
 // The corpus (tests/fuzz_corpus/) is what libFuzzer kept, minimised for edge
 // coverage, plus hand-written seed_* files that pin scenarios coverage cannot
@@ -37,6 +41,10 @@
 //   seed_wake_one_tick_early  the worker sleeps until tick 2; a timeout due at
 //                             tick 1 must wake it, and run when the clock
 //                             reaches 20 ns.
+//   seed_race_*               one race operation of each kind on a timeout
+//                             still in its producer's lane (two cancels,
+//                             cancel against a copy, an advance, stop(),
+//                             ~Timer; two takeTask()s after stop()).
 
 #ifndef TICKWHEEL_TESTS_MODEL_FUZZ_HARNESS_H_
 #define TICKWHEEL_TESTS_MODEL_FUZZ_HARNESS_H_
@@ -57,8 +65,10 @@ inline constexpr int64_t kMaxTicksPerInput = 4096;
 // the model's state.
 std::string RunFuzzInput(const uint8_t* data, size_t size);
 
-// Operations executed by RunFuzzInput() in this process so far.
+// Operations executed by RunFuzzInput() in this process so far, and how
+// many of them were race operations.
 int64_t FuzzOpsExecuted();
+int64_t FuzzRacesExecuted();
 
 }  // namespace tickwheel::model
 
