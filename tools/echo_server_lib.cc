@@ -36,9 +36,11 @@ struct EchoServer::Conn {
   uint64_t id = 0;
   std::string peer;
   absl::Time accepted_at;
-  std::string out;  // echo bytes not yet written
+  std::string out;     // echo bytes; those before out_off are written
+  size_t out_off = 0;
   int64_t bytes = 0;
-  bool want_write = false;
+  bool read_eof = false;  // the client half-closed (or on_idle shut us down)
+  uint32_t interest = 0;  // the epoll event mask currently registered
   // Set by on_idle (tracker thread) before it shuts the socket down; read by
   // the loop after unregister(), which orders it after on_idle anyway.
   std::atomic<bool> idle_fired{false};
@@ -133,14 +135,9 @@ absl::Status EchoServer::Run() {
         (void)r;
         return absl::OkStatus();
       } else {
-        // Each descriptor appears once per batch and only OnReadable()
-        // closes, so `c` is alive here.
-        Conn* c = static_cast<Conn*>(tag);
-        if (events[i].events & EPOLLOUT) Flush(c);
-        // EPOLLIN, EPOLLRDHUP, EPOLLHUP, EPOLLERR: a read tells which.
-        if ((events[i].events & ~static_cast<uint32_t>(EPOLLOUT)) != 0) {
-          OnReadable(c);
-        }
+        // Each descriptor appears once per batch and only OnEvents() closes
+        // (its own connection), so `c` is alive here.
+        OnEvents(static_cast<Conn*>(tag));
       }
     }
   }
@@ -175,6 +172,7 @@ void EchoServer::AcceptAll() {
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.ptr = c;
+    c->interest = ev.events;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
       c->idle.unregister();
       close(fd);
@@ -185,44 +183,75 @@ void EchoServer::AcceptAll() {
   }
 }
 
-void EchoServer::OnReadable(Conn* c) {
+void EchoServer::OnEvents(Conn* c) {
+  // Whatever epoll reported (EPOLLIN, EPOLLOUT, EPOLLRDHUP, EPOLLHUP,
+  // EPOLLERR), the reads and writes themselves tell what happened.
+  bool ok = Flush(c);
+  if (ok && !c->read_eof) ok = ReadSome(c);
+  if (ok) ok = Flush(c);
+  // EOF closes only once everything read has been echoed: a client that
+  // half-closed (shutdown(SHUT_WR)) still reads its echo, then gets EOF.
+  if (!ok || (c->read_eof && c->out.size() == c->out_off)) {
+    Close(c);
+    return;
+  }
+  UpdateInterest(c);
+}
+
+bool EchoServer::ReadSome(Conn* c) {
+  if (c->out_off > 0) {  // drop what was written before appending
+    c->out.erase(0, c->out_off);
+    c->out_off = 0;
+  }
   char buf[16384];
   for (;;) {
     const ssize_t n = read(c->fd, buf, sizeof(buf));
     if (n > 0) {
       c->idle.touch();
       c->out.append(buf, static_cast<size_t>(n));
-      if (c->out.size() > (1u << 20)) break;  // let the peer read first
+      if (c->out.size() > (1u << 20)) return true;  // let the peer read first
       continue;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    if (n < 0 && errno == EINTR) continue;
-    Close(c);  // EOF (the peer, or our own shutdown from on_idle) or error
-    return;
+    if (n == 0) {  // the peer's FIN, or our own shutdown from on_idle
+      c->read_eof = true;
+      return true;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+    if (errno == EINTR) continue;
+    return false;
   }
-  Flush(c);
 }
 
-void EchoServer::Flush(Conn* c) {
-  while (!c->out.empty()) {
-    const ssize_t n = send(c->fd, c->out.data(), c->out.size(), MSG_NOSIGNAL);
+bool EchoServer::Flush(Conn* c) {
+  while (c->out_off < c->out.size()) {
+    const ssize_t n = send(c->fd, c->out.data() + c->out_off,
+                           c->out.size() - c->out_off, MSG_NOSIGNAL);
     if (n > 0) {
       c->bytes += n;
       bytes_echoed_.fetch_add(n, std::memory_order_relaxed);
-      c->out.erase(0, static_cast<size_t>(n));
+      c->out_off += static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    break;  // EAGAIN: wait for EPOLLOUT; an error shows up as EOF on read
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    return false;  // EPIPE, ECONNRESET...: the connection is broken
   }
-  const bool want = !c->out.empty();
-  if (want != c->want_write) {
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP | (want ? EPOLLOUT : 0u);
-    ev.data.ptr = c;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev);
-    c->want_write = want;
-  }
+  c->out.clear();
+  c->out_off = 0;
+  return true;
+}
+
+void EchoServer::UpdateInterest(Conn* c) {
+  // After EOF, EPOLLIN and EPOLLRDHUP would stay reported (level-triggered)
+  // and spin the loop; only the pending echo is waited for then.
+  uint32_t want = c->read_eof ? 0u : EPOLLIN | EPOLLRDHUP;
+  if (c->out.size() > c->out_off) want |= EPOLLOUT;
+  if (want == c->interest) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.ptr = c;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev);
+  c->interest = want;
 }
 
 void EchoServer::Close(Conn* c) {

@@ -8,6 +8,13 @@
 // tracker; every read touch()es it; its on_idle runs on the tracker's worker
 // thread and closes it.
 //
+// End of input
+//   A client may half-close (shutdown(SHUT_WR), `nc -N`) and keep reading.
+//   EOF therefore does not close at once: the loop stops reading, keeps
+//   writing what it has read (waiting for EPOLLOUT when the socket is full),
+//   and closes once all of it is written. A client that half-closes and then
+//   stops reading is still closed by the idle timeout.
+//
 // How on_idle closes a connection that the I/O thread owns
 //   on_idle does not close(2) the descriptor, which the loop may be using. It
 //   marks the connection idle (release store) and calls shutdown(fd,
@@ -87,8 +94,16 @@ class EchoServer {
   struct Conn;
   EchoServer(IdleTracker* tracker, EchoServerOptions options);
   void AcceptAll();
-  void OnReadable(Conn* c);
-  void Flush(Conn* c);
+  // Serves one connection that epoll reported: writes pending echo, reads,
+  // echoes, and closes on EOF (once the echo is written) or error.
+  void OnEvents(Conn* c);
+  // Read and write as much as the socket allows without blocking; false on
+  // a socket error.
+  bool ReadSome(Conn* c);
+  bool Flush(Conn* c);
+  // Registers EPOLLIN/EPOLLRDHUP while reading, EPOLLOUT while echo is
+  // pending.
+  void UpdateInterest(Conn* c);
   void Close(Conn* c);
 
   IdleTracker* const tracker_;
