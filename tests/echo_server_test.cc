@@ -1,7 +1,13 @@
 // tools/echo_server_lib's EchoServer on 127.0.0.1, one behaviour per test,
 // driven by loopback clients written for each case: a client that
-// half-closes and reads its echo. Every wait has a generous deadline; no
-// test asserts how fast anything happens.
+// half-closes and reads its echo, one that never reads, one that half-closes
+// and stops reading, one that reads its echo slowly. Every wait has a
+// generous deadline; no test asserts how fast anything happens.
+//
+// Where a test needs the kernel's socket buffers to be smaller than its
+// payload, the client fixes its SO_RCVBUF (which turns off receive-buffer
+// autotuning) and the payload is sized from the largest send buffer the
+// kernel autotunes to (tcp_wmem's maximum).
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -13,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +28,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "timer/idle_tracker.h"
 #include "tools/echo_server_lib.h"
@@ -88,10 +96,16 @@ class Harness {
   std::thread io_;
 };
 
-// A connected non-blocking client socket, or -1.
-int Connect(uint16_t port) {
+// A connected non-blocking client socket, or -1. A non-zero `rcvbuf` is set
+// as SO_RCVBUF before connecting.
+int Connect(uint16_t port, int rcvbuf = 0) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  if (rcvbuf > 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) != 0) {
+    close(fd);
+    return -1;
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
@@ -102,6 +116,15 @@ int Connect(uint16_t port) {
   }
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   return fd;
+}
+
+// The largest TCP send buffer the kernel autotunes to (tcp_wmem's third
+// field): at most this much of a server's echo can sit in its socket.
+size_t WmemMax() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_wmem");
+  size_t min = 0, def = 0, max = 0;
+  if (in >> min >> def >> max) return max;
+  return size_t{4} << 20;  // the kernel's default
 }
 
 // `n` bytes of a pattern with a period that no buffer size divides, so that
@@ -158,9 +181,43 @@ Received SendHalfCloseAndRead(int fd, const std::string& payload,
   return r;
 }
 
+// Sends all of `payload` without reading; false on error or `timeout`.
+bool SendAll(int fd, const std::string& payload, SteadyClock::duration timeout) {
+  size_t sent = 0;
+  const auto deadline = SteadyClock::now() + timeout;
+  while (sent < payload.size() && SteadyClock::now() < deadline) {
+    pollfd p{fd, POLLOUT, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    const ssize_t n = send(fd, payload.data() + sent, payload.size() - sent,
+                           MSG_NOSIGNAL);
+    if (n > 0) sent += static_cast<size_t>(n);
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+  }
+  return sent == payload.size();
+}
+
+// Reads into `r` until it holds `want` bytes, EOF, an error or `timeout`.
+void ReadUntil(int fd, size_t want, SteadyClock::duration timeout, Received* r) {
+  const auto deadline = SteadyClock::now() + timeout;
+  char buf[65536];
+  while (r->data.size() < want && !r->eof && r->error == 0 &&
+         SteadyClock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    const ssize_t n = read(fd, buf, std::min(sizeof(buf), want - r->data.size()));
+    if (n > 0) r->data.append(buf, static_cast<size_t>(n));
+    if (n == 0) r->eof = true;
+    if (n < 0 && errno != EAGAIN && errno != EINTR) r->error = errno;
+  }
+}
+
 TEST(EchoServerTest, HalfCloseGetsItsEchoThenEof) {
-  Harness h(absl::Seconds(60));
-  // One segment, more than one read, and more than the sockets buffer.
+  constexpr int64_t kBound = 64 << 10;
+  tools::EchoServerOptions options;
+  options.max_buffered_bytes = kBound;
+  Harness h(absl::Seconds(60), options);
+  // One segment, more than one read, and many times the buffer bound (so
+  // reading pauses and resumes while the client reads).
   const std::vector<size_t> sizes = {5, 100000, 3 << 20};
   for (size_t i = 0; i < sizes.size(); ++i) {
     SCOPED_TRACE(sizes[i]);
@@ -182,6 +239,116 @@ TEST(EchoServerTest, HalfCloseGetsItsEchoThenEof) {
   EXPECT_EQ(st.accepted, static_cast<int64_t>(sizes.size()));
   EXPECT_EQ(st.closed_by_peer, static_cast<int64_t>(sizes.size()));
   EXPECT_EQ(st.closed_idle, 0);
+  EXPECT_LE(st.max_buffered_bytes, kBound);
+  EXPECT_EQ(st.buffered_bytes, 0);
+}
+
+TEST(EchoServerTest, CreateRejectsANonPositiveBufferBound) {
+  auto tracker = IdleTracker::Create().value();
+  for (int64_t bound : {int64_t{0}, int64_t{-1}}) {
+    tools::EchoServerOptions options;
+    options.max_buffered_bytes = bound;
+    const auto server = tools::EchoServer::Create(tracker.get(), options);
+    EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument)
+        << bound << ": " << server.status();
+  }
+  EXPECT_FALSE(tracker->isActive());
+}
+
+// The reported case: a client that sends and never reads. The server must
+// hold at most the bound (it stops reading), and since nothing moves, the
+// idle timeout must close the connection although the client keeps trying
+// to send.
+TEST(EchoServerTest, ClientThatNeverReadsIsBoundedAndClosedWhenIdle) {
+  constexpr int64_t kBound = 64 << 10;
+  tools::EchoServerOptions options;
+  options.max_buffered_bytes = kBound;
+  Harness h(absl::Seconds(1), options);
+  const int fd = Connect(h.server().port(), /*rcvbuf=*/64 << 10);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  const std::string chunk = Payload(64 << 10);
+  bool filled = false;  // the server held a full buffer at some point
+  std::vector<tools::CloseEvent> events;
+  const auto deadline = SteadyClock::now() + seconds(30);
+  while (events.empty() && SteadyClock::now() < deadline) {
+    pollfd p{fd, POLLOUT, 0};
+    if (poll(&p, 1, 10) > 0 && (p.revents & POLLOUT)) {
+      (void)send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);  // may fail once closed
+    }
+    filled = filled || h.server().stats().max_buffered_bytes >= kBound;
+    events = h.log().WaitFor(1, milliseconds(0));
+  }
+  close(fd);
+  EXPECT_TRUE(filled) << "the client never filled the server's buffer";
+  ASSERT_EQ(events.size(), 1u) << "the connection was not closed";
+  const tools::CloseEvent& e = events[0];
+  EXPECT_TRUE(e.idle) << "closed, but not by the idle timeout";
+  EXPECT_GT(e.bytes_unsent, 0);
+  EXPECT_LE(e.bytes_unsent, kBound);
+  EXPECT_EQ(e.bytes_read, e.bytes_echoed + e.bytes_unsent);
+  const tools::EchoServerStats st = h.server().stats();
+  EXPECT_EQ(st.max_buffered_bytes, kBound) << "the bound was exceeded";
+  EXPECT_EQ(st.buffered_bytes, 0);
+  EXPECT_EQ(st.closed_idle, 1);
+}
+
+// A client that half-closes and then never reads its echo: the server has
+// read everything and EOF, but cannot write; it must not wait for ever.
+TEST(EchoServerTest, HalfClosedClientThatStopsReadingIsClosedWhenIdle) {
+  const size_t size = WmemMax() + (8 << 20);  // more than the sockets hold
+  tools::EchoServerOptions options;
+  options.max_buffered_bytes = static_cast<int64_t>(2 * size);  // reads it all
+  Harness h(absl::Seconds(1), options);
+  const int fd = Connect(h.server().port(), /*rcvbuf=*/64 << 10);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_TRUE(SendAll(fd, Payload(size), seconds(60)));
+  ASSERT_EQ(shutdown(fd, SHUT_WR), 0) << std::strerror(errno);
+  const std::vector<tools::CloseEvent> events = h.log().WaitFor(1, seconds(30));
+  close(fd);
+  ASSERT_EQ(events.size(), 1u) << "the connection was not closed";
+  const tools::CloseEvent& e = events[0];
+  EXPECT_TRUE(e.idle) << "closed, but not by the idle timeout";
+  EXPECT_TRUE(e.read_eof);
+  EXPECT_EQ(e.bytes_read, static_cast<int64_t>(size));
+  EXPECT_GT(e.bytes_unsent, 0) << "the echo fitted in the sockets after all";
+  EXPECT_EQ(e.bytes_echoed + e.bytes_unsent, static_cast<int64_t>(size));
+  EXPECT_EQ(h.server().stats().buffered_bytes, 0);
+}
+
+// Writing echo to a client is progress too: a half-closed client that reads
+// its (large) echo in bursts separated by pauses shorter than the idle
+// timeout, for longer than the idle timeout in all, keeps its connection
+// and gets everything, then EOF. Each burst reads more than the sockets
+// hold, so the server must write during every burst.
+TEST(EchoServerTest, HalfClosedClientReadingSlowlyIsNotClosedWhileItReads) {
+  constexpr absl::Duration kIdle = absl::Seconds(3);
+  constexpr int kBursts = 7;
+  constexpr auto kPause = milliseconds(500);  // kBursts pauses > kIdle
+  const size_t burst = WmemMax() + (1 << 20);
+  const std::string payload = Payload((kBursts + 1) * burst);
+  tools::EchoServerOptions options;
+  options.max_buffered_bytes = static_cast<int64_t>(payload.size());
+  Harness h(kIdle, options);
+  const int fd = Connect(h.server().port(), /*rcvbuf=*/64 << 10);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_TRUE(SendAll(fd, payload, seconds(60)));
+  ASSERT_EQ(shutdown(fd, SHUT_WR), 0) << std::strerror(errno);
+  Received r;
+  for (int i = 1; i <= kBursts; ++i) {
+    std::this_thread::sleep_for(kPause);
+    ReadUntil(fd, i * burst, seconds(30), &r);
+    ASSERT_EQ(r.data.size(), i * burst) << "burst " << i << " eof=" << r.eof
+                                        << " error=" << std::strerror(r.error);
+  }
+  ReadUntil(fd, payload.size() + 1, seconds(30), &r);  // the rest, then EOF
+  close(fd);
+  EXPECT_EQ(r.error, 0) << std::strerror(r.error);
+  EXPECT_TRUE(r.eof);
+  EXPECT_TRUE(r.data == payload) << "the echo differs from what was sent";
+  const std::vector<tools::CloseEvent> events = h.log().WaitFor(1, seconds(10));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_FALSE(events[0].idle) << "closed by the idle timeout while reading";
+  EXPECT_EQ(events[0].bytes_unsent, 0);
 }
 
 }  // namespace

@@ -9,12 +9,15 @@
 //   --address=A         IPv4 address to listen on (default 127.0.0.1)
 //   --idle_timeout=D    close connections silent for D (default 60s)
 //   --tick=D            wheel tick, the firing granularity (default 100ms)
+//   --max_buffered=N    echo bytes held per connection before reading from
+//                       it pauses (default 1048576)
 // Stops on SIGINT/SIGTERM and prints the tracker's and timer's metrics.
 
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -39,7 +42,8 @@ bool ParseFlag(std::string_view arg, std::string_view name, std::string* value) 
 [[noreturn]] void Usage(const std::string& why) {
   fmt::print(stderr,
              "echo_server: {}\nusage: echo_server [--port=7000] "
-             "[--address=127.0.0.1] [--idle_timeout=60s] [--tick=100ms]\n",
+             "[--address=127.0.0.1] [--idle_timeout=60s] [--tick=100ms] "
+             "[--max_buffered=1048576]\n",
              why);
   std::exit(2);
 }
@@ -59,6 +63,7 @@ int main(int argc, char** argv) {
   std::string address = "127.0.0.1";
   absl::Duration idle_timeout = absl::Seconds(60);
   absl::Duration tick = absl::Milliseconds(100);
+  int64_t max_buffered = tickwheel::tools::EchoServerOptions().max_buffered_bytes;
   for (int i = 1; i < argc; ++i) {
     std::string v;
     if (ParseFlag(argv[i], "port", &v)) {
@@ -71,6 +76,10 @@ int main(int argc, char** argv) {
       idle_timeout = ParseDurationOrDie("idle_timeout", v);
     } else if (ParseFlag(argv[i], "tick", &v)) {
       tick = ParseDurationOrDie("tick", v);
+    } else if (ParseFlag(argv[i], "max_buffered", &v)) {
+      char* end = nullptr;
+      max_buffered = std::strtoll(v.c_str(), &end, 10);
+      if (*end != '\0' || max_buffered <= 0) Usage("bad --max_buffered: " + v);
     } else {
       Usage(fmt::format("unknown argument '{}'", argv[i]));
     }
@@ -95,6 +104,7 @@ int main(int argc, char** argv) {
   tickwheel::tools::EchoServerOptions server_options;
   server_options.address = address;
   server_options.port = static_cast<uint16_t>(port);
+  server_options.max_buffered_bytes = max_buffered;
   server_options.on_close = [](const tickwheel::tools::CloseEvent& e) {
     if (e.idle) {
       fmt::print("closed idle connection #{} from {} after {} ({} bytes echoed)\n",
@@ -128,8 +138,10 @@ int main(int argc, char** argv) {
   waiter.join();
   const tickwheel::tools::EchoServerStats st = (*server)->stats();
   server->reset();
-  fmt::print("accepted={} closed_idle={} closed_by_peer={} bytes_echoed={}\n",
-             st.accepted, st.closed_idle, st.closed_by_peer, st.bytes_echoed);
+  fmt::print("accepted={} closed_idle={} closed_by_peer={} bytes_echoed={} "
+             "max_buffered_bytes={}\n",
+             st.accepted, st.closed_idle, st.closed_by_peer, st.bytes_echoed,
+             st.max_buffered_bytes);
   fmt::print("tracker: {}\ntimer: {}\n", (*tracker)->metrics(),
              (*tracker)->timerMetrics());
   return s.ok() ? 0 : 1;

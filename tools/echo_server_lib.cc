@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -22,6 +23,13 @@ namespace {
 absl::Status Errno(const char* what) {
   return absl::InternalError(fmt::format("{}: {}", what, std::strerror(errno)));
 }
+
+// The most one read() takes. A read never takes more than the room left
+// under the buffer bound, so a buffer never exceeds the bound.
+constexpr size_t kReadChunk = 16384;
+// A drained buffer whose capacity exceeds this gives its memory back, so a
+// connection that once filled its buffer does not keep it while quiet.
+constexpr size_t kKeptCapacity = 65536;
 
 std::string PeerName(const sockaddr_in& a) {
   char buf[INET_ADDRSTRLEN] = {};
@@ -38,7 +46,9 @@ struct EchoServer::Conn {
   absl::Time accepted_at;
   std::string out;     // echo bytes; those before out_off are written
   size_t out_off = 0;
-  int64_t bytes = 0;
+  int64_t bytes_read = 0;
+  int64_t bytes_echoed = 0;
+  bool reading = true;    // EPOLLIN wanted: not at EOF, buffer under the bound
   bool read_eof = false;  // the client half-closed (or on_idle shut us down)
   uint32_t interest = 0;  // the epoll event mask currently registered
   // Set by on_idle (tracker thread) before it shuts the socket down; read by
@@ -52,6 +62,10 @@ EchoServer::EchoServer(IdleTracker* tracker, EchoServerOptions options)
 
 absl::StatusOr<std::unique_ptr<EchoServer>> EchoServer::Create(
     IdleTracker* tracker, EchoServerOptions options) {
+  if (options.max_buffered_bytes <= 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "max_buffered_bytes must be > 0, not {}", options.max_buffered_bytes));
+  }
   std::unique_ptr<EchoServer> s(new EchoServer(tracker, std::move(options)));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -113,6 +127,8 @@ EchoServerStats EchoServer::stats() const {
   s.closed_idle = closed_idle_.load(std::memory_order_relaxed);
   s.closed_by_peer = closed_by_peer_.load(std::memory_order_relaxed);
   s.bytes_echoed = bytes_echoed_.load(std::memory_order_relaxed);
+  s.buffered_bytes = buffered_bytes_.load(std::memory_order_relaxed);
+  s.max_buffered_bytes = max_buffered_bytes_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -187,7 +203,7 @@ void EchoServer::OnEvents(Conn* c) {
   // Whatever epoll reported (EPOLLIN, EPOLLOUT, EPOLLRDHUP, EPOLLHUP,
   // EPOLLERR), the reads and writes themselves tell what happened.
   bool ok = Flush(c);
-  if (ok && !c->read_eof) ok = ReadSome(c);
+  if (ok && c->reading) ok = ReadSome(c);
   if (ok) ok = Flush(c);
   // EOF closes only once everything read has been echoed: a client that
   // half-closed (shutdown(SHUT_WR)) still reads its echo, then gets EOF.
@@ -203,23 +219,34 @@ bool EchoServer::ReadSome(Conn* c) {
     c->out.erase(0, c->out_off);
     c->out_off = 0;
   }
-  char buf[16384];
-  for (;;) {
-    const ssize_t n = read(c->fd, buf, sizeof(buf));
+  const size_t bound = static_cast<size_t>(options_.max_buffered_bytes);
+  char buf[kReadChunk];
+  while (c->reading) {
+    const size_t room = bound - c->out.size();
+    const ssize_t n = read(c->fd, buf, std::min(sizeof(buf), room));
     if (n > 0) {
-      c->idle.touch();
+      c->idle.touch();  // progress: every byte read is buffered
       c->out.append(buf, static_cast<size_t>(n));
-      if (c->out.size() > (1u << 20)) return true;  // let the peer read first
+      c->bytes_read += n;
+      buffered_bytes_.fetch_add(n, std::memory_order_relaxed);
+      const auto held = static_cast<int64_t>(c->out.size());
+      if (held > max_buffered_bytes_.load(std::memory_order_relaxed)) {
+        max_buffered_bytes_.store(held, std::memory_order_relaxed);
+      }
+      // At the bound: wait until the client has read some of its echo.
+      if (c->out.size() >= bound) c->reading = false;
       continue;
     }
     if (n == 0) {  // the peer's FIN, or our own shutdown from on_idle
       c->read_eof = true;
+      c->reading = false;
       return true;
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
     if (errno == EINTR) continue;
     return false;
   }
+  return true;
 }
 
 bool EchoServer::Flush(Conn* c) {
@@ -227,24 +254,39 @@ bool EchoServer::Flush(Conn* c) {
     const ssize_t n = send(c->fd, c->out.data() + c->out_off,
                            c->out.size() - c->out_off, MSG_NOSIGNAL);
     if (n > 0) {
-      c->bytes += n;
+      c->idle.touch();  // progress: the client takes its echo
+      c->bytes_echoed += n;
       bytes_echoed_.fetch_add(n, std::memory_order_relaxed);
+      buffered_bytes_.fetch_sub(n, std::memory_order_relaxed);
       c->out_off += static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     return false;  // EPIPE, ECONNRESET...: the connection is broken
   }
-  c->out.clear();
-  c->out_off = 0;
+  const size_t held = c->out.size() - c->out_off;
+  if (held == 0) {
+    c->out.clear();
+    c->out_off = 0;
+    if (c->out.capacity() > kKeptCapacity) std::string().swap(c->out);
+  }
+  // Half the bound, not the bound itself: reading then refills a buffer
+  // in one go instead of toggling EPOLLIN for every few bytes written.
+  if (!c->reading && !c->read_eof &&
+      held <= static_cast<size_t>(options_.max_buffered_bytes) / 2) {
+    c->reading = true;
+  }
   return true;
 }
 
 void EchoServer::UpdateInterest(Conn* c) {
-  // After EOF, EPOLLIN and EPOLLRDHUP would stay reported (level-triggered)
-  // and spin the loop; only the pending echo is waited for then.
-  uint32_t want = c->read_eof ? 0u : EPOLLIN | EPOLLRDHUP;
+  // Not reading (at EOF, or at the buffer bound), EPOLLIN and EPOLLRDHUP
+  // are left out: level-triggered, they would be reported again at once
+  // and spin the loop. `want` is never empty for an open connection: not
+  // reading means at EOF with echo pending (none pending closes), or above
+  // half the bound.
+  uint32_t want = c->reading ? EPOLLIN | EPOLLRDHUP : 0u;
   if (c->out.size() > c->out_off) want |= EPOLLOUT;
   if (want == c->interest) return;
   epoll_event ev{};
@@ -261,13 +303,18 @@ void EchoServer::Close(Conn* c) {
   const bool idle = c->idle_fired.load(std::memory_order_acquire);
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   close(c->fd);
+  const auto unsent = static_cast<int64_t>(c->out.size() - c->out_off);
+  buffered_bytes_.fetch_sub(unsent, std::memory_order_relaxed);
   (idle ? closed_idle_ : closed_by_peer_).fetch_add(1, std::memory_order_relaxed);
   if (options_.on_close) {
     CloseEvent e;
     e.id = c->id;
     e.peer = c->peer;
     e.idle = idle;
-    e.bytes_echoed = c->bytes;
+    e.bytes_read = c->bytes_read;
+    e.bytes_echoed = c->bytes_echoed;
+    e.bytes_unsent = unsent;
+    e.read_eof = c->read_eof;
     e.lifetime = absl::Now() - c->accepted_at;
     options_.on_close(e);
   }

@@ -5,27 +5,40 @@
 //
 // One thread runs the I/O loop (Run()): plain POSIX sockets, non-blocking,
 // level-triggered epoll. Each accepted connection is registered with the
-// tracker; every read touch()es it; its on_idle runs on the tracker's worker
-// thread and closes it.
+// tracker; progress touch()es it: bytes read (and buffered for the echo) and
+// bytes written back. Its on_idle runs on the tracker's worker thread and
+// closes it.
+//
+// Back-pressure
+//   Each connection buffers at most EchoServerOptions::max_buffered_bytes of
+//   echo not yet written. At the bound the loop stops reading from that
+//   client (EPOLLIN leaves the epoll interest set, so a level-triggered
+//   EPOLLIN cannot spin the loop either) and only waits for EPOLLOUT;
+//   reading resumes once the buffer has drained to half the bound. A client
+//   that sends and never reads thus costs a bounded buffer (plus the
+//   kernel's socket buffers), and since nothing is read or written for it,
+//   nothing touch()es it: the idle timeout closes it.
 //
 // End of input
 //   A client may half-close (shutdown(SHUT_WR), `nc -N`) and keep reading.
 //   EOF therefore does not close at once: the loop stops reading, keeps
 //   writing what it has read (waiting for EPOLLOUT when the socket is full),
 //   and closes once all of it is written. A client that half-closes and then
-//   stops reading is still closed by the idle timeout.
+//   stops reading makes no progress and is closed by the idle timeout.
 //
 // How on_idle closes a connection that the I/O thread owns
 //   on_idle does not close(2) the descriptor, which the loop may be using. It
 //   marks the connection idle (release store) and calls shutdown(fd,
-//   SHUT_RDWR), which is safe from any thread: the peer gets a FIN at once,
-//   and the loop's next read returns 0 (epoll reports EPOLLIN|EPOLLRDHUP), so
-//   the loop closes it like any EOF, on its own thread. The descriptor cannot
-//   have been closed and reused by a new connection under on_idle's feet,
-//   because the loop always calls handle.unregister() before close(fd), and
-//   unregister() returns only once on_idle has returned or can never run
-//   (timer/idle_tracker.h). Posting the close to the loop through an eventfd
-//   would work as well; shutdown(2) needs no queue and no lookup.
+//   SHUT_RDWR), which is safe from any thread: the peer gets a FIN (after
+//   whatever the socket still holds for it), and epoll reports EPOLLHUP, which
+//   it reports whatever the interest set, so the loop wakes up even for a
+//   connection it is not reading. Its next read returns 0 or its next write
+//   fails (EPIPE), and the loop closes the connection on its own thread. The
+//   descriptor cannot have been closed and reused by a new connection under
+//   on_idle's feet, because the loop always calls handle.unregister() before
+//   close(fd), and unregister() returns only once on_idle has returned or can
+//   never run (timer/idle_tracker.h). Posting the close to the loop through an
+//   eventfd would work as well; shutdown(2) needs no queue and no lookup.
 //
 // EchoServer is thread-compatible except for Stop() and stats(), which are
 // thread-safe (Stop() is also async-signal-safe).
@@ -51,7 +64,12 @@ struct CloseEvent {
   uint64_t id = 0;           // 1, 2, ... in accept order
   std::string peer;          // "127.0.0.1:54321"
   bool idle = false;         // closed because on_idle fired
+  int64_t bytes_read = 0;
   int64_t bytes_echoed = 0;
+  int64_t bytes_unsent = 0;  // read but not echoed when closed
+  // Reading had ended with EOF: the client half-closed (or, for an idle
+  // close, on_idle's own shutdown ended it).
+  bool read_eof = false;
   absl::Duration lifetime;   // accept to close
 };
 
@@ -61,6 +79,10 @@ struct EchoServerOptions {
   uint16_t port = 0;  // 0: an ephemeral port (see EchoServer::port())
   // Per-connection idle timeout; zero means the tracker's default.
   absl::Duration idle_timeout = absl::ZeroDuration();
+  // The most echo bytes one connection may hold in user space (read, not
+  // yet written); reading from that client pauses at this bound. Must be
+  // > 0 (Create() returns InvalidArgument otherwise).
+  int64_t max_buffered_bytes = int64_t{1} << 20;
   std::function<void(const CloseEvent&)> on_close;
 };
 
@@ -69,12 +91,16 @@ struct EchoServerStats {
   int64_t closed_idle = 0;     // closed by on_idle
   int64_t closed_by_peer = 0;  // EOF or error from the client
   int64_t bytes_echoed = 0;
+  int64_t buffered_bytes = 0;      // echo held now, all connections together
+  int64_t max_buffered_bytes = 0;  // the most one connection ever held
 };
 
 class EchoServer {
  public:
   // Binds and listens, and calls tracker->Activate() (undone by the
   // destructor). `tracker` must outlive the server.
+  // InvalidArgument: address not IPv4, max_buffered_bytes <= 0. Internal:
+  // a socket call failed (the message names it). Errors from Activate().
   static absl::StatusOr<std::unique_ptr<EchoServer>> Create(
       IdleTracker* tracker, EchoServerOptions options);
   // Closes every connection (unregister, then close) and Deactivate()s the
@@ -97,8 +123,9 @@ class EchoServer {
   // Serves one connection that epoll reported: writes pending echo, reads,
   // echoes, and closes on EOF (once the echo is written) or error.
   void OnEvents(Conn* c);
-  // Read and write as much as the socket allows without blocking; false on
-  // a socket error.
+  // Read (up to the buffer bound) and write as much as the socket allows
+  // without blocking; false on a socket error. Flush() also resumes reading
+  // once the buffer has drained to half the bound.
   bool ReadSome(Conn* c);
   bool Flush(Conn* c);
   // Registers EPOLLIN/EPOLLRDHUP while reading, EPOLLOUT while echo is
@@ -120,6 +147,8 @@ class EchoServer {
   std::atomic<int64_t> closed_idle_{0};
   std::atomic<int64_t> closed_by_peer_{0};
   std::atomic<int64_t> bytes_echoed_{0};
+  std::atomic<int64_t> buffered_bytes_{0};
+  std::atomic<int64_t> max_buffered_bytes_{0};  // written by the loop only
 };
 
 }  // namespace tickwheel::tools
