@@ -228,6 +228,10 @@ TEST(EchoIdleTest, ClosesExactlyTheSilentConnections) {
   EXPECT_EQ(tracker->metrics().tracked, 0);
   server->Stop();
   io.join();
+  st = server->stats();
+  EXPECT_EQ(st.closed_idle, kClients / 2);
+  EXPECT_EQ(st.closed_on_error, 0);
+  EXPECT_EQ(st.closed_at_shutdown, 0);  // none was left open
   server.reset();
   EXPECT_FALSE(tracker->isActive());
   EXPECT_EQ(tracker->metrics().fired, kClients / 2);

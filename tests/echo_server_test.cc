@@ -1,8 +1,9 @@
 // tools/echo_server_lib's EchoServer on 127.0.0.1, one behaviour per test,
 // driven by loopback clients written for each case: a client that
 // half-closes and reads its echo, one that never reads, one that half-closes
-// and stops reading, one that reads its echo slowly. Every wait has a
-// generous deadline; no test asserts how fast anything happens.
+// and stops reading, one that reads its echo slowly, one that resets, and
+// clients of a server that stops. Every wait has a generous deadline; no
+// test asserts how fast anything happens.
 //
 // Where a test needs the kernel's socket buffers to be smaller than its
 // payload, the client fixes its SO_RCVBUF (which turns off receive-buffer
@@ -211,6 +212,15 @@ void ReadUntil(int fd, size_t want, SteadyClock::duration timeout, Received* r) 
   }
 }
 
+// Sends `message` and reads it back; false on error, a wrong echo or
+// `timeout`.
+bool EchoOnce(int fd, const std::string& message, SteadyClock::duration timeout) {
+  if (!SendAll(fd, message, timeout)) return false;
+  Received r;
+  ReadUntil(fd, message.size(), timeout, &r);
+  return r.data == message;
+}
+
 TEST(EchoServerTest, HalfCloseGetsItsEchoThenEof) {
   constexpr int64_t kBound = 64 << 10;
   tools::EchoServerOptions options;
@@ -232,7 +242,7 @@ TEST(EchoServerTest, HalfCloseGetsItsEchoThenEof) {
     EXPECT_TRUE(r.data == payload) << "the echo differs from what was sent";
     const std::vector<tools::CloseEvent> events = h.log().WaitFor(i + 1, seconds(10));
     ASSERT_EQ(events.size(), i + 1);
-    EXPECT_FALSE(events[i].idle);
+    EXPECT_EQ(events[i].reason, tools::CloseReason::kPeer);
     EXPECT_EQ(events[i].bytes_echoed, static_cast<int64_t>(sizes[i]));
   }
   const tools::EchoServerStats st = h.server().stats();
@@ -282,7 +292,7 @@ TEST(EchoServerTest, ClientThatNeverReadsIsBoundedAndClosedWhenIdle) {
   EXPECT_TRUE(filled) << "the client never filled the server's buffer";
   ASSERT_EQ(events.size(), 1u) << "the connection was not closed";
   const tools::CloseEvent& e = events[0];
-  EXPECT_TRUE(e.idle) << "closed, but not by the idle timeout";
+  EXPECT_EQ(e.reason, tools::CloseReason::kIdle);
   EXPECT_GT(e.bytes_unsent, 0);
   EXPECT_LE(e.bytes_unsent, kBound);
   EXPECT_EQ(e.bytes_read, e.bytes_echoed + e.bytes_unsent);
@@ -307,7 +317,7 @@ TEST(EchoServerTest, HalfClosedClientThatStopsReadingIsClosedWhenIdle) {
   close(fd);
   ASSERT_EQ(events.size(), 1u) << "the connection was not closed";
   const tools::CloseEvent& e = events[0];
-  EXPECT_TRUE(e.idle) << "closed, but not by the idle timeout";
+  EXPECT_EQ(e.reason, tools::CloseReason::kIdle);
   EXPECT_TRUE(e.read_eof);
   EXPECT_EQ(e.bytes_read, static_cast<int64_t>(size));
   EXPECT_GT(e.bytes_unsent, 0) << "the echo fitted in the sockets after all";
@@ -347,8 +357,68 @@ TEST(EchoServerTest, HalfClosedClientReadingSlowlyIsNotClosedWhileItReads) {
   EXPECT_TRUE(r.data == payload) << "the echo differs from what was sent";
   const std::vector<tools::CloseEvent> events = h.log().WaitFor(1, seconds(10));
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_FALSE(events[0].idle) << "closed by the idle timeout while reading";
+  EXPECT_EQ(events[0].reason, tools::CloseReason::kPeer);
   EXPECT_EQ(events[0].bytes_unsent, 0);
+}
+
+// Connections the server closes because it stops are reported as such,
+// not as closed by the client, and their clients see EOF.
+TEST(EchoServerTest, ShutdownClosesAreReportedAsShutdown) {
+  constexpr int kClients = 3;
+  Harness h(absl::Seconds(60));
+  std::vector<int> fds;
+  for (int i = 0; i < kClients; ++i) {
+    fds.push_back(Connect(h.server().port()));
+    ASSERT_GE(fds.back(), 0) << std::strerror(errno);
+    // Echoed once: accepted and served before the stop.
+    ASSERT_TRUE(EchoOnce(fds.back(), "hello\n", seconds(10)));
+  }
+  h.StopAndJoin();
+  const std::vector<tools::CloseEvent> events = h.log().WaitFor(kClients, seconds(0));
+  ASSERT_EQ(events.size(), static_cast<size_t>(kClients));
+  for (const tools::CloseEvent& e : events) {
+    EXPECT_EQ(e.reason, tools::CloseReason::kShutdown) << "connection #" << e.id;
+    EXPECT_EQ(e.bytes_echoed, 6);
+  }
+  const tools::EchoServerStats st = h.server().stats();
+  EXPECT_EQ(st.closed_at_shutdown, kClients);
+  EXPECT_EQ(st.closed_by_peer, 0);
+  EXPECT_EQ(st.closed_idle, 0);
+  EXPECT_EQ(st.closed_on_error, 0);
+  for (int fd : fds) {
+    Received r;
+    ReadUntil(fd, 1, seconds(10), &r);
+    EXPECT_TRUE(r.eof && r.data.empty() && r.error == 0)
+        << "eof=" << r.eof << " bytes=" << r.data.size() << " error=" << r.error;
+    close(fd);
+  }
+}
+
+// A client that resets its connection (SO_LINGER 0, then close) is reported
+// as an error, with the errno the server saw.
+TEST(EchoServerTest, ResetByClientIsReportedAsError) {
+  Harness h(absl::Seconds(60));
+  const int fd = Connect(h.server().port());
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_TRUE(EchoOnce(fd, "x", seconds(10)));
+  const linger abort_on_close{1, 0};
+  ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_on_close,
+                       sizeof(abort_on_close)), 0);
+  close(fd);  // sends RST instead of FIN
+  const std::vector<tools::CloseEvent> events = h.log().WaitFor(1, seconds(10));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].reason, tools::CloseReason::kError);
+  EXPECT_EQ(events[0].error, ECONNRESET) << std::strerror(events[0].error);
+  const tools::EchoServerStats st = h.server().stats();
+  EXPECT_EQ(st.closed_on_error, 1);
+  EXPECT_EQ(st.closed_by_peer, 0);
+}
+
+TEST(EchoServerTest, ReasonNames) {
+  EXPECT_STREQ(tools::CloseReasonName(tools::CloseReason::kPeer), "peer");
+  EXPECT_STREQ(tools::CloseReasonName(tools::CloseReason::kIdle), "idle");
+  EXPECT_STREQ(tools::CloseReasonName(tools::CloseReason::kShutdown), "shutdown");
+  EXPECT_STREQ(tools::CloseReasonName(tools::CloseReason::kError), "error");
 }
 
 }  // namespace

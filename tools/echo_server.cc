@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -54,6 +55,20 @@ absl::Duration ParseDurationOrDie(const std::string& flag, const std::string& v)
     Usage(fmt::format("--{}: not a positive duration: '{}'", flag, v));
   }
   return d;
+}
+
+// One line per closed connection, for example
+//   connection #3 from 127.0.0.1:53512 closed (idle) after 1.05s: 6 bytes
+//   echoed, 0 unsent
+std::string DescribeClose(const tickwheel::tools::CloseEvent& e) {
+  std::string reason = tickwheel::tools::CloseReasonName(e.reason);
+  if (e.reason == tickwheel::tools::CloseReason::kError) {
+    reason += fmt::format(": {}", std::strerror(e.error));
+  }
+  return fmt::format("connection #{} from {} closed ({}) after {}: {} bytes "
+                     "echoed, {} unsent",
+                     e.id, e.peer, reason, absl::FormatDuration(e.lifetime),
+                     e.bytes_echoed, e.bytes_unsent);
 }
 
 }  // namespace
@@ -106,13 +121,7 @@ int main(int argc, char** argv) {
   server_options.port = static_cast<uint16_t>(port);
   server_options.max_buffered_bytes = max_buffered;
   server_options.on_close = [](const tickwheel::tools::CloseEvent& e) {
-    if (e.idle) {
-      fmt::print("closed idle connection #{} from {} after {} ({} bytes echoed)\n",
-                 e.id, e.peer, absl::FormatDuration(e.lifetime), e.bytes_echoed);
-    } else {
-      fmt::print("connection #{} from {} closed by peer after {} ({} bytes)\n",
-                 e.id, e.peer, absl::FormatDuration(e.lifetime), e.bytes_echoed);
-    }
+    fmt::print("{}\n", DescribeClose(e));
     std::fflush(stdout);
   };
   auto server = tickwheel::tools::EchoServer::Create(tracker->get(), server_options);
@@ -138,9 +147,11 @@ int main(int argc, char** argv) {
   waiter.join();
   const tickwheel::tools::EchoServerStats st = (*server)->stats();
   server->reset();
-  fmt::print("accepted={} closed_idle={} closed_by_peer={} bytes_echoed={} "
+  fmt::print("accepted={} closed_idle={} closed_by_peer={} "
+             "closed_at_shutdown={} closed_on_error={} bytes_echoed={} "
              "max_buffered_bytes={}\n",
-             st.accepted, st.closed_idle, st.closed_by_peer, st.bytes_echoed,
+             st.accepted, st.closed_idle, st.closed_by_peer,
+             st.closed_at_shutdown, st.closed_on_error, st.bytes_echoed,
              st.max_buffered_bytes);
   fmt::print("tracker: {}\ntimer: {}\n", (*tracker)->metrics(),
              (*tracker)->timerMetrics());

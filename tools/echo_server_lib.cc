@@ -39,6 +39,20 @@ std::string PeerName(const sockaddr_in& a) {
 
 }  // namespace
 
+const char* CloseReasonName(CloseReason reason) {
+  switch (reason) {
+    case CloseReason::kPeer:
+      return "peer";
+    case CloseReason::kIdle:
+      return "idle";
+    case CloseReason::kShutdown:
+      return "shutdown";
+    case CloseReason::kError:
+      return "error";
+  }
+  return "unknown";
+}
+
 struct EchoServer::Conn {
   int fd = -1;
   uint64_t id = 0;
@@ -51,6 +65,7 @@ struct EchoServer::Conn {
   bool reading = true;    // EPOLLIN wanted: not at EOF, buffer under the bound
   bool read_eof = false;  // the client half-closed (or on_idle shut us down)
   uint32_t interest = 0;  // the epoll event mask currently registered
+  int error = 0;          // errno of the failed read or write, if any
   // Set by on_idle (tracker thread) before it shuts the socket down; read by
   // the loop after unregister(), which orders it after on_idle anyway.
   std::atomic<bool> idle_fired{false};
@@ -106,9 +121,7 @@ absl::StatusOr<std::unique_ptr<EchoServer>> EchoServer::Create(
 }
 
 EchoServer::~EchoServer() {
-  std::vector<Conn*> all;
-  for (auto& [fd, c] : conns_) all.push_back(c.get());
-  for (Conn* c : all) Close(c);
+  CloseAll(CloseReason::kShutdown);
   if (listen_fd_ >= 0) close(listen_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (stop_fd_ >= 0) close(stop_fd_);
@@ -126,6 +139,8 @@ EchoServerStats EchoServer::stats() const {
   s.accepted = accepted_.load(std::memory_order_relaxed);
   s.closed_idle = closed_idle_.load(std::memory_order_relaxed);
   s.closed_by_peer = closed_by_peer_.load(std::memory_order_relaxed);
+  s.closed_at_shutdown = closed_at_shutdown_.load(std::memory_order_relaxed);
+  s.closed_on_error = closed_on_error_.load(std::memory_order_relaxed);
   s.bytes_echoed = bytes_echoed_.load(std::memory_order_relaxed);
   s.buffered_bytes = buffered_bytes_.load(std::memory_order_relaxed);
   s.max_buffered_bytes = max_buffered_bytes_.load(std::memory_order_relaxed);
@@ -149,6 +164,7 @@ absl::Status EchoServer::Run() {
         uint64_t v;
         ssize_t r = read(stop_fd_, &v, sizeof(v));
         (void)r;
+        CloseAll(CloseReason::kShutdown);
         return absl::OkStatus();
       } else {
         // Each descriptor appears once per batch and only OnEvents() closes
@@ -205,10 +221,14 @@ void EchoServer::OnEvents(Conn* c) {
   bool ok = Flush(c);
   if (ok && c->reading) ok = ReadSome(c);
   if (ok) ok = Flush(c);
+  if (!ok) {
+    Close(c, CloseReason::kError);
+    return;
+  }
   // EOF closes only once everything read has been echoed: a client that
   // half-closed (shutdown(SHUT_WR)) still reads its echo, then gets EOF.
-  if (!ok || (c->read_eof && c->out.size() == c->out_off)) {
-    Close(c);
+  if (c->read_eof && c->out.size() == c->out_off) {
+    Close(c, CloseReason::kPeer);
     return;
   }
   UpdateInterest(c);
@@ -244,6 +264,7 @@ bool EchoServer::ReadSome(Conn* c) {
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
     if (errno == EINTR) continue;
+    c->error = errno;
     return false;
   }
   return true;
@@ -263,7 +284,8 @@ bool EchoServer::Flush(Conn* c) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    return false;  // EPIPE, ECONNRESET...: the connection is broken
+    c->error = n < 0 ? errno : EIO;  // EPIPE, ECONNRESET...: it is broken
+    return false;
   }
   const size_t held = c->out.size() - c->out_off;
   if (held == 0) {
@@ -296,21 +318,42 @@ void EchoServer::UpdateInterest(Conn* c) {
   c->interest = want;
 }
 
-void EchoServer::Close(Conn* c) {
+void EchoServer::CloseAll(CloseReason reason) {
+  std::vector<Conn*> all;
+  for (auto& [fd, c] : conns_) all.push_back(c.get());
+  for (Conn* c : all) Close(c, reason);
+}
+
+void EchoServer::Close(Conn* c, CloseReason reason) {
   // First: after this, on_idle is over or will never run, so it cannot
   // shutdown() a descriptor number that close() below frees for reuse.
   c->idle.unregister();
-  const bool idle = c->idle_fired.load(std::memory_order_acquire);
+  if (c->idle_fired.load(std::memory_order_acquire)) reason = CloseReason::kIdle;
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   close(c->fd);
   const auto unsent = static_cast<int64_t>(c->out.size() - c->out_off);
   buffered_bytes_.fetch_sub(unsent, std::memory_order_relaxed);
-  (idle ? closed_idle_ : closed_by_peer_).fetch_add(1, std::memory_order_relaxed);
+  std::atomic<int64_t>* counter = &closed_by_peer_;
+  switch (reason) {
+    case CloseReason::kPeer:
+      break;
+    case CloseReason::kIdle:
+      counter = &closed_idle_;
+      break;
+    case CloseReason::kShutdown:
+      counter = &closed_at_shutdown_;
+      break;
+    case CloseReason::kError:
+      counter = &closed_on_error_;
+      break;
+  }
+  counter->fetch_add(1, std::memory_order_relaxed);
   if (options_.on_close) {
     CloseEvent e;
     e.id = c->id;
     e.peer = c->peer;
-    e.idle = idle;
+    e.reason = reason;
+    e.error = reason == CloseReason::kError ? c->error : 0;
     e.bytes_read = c->bytes_read;
     e.bytes_echoed = c->bytes_echoed;
     e.bytes_unsent = unsent;

@@ -59,11 +59,30 @@
 
 namespace tickwheel::tools {
 
-// Reported once per closed connection, on the I/O thread.
+// Why the server closed a connection.
+enum class CloseReason {
+  kPeer,      // the client closed (EOF), and all its echo was written
+  kIdle,      // on_idle fired: no progress for the idle timeout. Takes
+              // precedence: a connection whose on_idle fired is reported
+              // idle whatever the loop saw next (its own shutdown's EOF or
+              // EPIPE, or the server stopping)
+  kShutdown,  // the server stopped: Run() returning after Stop(), or the
+              // destructor
+  kError,     // a socket error on read or write: ECONNRESET (the client
+              // reset the connection, as the kernel does when a socket is
+              // closed with data still unread), EPIPE...
+};
+
+// "peer", "idle", "shutdown", "error". Thread-safe.
+const char* CloseReasonName(CloseReason reason);
+
+// Reported once per closed connection, on the thread that closes it (Run()'s,
+// or the destructor's).
 struct CloseEvent {
   uint64_t id = 0;           // 1, 2, ... in accept order
   std::string peer;          // "127.0.0.1:54321"
-  bool idle = false;         // closed because on_idle fired
+  CloseReason reason = CloseReason::kPeer;
+  int error = 0;             // for kError: the errno of the failed call
   int64_t bytes_read = 0;
   int64_t bytes_echoed = 0;
   int64_t bytes_unsent = 0;  // read but not echoed when closed
@@ -83,13 +102,20 @@ struct EchoServerOptions {
   // yet written); reading from that client pauses at this bound. Must be
   // > 0 (Create() returns InvalidArgument otherwise).
   int64_t max_buffered_bytes = int64_t{1} << 20;
+  // Called once per closed connection, on the closing thread (see
+  // CloseEvent), after the descriptor is closed. It runs inside the I/O
+  // loop, so it must not block: no I/O that can wait (a terminal or pipe
+  // that is not read), no lock held for long (see LineLogger below).
   std::function<void(const CloseEvent&)> on_close;
 };
 
 struct EchoServerStats {
   int64_t accepted = 0;
-  int64_t closed_idle = 0;     // closed by on_idle
-  int64_t closed_by_peer = 0;  // EOF or error from the client
+  // Closed connections by CloseReason.
+  int64_t closed_idle = 0;         // kIdle
+  int64_t closed_by_peer = 0;      // kPeer
+  int64_t closed_at_shutdown = 0;  // kShutdown
+  int64_t closed_on_error = 0;     // kError
   int64_t bytes_echoed = 0;
   int64_t buffered_bytes = 0;      // echo held now, all connections together
   int64_t max_buffered_bytes = 0;  // the most one connection ever held
@@ -103,13 +129,17 @@ class EchoServer {
   // a socket call failed (the message names it). Errors from Activate().
   static absl::StatusOr<std::unique_ptr<EchoServer>> Create(
       IdleTracker* tracker, EchoServerOptions options);
-  // Closes every connection (unregister, then close) and Deactivate()s the
-  // tracker. Must not run concurrently with Run().
+  // Closes every connection still open (unregister, then close; reported
+  // as kShutdown) and Deactivate()s the tracker. Must not run concurrently
+  // with Run().
   ~EchoServer();
 
   uint16_t port() const { return port_; }
 
-  // The I/O loop, on the calling thread, until Stop().
+  // The I/O loop, on the calling thread, until Stop(). On Stop() it closes
+  // every open connection (kShutdown), so that stats() count them, and
+  // returns OK. Internal: epoll_wait failed (connections stay open until
+  // the destructor).
   absl::Status Run();
   // Makes Run() return soon. Thread-safe and async-signal-safe.
   void Stop();
@@ -124,14 +154,18 @@ class EchoServer {
   // echoes, and closes on EOF (once the echo is written) or error.
   void OnEvents(Conn* c);
   // Read (up to the buffer bound) and write as much as the socket allows
-  // without blocking; false on a socket error. Flush() also resumes reading
-  // once the buffer has drained to half the bound.
+  // without blocking; false on a socket error, whose errno is kept in the
+  // connection. Flush() also resumes reading once the buffer has drained to
+  // half the bound.
   bool ReadSome(Conn* c);
   bool Flush(Conn* c);
   // Registers EPOLLIN/EPOLLRDHUP while reading, EPOLLOUT while echo is
   // pending.
   void UpdateInterest(Conn* c);
-  void Close(Conn* c);
+  // Unregisters, closes, counts and reports `c` (kIdle instead of `reason`
+  // if its on_idle fired), then destroys it.
+  void Close(Conn* c, CloseReason reason);
+  void CloseAll(CloseReason reason);
 
   IdleTracker* const tracker_;
   const EchoServerOptions options_;
@@ -146,6 +180,8 @@ class EchoServer {
   std::atomic<int64_t> accepted_{0};
   std::atomic<int64_t> closed_idle_{0};
   std::atomic<int64_t> closed_by_peer_{0};
+  std::atomic<int64_t> closed_at_shutdown_{0};
+  std::atomic<int64_t> closed_on_error_{0};
   std::atomic<int64_t> bytes_echoed_{0};
   std::atomic<int64_t> buffered_bytes_{0};
   std::atomic<int64_t> max_buffered_bytes_{0};  // written by the loop only
