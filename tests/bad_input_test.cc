@@ -21,8 +21,8 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
-#include "timer/timer.h"
-#include "worker/manual_clock.h"
+#include "tickwheel/timer/timer.h"
+#include "tickwheel/timer/manual_clock.h"
 
 namespace tickwheel {
 namespace {

@@ -24,7 +24,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/base/config.h"
-#include "timer/timer.h"
+#include "tickwheel/timer/timer.h"
 
 namespace tickwheel {
 namespace {

@@ -5,7 +5,7 @@
 // empty at once fault at most two chunks in; many threads allocating and
 // freeing each other's cells (TSan covers the depot).
 
-#include "timer/cell_pool.h"
+#include "tickwheel/worker/cell_pool.h"
 
 #include <algorithm>
 #include <atomic>

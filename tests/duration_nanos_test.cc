@@ -1,6 +1,6 @@
 // Tests for worker/duration_nanos.h: the inline path and the library's agree.
 
-#include "worker/duration_nanos.h"
+#include "tickwheel/worker/nanos.h"
 
 #include <cstdint>
 #include <limits>

@@ -23,7 +23,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "timer/idle_tracker.h"
+#include "tickwheel/timer/idle_tracker.h"
 #include "tools/echo_server_lib.h"
 
 namespace tickwheel {

@@ -32,7 +32,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "timer/idle_tracker.h"
+#include "tickwheel/timer/idle_tracker.h"
 #include "tools/echo_server_lib.h"
 
 namespace tickwheel {

@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "timer/idle_tracker.h"
+#include "tickwheel/timer/idle_tracker.h"
 
 namespace tickwheel {
 namespace {

@@ -5,7 +5,7 @@
 // tracker's worker is a ManualClock settle; the few real-time waits (a blocked
 // callback) only check that something has *not* happened yet.
 
-#include "timer/idle_tracker.h"
+#include "tickwheel/timer/idle_tracker.h"
 
 #include <atomic>
 #include <chrono>
@@ -18,8 +18,8 @@
 
 #include <gtest/gtest.h>
 
-#include "timer/idle_core.h"
-#include "worker/manual_clock.h"
+#include "tickwheel/timer/idle/idle_core.h"
+#include "tickwheel/timer/manual_clock.h"
 
 namespace tickwheel {
 namespace internal {

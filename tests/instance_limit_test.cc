@@ -2,7 +2,7 @@
 // ResourceExhausted when the user asks for it. Its own binary, since the count
 // and the warning are process-wide.
 
-#include "timer/instance_limit.h"
+#include "tickwheel/timer/instance_limit.h"
 
 #include <memory>
 #include <vector>
@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
-#include "timer/timer.h"
+#include "tickwheel/timer/timer.h"
 
 namespace tickwheel {
 namespace {

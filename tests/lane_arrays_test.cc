@@ -1,7 +1,7 @@
 // Tests for worker/lane_arrays.h: arrays are handed on, never freed, and
 // kept apart by size.
 
-#include "worker/lane_arrays.h"
+#include "tickwheel/worker/lane_arrays.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // every item goes exactly once either to the consumer or back to its
 // canceller.
 
-#include "worker/lane.h"
+#include "tickwheel/worker/lane.h"
 
 #include <atomic>
 #include <memory>

@@ -1,7 +1,7 @@
 // Tests of ManualClock: time moves only when told, sleepers wake at their
 // deadline or on Wake(), and AwaitIdle() waits for every sleeper.
 
-#include "worker/manual_clock.h"
+#include "tickwheel/timer/manual_clock.h"
 
 #include <atomic>
 #include <chrono>
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "worker/clock.h"
+#include "tickwheel/timer/clock.h"
 
 namespace tickwheel {
 namespace {

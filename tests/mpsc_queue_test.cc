@@ -1,7 +1,7 @@
 // Tests of the intrusive MPSC queue: FIFO order, reuse of popped nodes, and
 // many producers against one consumer (run under TSan by the CI).
 
-#include "worker/mpsc_queue.h"
+#include "tickwheel/worker/mpsc_queue.h"
 
 #include <atomic>
 #include <memory>

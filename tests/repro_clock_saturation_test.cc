@@ -22,8 +22,8 @@
 
 #include <gtest/gtest.h>
 
-#include "timer/timer.h"
-#include "worker/manual_clock.h"
+#include "tickwheel/timer/timer.h"
+#include "tickwheel/timer/manual_clock.h"
 
 namespace tickwheel {
 namespace {

@@ -46,7 +46,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "timer/timer.h"
+#include "tickwheel/timer/timer.h"
 
 namespace tickwheel {
 namespace {

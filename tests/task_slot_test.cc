@@ -2,7 +2,7 @@
 // each callable is destroyed exactly once whichever way the slot is emptied,
 // and that Timer::newTimeout() takes a callable straight into its node.
 
-#include "timer/task_slot.h"
+#include "tickwheel/worker/task_slot.h"
 
 #include <array>
 #include <atomic>
@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
-#include "timer/timer.h"
+#include "tickwheel/timer/timer.h"
 
 namespace tickwheel::internal {
 namespace {
@@ -47,9 +47,9 @@ struct alignas(kAlign) Counted {
 using Small = Counted<8>;                         // 16 bytes: inline
 using Large = Counted<64>;                        // boxed
 using OverAligned = Counted<0, 16>;               // 16-aligned: boxed
-static_assert(TaskSlot::kFitsInline<Small>);
-static_assert(!TaskSlot::kFitsInline<Large>);
-static_assert(!TaskSlot::kFitsInline<OverAligned>);
+static_assert(kFitsInline<Small>);
+static_assert(!kFitsInline<Large>);
+static_assert(!kFitsInline<OverAligned>);
 
 // A null Timeout is enough to call a task that ignores it.
 const Timeout& NoTimeout() {
@@ -67,11 +67,11 @@ TYPED_TEST(TaskSlotTypedTest, RunsAndResetDestroysOnce) {
   {
     TaskSlot slot;
     EXPECT_FALSE(slot);
-    slot.Emplace(TypeParam(&c));
+    EmplaceInto(slot, TypeParam(&c));
     ASSERT_TRUE(slot);
     EXPECT_EQ(c.live, 1);
-    slot(NoTimeout());
-    slot(NoTimeout());
+    slot.Invoke(nullptr, nullptr);
+    slot.Invoke(nullptr, nullptr);
     EXPECT_EQ(c.calls, 2);
     slot.Reset();
     EXPECT_FALSE(slot);
@@ -83,15 +83,15 @@ TYPED_TEST(TaskSlotTypedTest, RunsAndResetDestroysOnce) {
 
 TYPED_TEST(TaskSlotTypedTest, DestructorDestroysOnce) {
   Counts c;
-  { TaskSlot slot; slot.Emplace(TypeParam(&c)); }
+  { TaskSlot slot; EmplaceInto(slot, TypeParam(&c)); }
   EXPECT_EQ(c.live, 0);
 }
 
 TYPED_TEST(TaskSlotTypedTest, TakeMovesOutAndLeavesEmpty) {
   Counts c;
   TaskSlot slot;
-  slot.Emplace(TypeParam(&c));
-  TimerTask task = slot.Take();
+  EmplaceInto(slot, TypeParam(&c));
+  TimerTask task = TakeTask(slot);
   EXPECT_FALSE(slot);
   ASSERT_TRUE(task);
   EXPECT_EQ(c.live, 1) << "the slot's copy was destroyed after the move";
@@ -99,16 +99,16 @@ TYPED_TEST(TaskSlotTypedTest, TakeMovesOutAndLeavesEmpty) {
   EXPECT_EQ(c.calls, 1);
   task = nullptr;
   EXPECT_EQ(c.live, 0);
-  EXPECT_FALSE(slot.Take());
+  EXPECT_FALSE(TakeTask(slot));
 }
 
 TEST(TaskSlotTest, TimerTaskIsBoxedAndComesBackWhole) {
   Counts c;
   TaskSlot slot;
-  slot.Emplace(TimerTask(Small(&c)));
+  EmplaceInto(slot, TimerTask(Small(&c)));
   ASSERT_TRUE(slot);
-  slot(NoTimeout());
-  TimerTask back = slot.Take();
+  slot.Invoke(nullptr, nullptr);
+  TimerTask back = TakeTask(slot);
   back(NoTimeout());
   EXPECT_EQ(c.calls, 2);
   back = nullptr;
@@ -117,12 +117,12 @@ TEST(TaskSlotTest, TimerTaskIsBoxedAndComesBackWhole) {
 
 TEST(TaskSlotTest, NullCallablesLeaveTheSlotEmpty) {
   TaskSlot slot;
-  slot.Emplace(TimerTask());
+  EmplaceInto(slot, TimerTask());
   EXPECT_FALSE(slot);
-  slot.Emplace(std::function<void(const Timeout&)>());
+  EmplaceInto(slot, std::function<void(const Timeout&)>());
   EXPECT_FALSE(slot);
   void (*null_fn)(const Timeout&) = nullptr;
-  slot.Emplace(null_fn);
+  EmplaceInto(slot, null_fn);
   EXPECT_FALSE(slot);
   EXPECT_FALSE(IsEmptyCallable([](const Timeout&) {}));
 }
@@ -141,7 +141,7 @@ TEST(TaskSlotTest, ThrowingCopyLeavesTheSlotEmpty) {
   Counts c;
   ThrowingCopy original(&c);
   TaskSlot slot;
-  EXPECT_THROW(slot.Emplace(original), std::runtime_error);
+  EXPECT_THROW(EmplaceInto(slot, original), std::runtime_error);
   EXPECT_FALSE(slot);
   EXPECT_EQ(c.live, 1);
 }
@@ -168,7 +168,7 @@ struct ThrowingMove {
 };
 // Small enough to sit inline, were its move noexcept: it is boxed instead.
 static_assert(sizeof(ThrowingMove<0>) <= TaskSlot::kInlineBytes);
-static_assert(!TaskSlot::kFitsInline<ThrowingMove<0>>);
+static_assert(!kFitsInline<ThrowingMove<0>>);
 
 template <typename T>
 class ThrowingMoveTest : public ::testing::Test {};
@@ -177,13 +177,13 @@ TYPED_TEST_SUITE(ThrowingMoveTest, ThrowingMoves);
 
 // Take() never moves such a callable, so it cannot throw and lose it.
 TYPED_TEST(ThrowingMoveTest, TakeNeverMovesACallableWhoseMoveThrows) {
-  static_assert(noexcept(std::declval<TaskSlot&>().Take()));
+  static_assert(noexcept(TakeTask(std::declval<TaskSlot&>())));
   Counts c;
   bool moves_throw = false;
   TaskSlot slot;
-  slot.Emplace(TypeParam(&c, &moves_throw));
+  EmplaceInto(slot, TypeParam(&c, &moves_throw));
   moves_throw = true;
-  TimerTask task = slot.Take();
+  TimerTask task = TakeTask(slot);
   ASSERT_TRUE(task);
   EXPECT_FALSE(slot);
   EXPECT_EQ(c.live, 1);
@@ -227,15 +227,15 @@ struct ChecksSlotOnDestroy {
 TEST(TaskSlotTest, SlotIsEmptyWhileTheCallableIsDestroyed) {
   TaskSlot slot;
   bool was_empty = false;
-  slot.Emplace(ChecksSlotOnDestroy{&slot, &was_empty});
+  EmplaceInto(slot, ChecksSlotOnDestroy{&slot, &was_empty});
   slot.Reset();
   EXPECT_TRUE(was_empty);
 }
 
 TEST(TaskSlotTest, ExceptionFromTheCallPropagates) {
   TaskSlot slot;
-  slot.Emplace([](const Timeout&) { throw std::runtime_error("task"); });
-  EXPECT_THROW(slot(NoTimeout()), std::runtime_error);
+  EmplaceInto(slot, [](const Timeout&) { throw std::runtime_error("task"); });
+  EXPECT_THROW(slot.Invoke(nullptr, nullptr), std::runtime_error);
   EXPECT_TRUE(slot) << "a throwing call does not empty the slot";
 }
 

@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
-#include "timer/timer.h"
-#include "worker/clock.h"
+#include "tickwheel/timer/timer.h"
+#include "tickwheel/timer/clock.h"
 
 namespace tickwheel {
 namespace {

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
-#include "timer/timer.h"
+#include "tickwheel/timer/timer.h"
 
 namespace tickwheel {
 namespace {

@@ -11,7 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
-#include "timer/timer.h"
+#include "tickwheel/timer/timer.h"
+#include "tickwheel/worker/shared_state.h"
 
 namespace tickwheel {
 namespace {

@@ -2,7 +2,7 @@
 // placement and cascading, O(1) removal, budgets, and a randomized comparison
 // against an obviously-correct model. No threads and no clock.
 
-#include "timer/wheel.h"
+#include "tickwheel/worker/wheel.h"
 
 #include <map>
 #include <memory>

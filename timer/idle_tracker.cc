@@ -1,11 +1,11 @@
-#include "timer/idle_tracker.h"
+#include "tickwheel/timer/idle_tracker.h"
 
 #include <algorithm>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "timer/idle_core.h"
+#include "tickwheel/timer/idle/idle_core.h"
 
 namespace tickwheel {
 namespace {

@@ -73,6 +73,10 @@
 #ifndef TICKWHEEL_TIMER_IDLE_TRACKER_H_
 #define TICKWHEEL_TIMER_IDLE_TRACKER_H_
 
+#if __cplusplus < 202002L
+#error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
+#endif
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -83,11 +87,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "timer/idle_entry.h"
-#include "timer/idle_metrics.h"
-#include "timer/metrics.h"
-#include "timer/timer.h"
-#include "worker/clock.h"
+#include "tickwheel/timer/idle/idle_entry.h"
+#include "tickwheel/timer/idle/idle_metrics.h"
+#include "tickwheel/timer/metrics.h"
+#include "tickwheel/timer/timer.h"
+#include "tickwheel/timer/clock.h"
 
 namespace tickwheel {
 

@@ -1,4 +1,4 @@
-#include "timer/instance_limit.h"
+#include "tickwheel/timer/instance_limit.h"
 
 #include <atomic>
 
@@ -6,8 +6,8 @@
 
 #include "absl/base/attributes.h"
 #include "absl/base/thread_annotations.h"
-#include "timer/log.h"
-#include "worker/mutex.h"
+#include "tickwheel/worker/logging.h"
+#include "tickwheel/worker/mutex.h"
 
 namespace tickwheel {
 namespace {

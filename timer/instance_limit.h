@@ -17,6 +17,10 @@
 #ifndef TICKWHEEL_TIMER_INSTANCE_LIMIT_H_
 #define TICKWHEEL_TIMER_INSTANCE_LIMIT_H_
 
+#if __cplusplus < 202002L
+#error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
+#endif
+
 #include <cstdint>
 
 #include "absl/status/status.h"

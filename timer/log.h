@@ -1,9 +1,9 @@
 // timer/log.h
 // -----------------------------------------------------------------------------
-// The one place where tickwheel reports things: a task that threw, a task
-// executor that threw, too many Timer instances. By default messages go to
-// stderr as "[tickwheel WARNING] ..."; a server replaces the sink to route
-// them into its own logging.
+// Where tickwheel's messages go: a task that threw, a task executor that
+// threw, too many Timer instances. By default they go to stderr as
+// "[tickwheel WARNING] ..."; a server replaces the sink to route them into its
+// own logging.
 //
 // Example:
 //   tickwheel::SetLogSink([](tickwheel::LogSeverity s, std::string_view msg) {
@@ -19,46 +19,29 @@
 #ifndef TICKWHEEL_TIMER_LOG_H_
 #define TICKWHEEL_TIMER_LOG_H_
 
-#include <functional>
-#include <utility>
-#include <string_view>
+#if __cplusplus < 202002L
+#error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
+#endif
+
+#include "tickwheel/worker/logging.h"
 
 namespace tickwheel {
 
-enum class LogSeverity { kInfo, kWarning, kError };
+// kInfo, kWarning or kError.
+using LogSeverity = internal::LogSeverity;
 
-using LogSink = std::function<void(LogSeverity, std::string_view)>;
+// Receives each message with its severity.
+using LogSink = internal::LogSink;
 
 // Installs `sink` for every timer in the process and returns the previous one.
-// An empty sink restores the default (stderr).
-LogSink SetLogSink(LogSink sink);
+// An empty sink restores the default (stderr). Cost: a mutex.
+using internal::SetLogSink;
 
 // Sends one message to the current sink. Cost: a mutex and a call.
-void Log(LogSeverity severity, std::string_view message);
+using internal::Log;
 
 // "INFO", "WARNING" or "ERROR".
-std::string_view LogSeverityName(LogSeverity severity);
-
-// Logs the exception being handled (call it from a catch block) as an error:
-// "<who> threw <type>: <what>; <then>", or "<who> threw a non-std::exception;
-// <then>".
-void LogCurrentException(std::string_view who, std::string_view then);
-
-// Runs `f()`. An exception it throws is logged (LogCurrentException) and goes
-// no further: how tickwheel runs user callbacks, so that no exception crosses
-// its API or kills its worker. Always inline: the worker runs every task
-// through it, and the try block costs nothing where it is inlined, while an
-// out-of-line call cost ~17 instructions per task (callgrind).
-template <typename F>
-[[gnu::always_inline]] inline void RunLoggingExceptions(std::string_view who,
-                                                       std::string_view then,
-                                                       F&& f) {
-  try {
-    std::forward<F>(f)();
-  } catch (...) {
-    LogCurrentException(who, then);
-  }
-}
+using internal::LogSeverityName;
 
 }  // namespace tickwheel
 

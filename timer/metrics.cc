@@ -1,4 +1,4 @@
-#include "timer/metrics.h"
+#include "tickwheel/timer/metrics.h"
 
 namespace tickwheel {
 

@@ -1,23 +1,13 @@
-#include "timer/timeout.h"
+#include "tickwheel/timer/timeout.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <utility>
 
-#include "worker/interleave.h"
+#include "tickwheel/timer/task.h"
+#include "tickwheel/worker/interleave.h"
+#include "tickwheel/worker/shared_state.h"
+#include "tickwheel/worker/timeout_node.h"
 
 namespace tickwheel {
-namespace internal {
-
-void RefCountOverflow() {
-  std::fprintf(stderr,
-               "tickwheel: more than %u handles to one Timeout are alive at "
-               "once; keep fewer copies (share one instead)\n",
-               TimeoutNode::kMaxRefs - 1);
-  std::abort();
-}
-
-}  // namespace internal
 
 using internal::TimeoutNode;
 using internal::TimeoutState;
@@ -26,6 +16,8 @@ Timeout::Timeout(const Timeout& other)
     : node_(other.node_), shared_(other.shared_) {
   if (node_ != nullptr) node_->Ref();
 }
+
+void Timeout::Release() { node_->Unref(); }
 
 Timeout& Timeout::operator=(const Timeout& other) {
   if (other.node_ != nullptr) other.node_->Ref();
@@ -45,7 +37,10 @@ Timeout& Timeout::operator=(Timeout&& other) noexcept {
 }
 
 Timer* Timeout::timer() const {
-  return node_ == nullptr ? nullptr : shared_->owner.load(std::memory_order_acquire);
+  return node_ == nullptr
+             ? nullptr
+             : static_cast<Timer*>(
+                   shared_->owner.load(std::memory_order_acquire));
 }
 
 bool Timeout::isExpired() const {
@@ -165,7 +160,7 @@ TimerTask Timeout::takeTask() const {
     return nullptr;
   }
   TICKWHEEL_INTERLEAVE_POINT();
-  return node_->task().Take();
+  return internal::TakeTask(node_->task());
 }
 
 }  // namespace tickwheel

@@ -1,33 +1,48 @@
 // timer/timeout.h
 // -----------------------------------------------------------------------------
-// tickwheel::Timeout, the handle to one scheduled task. Include timer/timer.h,
-// which includes this file; the class lives apart only so that the worker can
-// build handles without depending on the Timer facade.
+// tickwheel::Timeout, the handle to one scheduled task, and TimerTask, what a
+// timer runs. Include timer/timer.h, which includes this file.
 //
-// A Timeout is a reference-counted pointer (two words: the node, and the
-// timer state that cancel() needs, kept here rather than in every node so
-// that a pending timeout costs 8 bytes less): copying it costs one relaxed
-// atomic increment, and every copy refers to the same scheduled task. A
-// default-constructed Timeout is empty: its queries return false, timer()
-// returns nullptr and takeTask() an empty task. Handles may outlive their
-// Timer: isExpired(), isCancelled(), cancel() and takeTask() stay safe after
-// the Timer is destroyed (cancel() then returns false). timer() is the one
-// exception: inside a task it is always safe (nullptr once the Timer is being
-// destroyed, even for a task that a task_executor runs after ~Timer), but on
-// a handle kept elsewhere it must not be called after the Timer is destroyed.
+// A Timeout is a reference-counted pointer (two words: the timeout, and the
+// timer state that cancel() needs): copying it costs one atomic increment,
+// and every copy refers to the same scheduled task. A default-constructed
+// Timeout is empty: its queries return false, timer() returns nullptr and
+// takeTask() an empty task. Handles may outlive their Timer: isExpired(),
+// isCancelled(), cancel() and takeTask() stay safe after the Timer is
+// destroyed (cancel() then returns false). timer() is the one exception:
+// inside a task it is always safe (nullptr once the Timer is being destroyed,
+// even for a task that a task_executor runs after ~Timer), but on a handle
+// kept elsewhere it must not be called after the Timer is destroyed.
 //
-// This class is thread-safe: any thread may call any method on any copy.
+// This class is thread-safe: any thread may call any method on any copy,
+// including on one handle object shared by several threads (a deadline that
+// both a reply path and an abort path may cancel).
 
 #ifndef TICKWHEEL_TIMER_TIMEOUT_H_
 #define TICKWHEEL_TIMER_TIMEOUT_H_
 
+#if __cplusplus < 202002L
+#error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
+#endif
+
 #include <utility>
 
 #include "absl/functional/any_invocable.h"
-#include "timer/timeout_node.h"
 
 namespace tickwheel {
+
+class Timeout;
+class Timer;
+
+// What a timer runs. Timer::newTimeout() takes any callable of this
+// signature (timer/task.h); a TimerTask is what Timeout::takeTask() gives
+// back. The task receives its own Timeout, so it can, e.g., reschedule
+// itself through timeout.timer().
+using TimerTask = absl::AnyInvocable<void(const Timeout&)>;
+
 namespace internal {
+struct TimeoutNode;
+struct SharedTimerState;
 class TimeoutAccess;
 }  // namespace internal
 
@@ -41,7 +56,7 @@ class Timeout {
   Timeout& operator=(const Timeout& other);
   Timeout& operator=(Timeout&& other) noexcept;
   ~Timeout() {
-    if (node_ != nullptr) node_->Unref();
+    if (node_ != nullptr) Release();
   }
 
   // The Timer that scheduled this timeout; nullptr for an empty handle and
@@ -67,28 +82,21 @@ class Timeout {
   // the task's captures take in their destructors.
   // Returns false if the task already expired, was cancelled, or was returned
   // by stop(), and for an empty handle.
-  // The node itself is reclaimed by this thread when the worker has not
-  // taken it yet, else by the worker, which unlinks it from its bucket in
-  // O(1): within about a tick while timeouts are being scheduled or
-  // cancelled, and at the latest when a few thousand cancelled timeouts
-  // wait on the canceller's shard (worker/worker.h, "Bounded backlogs"). A
+  // The timeout's memory is reclaimed by this thread when the worker has not
+  // taken it yet, else by the worker: within about a tick while timeouts are
+  // being scheduled or cancelled, and at the latest when a few thousand
+  // cancelled timeouts wait for it (worker/worker.h, "Bounded backlogs"). A
   // cancel() wakes the worker only at that bound.
-  // Cost: lock-free; four atomic RMWs on cache lines this thread usually
-  // owns. For a timeout the worker has not taken yet: a CAS that takes the
-  // node back from its lane, an add that claims it, a CAS that gives the
-  // lane cell back if no timeout was scheduled after it (else a store),
-  // and an add that gives the pending slot back. For a timeout already in
-  // the wheel: a CAS on the state, a push on a cancellation queue and two
-  // adds.
+  // Cost: lock-free; four atomic read-modify-writes on cache lines this
+  // thread usually owns, no allocation.
   bool cancel() const;
 
   // For a timeout returned by Timer::stop(): moves the task out, so that the
   // caller can run it elsewhere or re-schedule it. Returns an empty TimerTask
   // in every other case, including a second call. Thread-safe: of two racing
   // calls, exactly one gets the task. Never throws, and never loses the
-  // task: the task is handed over without moving the callable itself when
-  // its move constructor may throw (such a callable was boxed on the heap
-  // when it was scheduled, timer/task_slot.h).
+  // task: a callable whose move constructor may throw was boxed on the heap
+  // when it was scheduled, and is handed over in its box.
   TimerTask takeTask() const;
 
   // False for an empty handle.
@@ -104,6 +112,8 @@ class Timeout {
   // Adopts one reference that the caller already holds on `node`.
   Timeout(internal::TimeoutNode* node, internal::SharedTimerState* shared)
       : node_(node), shared_(shared) {}
+  // Drops this handle's reference (the last one frees the timeout).
+  void Release();
 
   internal::TimeoutNode* node_ = nullptr;
   internal::SharedTimerState* shared_ = nullptr;
@@ -111,7 +121,8 @@ class Timeout {
 
 namespace internal {
 
-// The worker's and the facade's access to handles and nodes.
+// The facade's access to handles: the engine hands out nodes, each with one
+// reference, and the facade wraps them.
 class TimeoutAccess {
  public:
   static Timeout Adopt(TimeoutNode* node, SharedTimerState* shared) {

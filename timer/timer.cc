@@ -1,19 +1,28 @@
-#include "timer/timer.h"
+#include "tickwheel/timer/timer.h"
 
 #include <new>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "timer/wheel.h"
-#include "worker/worker.h"
+#include "tickwheel/worker/wheel.h"
+#include "tickwheel/worker/worker.h"
 
 namespace tickwheel {
 
 Timer::Timer(absl::Duration tick, int ticks_per_wheel)
     : tick_duration_(tick), ticks_per_wheel_(ticks_per_wheel) {}
 
-absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
+namespace {
+
+// The options' wheel, checked: the tick in nanoseconds and ticks_per_wheel
+// rounded up to a power of two.
+struct WheelShape {
+  int64_t tick_nanos;
+  int ticks_per_wheel;
+};
+
+absl::StatusOr<WheelShape> CheckWheel(const TimerOptions& options) {
   if (options.tick_duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         fmt::format("tick_duration must be > 0, got {}",
@@ -33,7 +42,8 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
     return absl::InvalidArgumentError(fmt::format(
         "ticks_per_wheel must be in [1, 2^30], got {}", options.ticks_per_wheel));
   }
-  const int wheel = internal::Wheel::NormalizeTicksPerWheel(options.ticks_per_wheel);
+  const int wheel =
+      internal::Wheel::NormalizeTicksPerWheel(options.ticks_per_wheel);
   if (tick_nanos > INT64_MAX / wheel) {
     return absl::InvalidArgumentError(fmt::format(
         "tick_duration ({}) * ticks_per_wheel ({}, rounded up from {}) "
@@ -41,6 +51,20 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
         absl::FormatDuration(options.tick_duration), wheel,
         options.ticks_per_wheel));
   }
+  return WheelShape{tick_nanos, wheel};
+}
+
+}  // namespace
+
+absl::Status Timer::CheckOptions(const TimerOptions& options) {
+  return CheckWheel(options).status();
+}
+
+absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
+  absl::StatusOr<WheelShape> shape = CheckWheel(options);
+  if (!shape.ok()) return shape.status();
+  const int64_t tick_nanos = shape->tick_nanos;
+  const int wheel = shape->ticks_per_wheel;
   if (absl::Status s = internal::AcquireInstanceSlot(); !s.ok()) return s;
 
   std::unique_ptr<Timer> timer(new Timer(absl::Nanoseconds(tick_nanos), wheel));
@@ -51,9 +75,11 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
   config.thread_name = std::move(options.thread_name);
   config.task_executor = std::move(options.task_executor);
   config.clock = options.clock ? std::move(options.clock) : RealClock::Shared();
+  config.monotonic_clock =
+      dynamic_cast<RealClock*>(config.clock.get()) != nullptr;
+  config.owner = timer.get();
   try {
-    timer->worker_ =
-        std::make_shared<internal::Worker>(std::move(config), timer.get());
+    timer->worker_ = std::make_shared<internal::Worker>(std::move(config));
   } catch (const std::bad_alloc&) {
     internal::ReleaseInstanceSlot();
     timer->counted_ = false;
@@ -76,7 +102,10 @@ absl::StatusOr<Timeout> Timer::newTimeout(TimerTask task,
 
 absl::StatusOr<Timeout> Timer::Schedule(internal::TaskEmplacer emplace,
                                         void* callable, absl::Duration delay) {
-  return worker_->Schedule(emplace, callable, delay);
+  absl::StatusOr<internal::TimeoutNode*> node =
+      worker_->Schedule(emplace, callable, delay);
+  if (!node.ok()) return node.status();
+  return internal::TimeoutAccess::Adopt(*node, worker_->shared());
 }
 
 absl::Status Timer::EmptyTaskError() {
@@ -85,13 +114,30 @@ absl::Status Timer::EmptyTaskError() {
 }
 
 absl::StatusOr<std::vector<Timeout>> Timer::stop() {
-  absl::StatusOr<std::vector<Timeout>> result = worker_->Stop();
-  if (result.ok() && counted_.exchange(false)) internal::ReleaseInstanceSlot();
+  absl::StatusOr<std::vector<internal::TimeoutNode*>> nodes = worker_->Stop();
+  if (!nodes.ok()) return nodes.status();
+  if (counted_.exchange(false)) internal::ReleaseInstanceSlot();
+  std::vector<Timeout> result;
+  result.reserve(nodes->size());
+  for (internal::TimeoutNode* node : *nodes) {
+    result.push_back(internal::TimeoutAccess::Adopt(node, worker_->shared()));
+  }
   return result;
 }
 
 int64_t Timer::pendingTimeouts() const { return worker_->pending(); }
 
-TimerMetrics Timer::metrics() const { return worker_->Metrics(); }
+TimerMetrics Timer::metrics() const {
+  const internal::WorkerCounters c = worker_->Counters();
+  TimerMetrics m;
+  m.pending = c.pending;
+  m.expired = c.expired;
+  m.cancelled = c.cancelled;
+  m.ticks = c.ticks;
+  m.catch_up_ticks = c.catch_up_ticks;
+  m.wakeups = c.wakeups;
+  m.worst_lateness = absl::Nanoseconds(c.worst_lateness_nanos);
+  return m;
+}
 
 }  // namespace tickwheel

@@ -69,6 +69,10 @@
 #ifndef TICKWHEEL_TIMER_TIMER_H_
 #define TICKWHEEL_TIMER_TIMER_H_
 
+#if __cplusplus < 202002L
+#error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
+#endif
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -82,11 +86,18 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "timer/instance_limit.h"
-#include "timer/log.h"
-#include "timer/metrics.h"
-#include "timer/timeout.h"
-#include "worker/clock.h"
+#include "tickwheel/timer/clock.h"
+#include "tickwheel/timer/instance_limit.h"
+#include "tickwheel/timer/log.h"
+#include "tickwheel/timer/metrics.h"
+#include "tickwheel/timer/task.h"
+#include "tickwheel/timer/timeout.h"
+
+// The version of tickwheel these headers belong to (CHANGELOG.md).
+#define TICKWHEEL_VERSION_MAJOR 0
+#define TICKWHEEL_VERSION_MINOR 1
+#define TICKWHEEL_VERSION_PATCH 0
+#define TICKWHEEL_VERSION "0.1.0"
 
 namespace tickwheel {
 
@@ -94,9 +105,6 @@ namespace internal {
 class Worker;
 }  // namespace internal
 
-// using TimerTask = absl::AnyInvocable<void(const Timeout&)>;  (task_slot.h)
-// The task receives its own Timeout, so it can, e.g., check isCancelled() of
-// related work or reschedule itself through timeout.timer().
 
 struct TimerOptions {
   // The wheel's resolution: tasks run at tick boundaries. Must be > 0 (at
@@ -131,6 +139,10 @@ class Timer {
   // ResourceExhausted: more live timers than the instance limit when it is
   //   set to fail (timer/instance_limit.h), or no memory for the wheel.
   static absl::StatusOr<std::unique_ptr<Timer>> Create(TimerOptions options = {});
+
+  // The checks of Create() on tick_duration and ticks_per_wheel, without
+  // creating a timer (the same InvalidArgument errors).
+  static absl::Status CheckOptions(const TimerOptions& options);
 
   // Stops the timer if needed: tasks not yet run are destroyed, never run;
   // joins the worker thread. When called from one of its own tasks, the

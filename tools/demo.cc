@@ -15,7 +15,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "timer/timer.h"
+#include "tickwheel/timer/timer.h"
 
 namespace {
 

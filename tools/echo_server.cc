@@ -35,7 +35,7 @@
 #include <fmt/format.h>
 
 #include "absl/time/time.h"
-#include "timer/idle_tracker.h"
+#include "tickwheel/timer/idle_tracker.h"
 #include "tools/echo_server_lib.h"
 
 namespace {

@@ -31,8 +31,9 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "timer/idle_tracker.h"
-#include "timer/timer.h"
+#include "tickwheel/timer/idle_tracker.h"
+#include "tickwheel/worker/timeout_node.h"
+#include "tickwheel/timer/timer.h"
 
 namespace {
 

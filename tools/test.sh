@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this script):
-#   1. install what is missing (tools/setup.sh);
+#   1. install what is missing (tools/setup.sh), and check the include rules
+#      (tools/check_includes.sh);
 #   2. build everything, benchmarks included;
 #   3. run every test under the plain build and under ASan (with LSan), TSan
 #      and UBSan; any sanitizer report fails its test;
@@ -22,10 +23,13 @@ tools/setup.sh
 
 quiet=(--noshow_progress --ui_event_filters=-info,-debug)
 start=$(date +%s)
+echo "== include rules (CONTRIBUTING.md)"
+tools/check_includes.sh
+
 echo "== build //... (plain)"
 bazel build "${quiet[@]}" //...
 
-passed=0
+passed=1  # the include rules
 for cfg in "${configs[@]}"; do
   flags=()
   [[ "$cfg" != plain ]] && flags=(--config="$cfg")

@@ -38,6 +38,13 @@ if [[ -z "${CLANGXX}" ]]; then
   exit 2
 fi
 
+OUT="$(mktemp -d)"
+trap 'rm -rf "${OUT}"' EXIT
+# Headers are included as "tickwheel/<folder>/<name>.h": a tickwheel/ link to
+# the checkout stands in for Bazel's include_prefix.
+mkdir -p "${OUT}/include"
+ln -s "$(pwd)" "${OUT}/include/tickwheel"
+
 FLAGS=(
   -std=c++20
   -fsyntax-only
@@ -46,12 +53,10 @@ FLAGS=(
   -Wthread-safety-beta
   -Werror
   -I.
+  -I"${OUT}/include"
 )
 
-FILES=(timer/*.cc worker/*.cc tools/echo_server_lib.cc)
-
-OUT="$(mktemp -d)"
-trap 'rm -rf "${OUT}"' EXIT
+FILES=(timer/*.cc timer/idle/*.cc worker/*.cc tools/echo_server_lib.cc)
 
 # One job per file, at most `nproc` at a time; each leaves its diagnostics in
 # $OUT/<n>.log and its status in $OUT/<n>.rc, printed in order below.

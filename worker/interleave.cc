@@ -1,4 +1,4 @@
-#include "worker/interleave.h"
+#include "tickwheel/worker/interleave.h"
 
 #ifdef TICKWHEEL_INTERLEAVE
 

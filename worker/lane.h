@@ -65,8 +65,8 @@
 #include <cstdint>
 #include <new>
 
-#include "worker/interleave.h"
-#include "worker/lane_arrays.h"
+#include "tickwheel/worker/interleave.h"
+#include "tickwheel/worker/lane_arrays.h"
 
 namespace tickwheel::internal {
 

@@ -1,4 +1,4 @@
-#include "worker/lane_arrays.h"
+#include "tickwheel/worker/lane_arrays.h"
 
 #include <pthread.h>
 
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "worker/mutex.h"
+#include "tickwheel/worker/mutex.h"
 
 namespace tickwheel::internal {
 namespace {

@@ -49,7 +49,7 @@
 #include <atomic>
 #include <cstddef>
 
-#include "worker/interleave.h"
+#include "tickwheel/worker/interleave.h"
 
 namespace tickwheel::internal {
 

@@ -1,4 +1,4 @@
-#include "worker/worker.h"
+#include "tickwheel/worker/worker.h"
 
 #include <pthread.h>
 
@@ -8,23 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "timer/log.h"
-#include "worker/duration_nanos.h"
-#include "worker/interleave.h"
+#include "tickwheel/worker/interleave.h"
+#include "tickwheel/worker/logging.h"
+#include "tickwheel/worker/nanos.h"
 
 namespace tickwheel::internal {
 namespace {
-
-// a + b, saturating at INT64_MAX; `a` may be negative (clock readings have
-// any origin), `b` must not be.
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  return a > INT64_MAX - b ? INT64_MAX : a + b;
-}
-
-// a * b, saturating at INT64_MAX; both non-negative, b > 0.
-int64_t SaturatingMul(int64_t a, int64_t b) {
-  return a > INT64_MAX / b ? INT64_MAX : a * b;
-}
 
 // The worker whose loop runs on this thread, if any: set when Run() starts,
 // cleared when it ends. Unlike a stored thread id, which a later thread may
@@ -33,11 +22,15 @@ thread_local const Worker* running_worker = nullptr;
 
 }  // namespace
 
-Worker::Worker(WorkerConfig config, Timer* owner)
+absl::Status StoppedError(std::string_view call) {
+  return absl::FailedPreconditionError(fmt::format(
+      "{}: the timer has been stopped; create a new Timer", call));
+}
+
+Worker::Worker(WorkerConfig config)
     : config_(std::move(config)),
-      real_clock_(dynamic_cast<RealClock*>(config_.clock.get()) != nullptr),
       wheel_(config_.ticks_per_wheel, config_.tick_nanos) {
-  shared_.owner.store(owner, std::memory_order_relaxed);
+  shared_.owner.store(config_.owner, std::memory_order_relaxed);
   shared_.limited = config_.max_pending_timeouts > 0;
   shared_.waker = this;
 }
@@ -97,24 +90,35 @@ Worker::~Worker() {
 
 bool Worker::OnWorkerThread() const { return running_worker == this; }
 
-absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
-                                         absl::Duration delay) {
+absl::StatusOr<TimeoutNode*> Worker::Schedule(TaskEmplacer emplace,
+                                              void* callable,
+                                              absl::Duration delay) {
   // The clock first: the vDSO orders its TSC read (lfence or rdtscp), which
   // would otherwise wait for the RMW below to complete. Reading it before
   // the reservation is still reading it during this call, so the deadline is
-  // never early; if the worker has not started yet, `now` precedes startTime
-  // and the deadline counts from startTime instead (clamped below), later.
-  const int64_t now = real_clock_ ? RealClock::MonotonicNanos()
-                                  : config_.clock->NowNanos();
-  // Reserve a pending slot and check that the timer is open, in one RMW. With
-  // a limit, a CAS loop, so that the count never exceeds it, not even for an
-  // instant.
-  const int64_t max = config_.max_pending_timeouts;
+  // never early.
+  const int64_t now = config_.monotonic_clock ? MonotonicNanos()
+                                              : config_.clock->NowNanos();
   const int shard = SharedTimerState::ThisThreadShard();
   std::atomic<int64_t>& count = shared_.CountWord(shard);
-  auto give_back = [&count] {
-    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
-  };
+  if (absl::Status s = Reserve(count); !s.ok()) return s;
+  TICKWHEEL_INTERLEAVE_POINT();
+  if (!started_.load(std::memory_order_acquire)) {
+    if (absl::Status s = StartThread(); !s.ok()) {
+      count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+      return s;
+    }
+  }
+  absl::StatusOr<TimeoutNode*> node =
+      NewNode(emplace, callable, Deadline(now, delay), count);
+  if (node.ok()) Publish(*node, shard);
+  return node;
+}
+
+absl::Status Worker::Reserve(std::atomic<int64_t>& count) {
+  // With a limit, a CAS loop, so that the count never exceeds it, not even
+  // for an instant; without, one add.
+  const int64_t max = config_.max_pending_timeouts;
   int64_t word = count.load(std::memory_order_relaxed);
   if (max > 0) {
     do {
@@ -131,29 +135,28 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
   } else {
     word = count.fetch_add(SharedTimerState::kOne, std::memory_order_relaxed);
     if (word & SharedTimerState::kClosed) {
-      give_back();
+      count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
     }
   }
-  if (word & SharedTimerState::kClosed) {
-    return absl::FailedPreconditionError(
-        "newTimeout: the timer has been stopped; create a new Timer");
-  }
+  if (word & SharedTimerState::kClosed) return StoppedError("newTimeout");
+  return absl::OkStatus();
+}
 
-  TICKWHEEL_INTERLEAVE_POINT();
-  if (!started_.load(std::memory_order_acquire)) {
-    if (absl::Status s = StartThread(); !s.ok()) {
-      give_back();
-      return s;
-    }
-  }
-
+int64_t Worker::Deadline(int64_t now, absl::Duration delay) const {
   // Deadlines count from startTime, so they stay small and exact; a huge
   // delay saturates at INT64_MAX nanoseconds (292 years) instead of wrapping
-  // into the past.
-  const int64_t delay_nanos = DelayNanos(delay);
-  const int64_t elapsed = now - start_nanos_;
-  const int64_t deadline =
-      SaturatingAdd(std::max<int64_t>(0, elapsed), delay_nanos);
+  // into the past. A `now` read before the worker started precedes
+  // startTime: the deadline then counts from startTime, later.
+  return SaturatingAdd(std::max<int64_t>(0, now - start_nanos_),
+                       DelayNanos(delay));
+}
+
+absl::StatusOr<TimeoutNode*> Worker::NewNode(TaskEmplacer emplace,
+                                             void* callable, int64_t deadline,
+                                             std::atomic<int64_t>& count) {
+  auto give_back = [&count] {
+    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+  };
   auto* node = new (std::nothrow) TimeoutNode;
   if (node == nullptr) {
     give_back();
@@ -170,24 +173,27 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
   node->refs_state.store(TimeoutNode::Pack(2, TimeoutState::kQueued),
                          std::memory_order_relaxed);  // handle + worker
   node->deadline = deadline;
+  return node;
+}
+
+void Worker::Publish(TimeoutNode* node, int shard) {
   // The fast lane if it has room, else the queue. Either claim (a seq_cst
   // CAS or exchange) pairs with Sleep()'s check.
   auto& my_shard = shared_.shards[shard];
+  const int64_t deadline = node->deadline;  // the worker's once published
   TICKWHEEL_INTERLEAVE_POINT();
   const int64_t cell = my_shard.lane.Claim();
-  if (cell >= 0) {
-    node->SetLaneCell(my_shard.lane.Cell(cell));
-    my_shard.lane.Publish(cell, node);
-  } else {
+  if (cell < 0) {
     // The lane is full: kLaneCapacity nodes wait for a worker that sleeps
     // (or runs behind). Overflowing into the queue wakes it whatever the
     // deadline, so that what waits, cancelled nodes included, is bounded by
     // a count rather than by the time to the next deadline.
     my_shard.queue.Push(node);
     WakeForBacklog();
-    return TimeoutAccess::Adopt(node, &shared_);
+    return;
   }
-
+  node->SetLaneCell(my_shard.lane.Cell(cell));
+  my_shard.lane.Publish(cell, node);
   // Wake the worker only if it sleeps past this node's tick. The first
   // producer to need it claims the wake-up (kAwake): the woken worker drains
   // the queue before it plans again, so later producers need not wake it.
@@ -200,7 +206,6 @@ absl::StatusOr<Timeout> Worker::Schedule(TaskEmplacer emplace, void* callable,
       break;
     }
   }
-  return TimeoutAccess::Adopt(node, &shared_);
 }
 
 void Worker::WakeForBacklog() {
@@ -224,8 +229,7 @@ absl::Status Worker::StartThread() {
   if (started_.load(std::memory_order_relaxed)) return absl::OkStatus();
   if (shared_.shards[0].pending_word.load(std::memory_order_relaxed) &
       SharedTimerState::kClosed) {
-    return absl::FailedPreconditionError(
-        "newTimeout: the timer has been stopped; create a new Timer");
+    return StoppedError("newTimeout");
   }
   SetSleeperBeforeStart(config_.clock->NewSleeper());
   try {
@@ -257,7 +261,7 @@ void Worker::Run() {
   running_worker = nullptr;
   if (finish_on_thread_) {
     // The Timer was destroyed from one of its own tasks; nobody will join us.
-    for (Timeout& t : CollectUnprocessed()) t.takeTask();
+    DiscardStopped(CollectUnprocessed());
     MutexLock lock(&wake_mu_);
     sleeper_.reset();
   }
@@ -274,9 +278,7 @@ void Worker::NoteExpiringTick(int64_t tick, int64_t now) {
 // The expiry path, once per expired node: inline into the wheel's sweep
 // (Pass) and into TransferPending, so that the claim, the bookkeeping, the
 // task call and the node's release are one stretch of code rather than four
-// calls, each with its prologue (callgrind, BM_ExpireBurst/1M: 187 -> 128
-// instructions per expiry, together with an inline RunLoggingExceptions and
-// the pool's cheaper Give()).
+// calls, each with its prologue.
 [[gnu::always_inline]] inline void Worker::ReleaseAfterRun(TimeoutNode* node) {
   // Captures die with the run, not with the handles: with handles left, the
   // task goes now, and the handles keep the node.
@@ -288,10 +290,9 @@ void Worker::NoteExpiringTick(int64_t tick, int64_t now) {
   node->Unref();
 }
 
-[[gnu::always_inline]] inline void Worker::CallTask(const Timeout& timeout) {
-  TimeoutNode* node = TimeoutAccess::Node(timeout);
+[[gnu::always_inline]] inline void Worker::CallTask(TimeoutNode* node) {
   RunLoggingExceptions("a timer task", "the worker goes on",
-                       [&] { node->task()(timeout); });
+                       [&] { node->task().Invoke(node, &shared_); });
 }
 
 [[gnu::always_inline]] inline void Worker::RunTask(TimeoutNode* node) {
@@ -299,12 +300,11 @@ void Worker::NoteExpiringTick(int64_t tick, int64_t now) {
     HandToExecutor(node);
     return;
   }
-  // Takes the worker reference for the call, then drops it. Kept apart from
-  // HandToExecutor() so that the per-timeout path has no closure on its
+  // Lends the worker's reference to the call, then drops it. Kept apart
+  // from HandToExecutor() so that the per-timeout path has no closure on its
   // stack (and so no stack-protector check).
-  Timeout timeout = TimeoutAccess::Adopt(node, &shared_);
-  CallTask(timeout);
-  ReleaseAfterRun(TimeoutAccess::Disown(timeout));
+  CallTask(node);
+  ReleaseAfterRun(node);
 }
 
 [[gnu::always_inline]] inline bool Worker::Expire(TimeoutNode* node,
@@ -455,22 +455,19 @@ bool Worker::TransferPending(int64_t now) {
 }
 
 void Worker::HandToExecutor(TimeoutNode* node) {
-  // Takes the worker reference.
-  Timeout timeout = TimeoutAccess::Adopt(node, &shared_);
-  // The closure keeps the Worker (and so the shared state behind
-  // Timeout::timer()) alive: an executor may run it after ~Timer, when
-  // timer() then returns nullptr.
+  // The closure takes the worker's reference, and keeps the Worker (and so
+  // the shared state behind Timeout::timer()) alive: an executor may run it
+  // after ~Timer, when timer() then returns nullptr.
   RunLoggingExceptions("the task_executor", "that task did not run", [&] {
-    config_.task_executor(
-        [timeout = std::move(timeout), self = shared_from_this()]() {
-          CallTask(timeout);
-          // Captures die with the run, not with the handles.
-          TimeoutAccess::Node(timeout)->task().Reset();
-        });
+    config_.task_executor([ref = NodeRef(node), self = shared_from_this()]() {
+      self->CallTask(ref.get());
+      // Captures die with the run, not with the handles.
+      ref.get()->task().Reset();
+    });
   });
 }
 
-std::vector<Timeout> Worker::CollectUnprocessed() {
+std::vector<TimeoutNode*> Worker::CollectUnprocessed() {
   // (deadline, node) pairs: sorting them touches no node, which matters with a
   // million of them.
   std::vector<std::pair<int64_t, TimeoutNode*>> stopped;
@@ -514,15 +511,22 @@ std::vector<Timeout> Worker::CollectUnprocessed() {
   // the order they were found.
   std::stable_sort(stopped.begin(), stopped.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<Timeout> result;
+  std::vector<TimeoutNode*> result;
   result.reserve(stopped.size());
-  for (const auto& entry : stopped) {
-    result.push_back(TimeoutAccess::Adopt(entry.second, &shared_));
-  }
+  for (const auto& entry : stopped) result.push_back(entry.second);
   return result;
 }
 
-absl::StatusOr<std::vector<Timeout>> Worker::Stop() {
+void Worker::DiscardStopped(const std::vector<TimeoutNode*>& nodes) {
+  for (TimeoutNode* node : nodes) {
+    // Nobody else holds these nodes yet: the task goes unrun.
+    node->Transition(TimeoutState::kStopped, TimeoutState::kStoppedTaken);
+    node->task().Reset();
+    node->Unref();
+  }
+}
+
+absl::StatusOr<std::vector<TimeoutNode*>> Worker::Stop() {
   if (OnWorkerThread()) {
     return absl::FailedPreconditionError(
         "stop: called from the timer's own worker thread (inside a task, or a "
@@ -530,7 +534,7 @@ absl::StatusOr<std::vector<Timeout>> Worker::Stop() {
         "thread");
   }
   MutexLock lock(&stop_mu_);
-  if (!Close()) return std::vector<Timeout>();  // already stopped
+  if (!Close()) return std::vector<TimeoutNode*>();  // already stopped
   // After this, no thread can start: StartThread() checks the closed bit
   // under start_mu_.
   bool started;
@@ -543,7 +547,7 @@ absl::StatusOr<std::vector<Timeout>> Worker::Stop() {
     WakeWorker();
     thread_.join();
   }
-  std::vector<Timeout> unprocessed = CollectUnprocessed();
+  std::vector<TimeoutNode*> unprocessed = CollectUnprocessed();
   MutexLock wake_lock(&wake_mu_);
   sleeper_.reset();  // unregisters from a ManualClock
   return unprocessed;
@@ -553,10 +557,8 @@ void Worker::Shutdown() {
   // From now on Timeout::timer() answers nullptr.
   shared_.owner.store(nullptr, std::memory_order_release);
   if (!OnWorkerThread()) {
-    absl::StatusOr<std::vector<Timeout>> unprocessed = Stop();
-    if (unprocessed.ok()) {
-      for (Timeout& t : *unprocessed) t.takeTask();  // destroyed, never run
-    }
+    absl::StatusOr<std::vector<TimeoutNode*>> unprocessed = Stop();
+    if (unprocessed.ok()) DiscardStopped(*unprocessed);
     return;
   }
   // Destroyed from inside one of our own tasks: we cannot join ourselves.
@@ -567,17 +569,17 @@ void Worker::Shutdown() {
   thread_.detach();
 }
 
-TimerMetrics Worker::Metrics() const {
-  TimerMetrics m;
-  m.pending = pending();
-  m.expired = expired_.load(std::memory_order_relaxed);
-  m.cancelled = shared_.CancelCount();
-  m.ticks = ticks_.load(std::memory_order_relaxed);
-  m.catch_up_ticks = catch_up_ticks_.load(std::memory_order_relaxed);
-  m.wakeups = wakeups_.load(std::memory_order_relaxed);
-  m.worst_lateness =
-      absl::Nanoseconds(worst_lateness_nanos_.load(std::memory_order_relaxed));
-  return m;
+WorkerCounters Worker::Counters() const {
+  WorkerCounters c;
+  c.pending = pending();
+  c.expired = expired_.load(std::memory_order_relaxed);
+  c.cancelled = shared_.CancelCount();
+  c.ticks = ticks_.load(std::memory_order_relaxed);
+  c.catch_up_ticks = catch_up_ticks_.load(std::memory_order_relaxed);
+  c.wakeups = wakeups_.load(std::memory_order_relaxed);
+  c.worst_lateness_nanos =
+      worst_lateness_nanos_.load(std::memory_order_relaxed);
+  return c;
 }
 
 }  // namespace tickwheel::internal

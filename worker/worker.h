@@ -111,12 +111,12 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "timer/metrics.h"
-#include "timer/timeout.h"
-#include "timer/timeout_node.h"
-#include "timer/wheel.h"
-#include "worker/clock.h"
-#include "worker/mutex.h"
+#include "tickwheel/worker/mutex.h"
+#include "tickwheel/worker/shared_state.h"
+#include "tickwheel/worker/task_slot.h"
+#include "tickwheel/worker/time_source.h"
+#include "tickwheel/worker/timeout_node.h"
+#include "tickwheel/worker/wheel.h"
 
 namespace tickwheel::internal {
 
@@ -126,7 +126,25 @@ struct WorkerConfig {
   int64_t max_pending_timeouts = 0;
   std::string thread_name;
   std::function<void(absl::AnyInvocable<void()>)> task_executor;
-  std::shared_ptr<Clock> clock;  // non-null
+  std::shared_ptr<TimeSource> clock;  // non-null
+  // `clock` reads CLOCK_MONOTONIC (MonotonicNanos()): newTimeout() then
+  // reads it inline, without a virtual call.
+  bool monotonic_clock = false;
+  // The facade's Timer, opaque here (SharedTimerState::owner).
+  void* owner = nullptr;
+};
+
+// The worker's counters, for the facade's metrics. Each is exact, read with
+// a relaxed load, so a snapshot taken while the worker runs may be a few
+// events apart between counters.
+struct WorkerCounters {
+  int64_t pending = 0;
+  int64_t expired = 0;
+  int64_t cancelled = 0;
+  int64_t ticks = 0;
+  int64_t catch_up_ticks = 0;
+  int64_t wakeups = 0;
+  int64_t worst_lateness_nanos = 0;
 };
 
 class Worker : public std::enable_shared_from_this<Worker>,
@@ -140,19 +158,22 @@ class Worker : public std::enable_shared_from_this<Worker>,
   static constexpr int kSliceBudget = 4096;
 
   // Use std::make_shared: the thread keeps the Worker alive.
-  Worker(WorkerConfig config, Timer* owner);
+  explicit Worker(WorkerConfig config);
   ~Worker();
 
   // Timer::newTimeout, for a callable that is not empty: `emplace` moves it
   // from `callable` into the new node, once the call cannot fail any more
   // (so a failed call leaves it untouched). If that throws, nothing is
   // scheduled and the exception propagates. Starts the thread on first use.
-  absl::StatusOr<Timeout> Schedule(TaskEmplacer emplace, void* callable,
-                                   absl::Duration delay)
+  // Returns the node with one reference, the handle's.
+  absl::StatusOr<TimeoutNode*> Schedule(TaskEmplacer emplace, void* callable,
+                                        absl::Duration delay)
       ABSL_LOCKS_EXCLUDED(start_mu_, wake_mu_);
 
-  // Timer::stop.
-  absl::StatusOr<std::vector<Timeout>> Stop()
+  // Timer::stop: every node neither run nor cancelled, earliest deadline
+  // first, each marked kStopped and with the worker's reference, which the
+  // caller takes.
+  absl::StatusOr<std::vector<TimeoutNode*>> Stop()
       ABSL_LOCKS_EXCLUDED(stop_mu_, start_mu_, wake_mu_);
 
   // What ~Timer does: stop, destroy the tasks of what stop returned. From the
@@ -163,12 +184,25 @@ class Worker : public std::enable_shared_from_this<Worker>,
   int64_t pending() const {
     return std::max<int64_t>(0, shared_.SumCounts(std::memory_order_relaxed));
   }
-  TimerMetrics Metrics() const;
+  WorkerCounters Counters() const;
   bool OnWorkerThread() const;
+  // The producer-side state that handles refer to.
+  SharedTimerState* shared() { return &shared_; }
 
  private:
   static constexpr int64_t kAwake = INT64_MIN;
 
+  // Schedule()'s steps. Reserve: a pending slot, checking the closed bit
+  // and max_pending_timeouts in the same RMW. Deadline: nanoseconds after
+  // startTime, saturating. NewNode: the node with its task, or an error
+  // with the slot given back. Publish: the lane or the queue, then the
+  // wake-up if the worker sleeps past the deadline.
+  absl::Status Reserve(std::atomic<int64_t>& count);
+  int64_t Deadline(int64_t now, absl::Duration delay) const;
+  absl::StatusOr<TimeoutNode*> NewNode(TaskEmplacer emplace, void* callable,
+                                       int64_t deadline,
+                                       std::atomic<int64_t>& count);
+  void Publish(TimeoutNode* node, int shard);
   absl::Status StartThread() ABSL_LOCKS_EXCLUDED(start_mu_);
   void Run() ABSL_LOCKS_EXCLUDED(wake_mu_);
   // One pass (steps 1-3 above); true when it finished all work that is due.
@@ -190,14 +224,14 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // reach it: a producer wakes only a worker that has planned a sleep
   // (wake_limit_ is kAwake until then), and stop() reads started_
   // under start_mu_ before it touches sleeper_.
-  void SetSleeperBeforeStart(std::unique_ptr<Clock::Sleeper> sleeper)
+  void SetSleeperBeforeStart(std::unique_ptr<TimeSource::Sleeper> sleeper)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(start_mu_) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     sleeper_ = std::move(sleeper);
   }
   // The worker sleeps without wake_mu_, since a Wake() must be able to take
   // it meanwhile. The sleeper cannot die under it: only the worker itself
   // (Run) or stop() after joining the worker destroys it.
-  Clock::Sleeper& OwnSleeper() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  TimeSource::Sleeper& OwnSleeper() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return *sleeper_;
   }
   // Each returns true when its queue is drained, false when the slice budget
@@ -215,13 +249,19 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // Drops the worker's reference to a node whose task has just run inline,
   // destroying the task's captures now.
   static void ReleaseAfterRun(TimeoutNode* node);
+  // Runs the task of `node` (the worker's reference lent), logging what it
+  // throws.
+  void CallTask(TimeoutNode* node);
   void RunTask(TimeoutNode* node);
   // RunTask() with a task_executor: hands the call over, with the worker's
   // reference. Out of line: the common path has no executor.
   [[gnu::noinline]] void HandToExecutor(TimeoutNode* node);
   // Called once the worker has exited, by the one thread that finishes the
-  // shutdown: returns every pending node, marked stopped.
-  std::vector<Timeout> CollectUnprocessed();
+  // shutdown: returns every pending node, marked stopped, earliest deadline
+  // first, with the worker's reference.
+  std::vector<TimeoutNode*> CollectUnprocessed();
+  // Destroys the tasks of stopped nodes, unrun, and drops their references.
+  static void DiscardStopped(const std::vector<TimeoutNode*>& nodes);
   // Gives back slots taken by the worker's own expiries and stops.
   void Release(int64_t slots) {
     std::atomic<int64_t>& word = shared_.WorkerReleaseWord();
@@ -246,8 +286,6 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // nullptr when neither has one ready. Counts taken-back cells as
   // cancelled.
   TimeoutNode* PopNew(SharedTimerState::Shard& shard);
-  // Runs the task of `timeout`, logging what it throws.
-  static void CallTask(const Timeout& timeout);
   static void Bump(std::atomic<int64_t>& counter, int64_t by = 1) {
     // Single writer (the worker): a load and a store, no RMW needed.
     counter.store(counter.load(std::memory_order_relaxed) + by,
@@ -277,15 +315,13 @@ class Worker : public std::enable_shared_from_this<Worker>,
   std::atomic<bool> started_{false};
   std::atomic<bool> start_ready_{false};  // set by the worker thread
   int64_t start_nanos_ = 0;               // clock reading at startTime
-  // config_.clock is a RealClock: newTimeout() reads CLOCK_MONOTONIC inline.
-  const bool real_clock_;
   std::thread thread_;
   // The worker's sleeper. Producers may still be about to Wake() it after
   // stop() has collected their node, so it dies under wake_mu_, and every
   // Wake() from another thread (rare: only an earlier deadline) takes it.
   // Two deliberate exceptions: SetSleeperBeforeStart() and OwnSleeper().
   Mutex wake_mu_;
-  std::unique_ptr<Clock::Sleeper> sleeper_ ABSL_GUARDED_BY(wake_mu_);
+  std::unique_ptr<TimeSource::Sleeper> sleeper_ ABSL_GUARDED_BY(wake_mu_);
 
   // Serialises stop() and Shutdown(): a second stop() returns only once the
   // first has finished. It guards no field: the one call that sets the

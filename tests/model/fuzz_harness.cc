@@ -15,8 +15,8 @@
 #include <fmt/format.h>
 
 #include "tests/model/timer_model.h"
-#include "timer/timer.h"
-#include "worker/manual_clock.h"
+#include "tickwheel/timer/timer.h"
+#include "tickwheel/timer/manual_clock.h"
 
 namespace tickwheel::model {
 namespace {

@@ -42,10 +42,10 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "timer/timeout_node.h"
-#include "timer/timer.h"
-#include "timer/wheel.h"
-#include "worker/manual_clock.h"
+#include "tickwheel/worker/timeout_node.h"
+#include "tickwheel/timer/timer.h"
+#include "tickwheel/worker/wheel.h"
+#include "tickwheel/timer/manual_clock.h"
 
 namespace {
 

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "timer/timer.h"
+#include "tickwheel/timer/timer.h"
 
 namespace {
 

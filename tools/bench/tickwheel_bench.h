@@ -23,7 +23,7 @@
 #include <utility>
 
 #include "absl/time/time.h"
-#include "timer/timer.h"
+#include "tickwheel/timer/timer.h"
 #include "tools/bench/bench_timer.h"
 
 namespace tickwheel::bench {

@@ -70,8 +70,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
-#include "timer/timer.h"
-#include "worker/interleave.h"
+#include "tickwheel/timer/timer.h"
+#include "tickwheel/worker/interleave.h"
 
 namespace tickwheel::internal {
 

@@ -84,7 +84,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "worker/mutex.h"
+#include "tickwheel/worker/mutex.h"
 
 namespace tickwheel::internal {
 

@@ -1,4 +1,4 @@
-#include "timer/log.h"
+#include "tickwheel/worker/logging.h"
 
 #include <cstdio>
 #include <exception>
@@ -8,17 +8,17 @@
 #include <fmt/format.h>
 
 #include "absl/base/thread_annotations.h"
-#include "worker/mutex.h"
+#include "tickwheel/worker/mutex.h"
 
-namespace tickwheel {
+namespace tickwheel::internal {
 namespace {
 
 void StderrSink(LogSeverity severity, std::string_view message) {
   fmt::print(stderr, "[tickwheel {}] {}\n", LogSeverityName(severity), message);
 }
 
-internal::Mutex& SinkMutex() {
-  static internal::Mutex* const mu = new internal::Mutex;
+Mutex& SinkMutex() {
+  static Mutex* const mu = new Mutex;
   return *mu;
 }
 
@@ -33,7 +33,7 @@ LogSink& CurrentSink() ABSL_EXCLUSIVE_LOCKS_REQUIRED(SinkMutex()) {
 
 LogSink SetLogSink(LogSink sink) {
   if (!sink) sink = StderrSink;
-  internal::MutexLock lock(&SinkMutex());
+  MutexLock lock(&SinkMutex());
   return std::exchange(CurrentSink(), std::move(sink));
 }
 
@@ -41,7 +41,7 @@ void Log(LogSeverity severity, std::string_view message) {
   // Called under the mutex so that a sink replaced concurrently is never
   // destroyed while it runs, and messages from several workers do not
   // interleave.
-  internal::MutexLock lock(&SinkMutex());
+  MutexLock lock(&SinkMutex());
   CurrentSink()(severity, message);
 }
 
@@ -69,4 +69,4 @@ std::string_view LogSeverityName(LogSeverity severity) {
   return "UNKNOWN";
 }
 
-}  // namespace tickwheel
+}  // namespace tickwheel::internal

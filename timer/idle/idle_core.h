@@ -40,11 +40,11 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "timer/idle_clock.h"
-#include "timer/idle_entry.h"
-#include "timer/idle_metrics.h"
-#include "timer/timer.h"
-#include "worker/mutex.h"
+#include "tickwheel/timer/idle/idle_clock.h"
+#include "tickwheel/timer/idle/idle_entry.h"
+#include "tickwheel/timer/idle/idle_metrics.h"
+#include "tickwheel/timer/timer.h"
+#include "tickwheel/worker/mutex.h"
 
 namespace tickwheel::internal {
 

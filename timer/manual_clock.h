@@ -1,4 +1,4 @@
-// worker/manual_clock.h
+// timer/manual_clock.h
 // -----------------------------------------------------------------------------
 // A Clock that moves only when told to, for deterministic tests of anything
 // that runs on a Timer.
@@ -20,8 +20,12 @@
 //
 // This class is thread-safe.
 
-#ifndef TICKWHEEL_WORKER_MANUAL_CLOCK_H_
-#define TICKWHEEL_WORKER_MANUAL_CLOCK_H_
+#ifndef TICKWHEEL_TIMER_MANUAL_CLOCK_H_
+#define TICKWHEEL_TIMER_MANUAL_CLOCK_H_
+
+#if __cplusplus < 202002L
+#error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
+#endif
 
 #include <condition_variable>
 #include <cstdint>
@@ -30,8 +34,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
-#include "worker/clock.h"
-#include "worker/mutex.h"
+#include "tickwheel/timer/clock.h"
+#include "tickwheel/worker/mutex.h"
 
 namespace tickwheel {
 
@@ -88,4 +92,4 @@ class ManualClock final : public Clock {
 
 }  // namespace tickwheel
 
-#endif  // TICKWHEEL_WORKER_MANUAL_CLOCK_H_
+#endif  // TICKWHEEL_TIMER_MANUAL_CLOCK_H_

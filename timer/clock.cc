@@ -1,9 +1,9 @@
-#include "worker/clock.h"
+#include "tickwheel/timer/clock.h"
 
 #include <chrono>
 #include <condition_variable>
 
-#include "worker/mutex.h"
+#include "tickwheel/worker/mutex.h"
 
 namespace tickwheel {
 namespace {

@@ -1,4 +1,4 @@
-#include "timer/wheel.h"
+#include "tickwheel/worker/wheel.h"
 
 #include <sys/mman.h>
 

@@ -97,7 +97,7 @@
 #include <cstdint>
 #include <string>
 
-#include "timer/timeout_node.h"
+#include "tickwheel/worker/timeout_node.h"
 
 namespace tickwheel::internal {
 

@@ -1,9 +1,9 @@
-#include "timer/idle_entry.h"
+#include "tickwheel/timer/idle/idle_entry.h"
 
 #include <algorithm>
 
-#include "timer/idle_core.h"
-#include "timer/log.h"
+#include "tickwheel/timer/idle/idle_core.h"
+#include "tickwheel/worker/logging.h"
 
 namespace tickwheel::internal {
 namespace {

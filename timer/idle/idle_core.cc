@@ -1,4 +1,4 @@
-#include "timer/idle_core.h"
+#include "tickwheel/timer/idle/idle_core.h"
 
 #include <condition_variable>
 #include <thread>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "timer/log.h"
+#include "tickwheel/worker/logging.h"
 
 namespace tickwheel::internal {
 

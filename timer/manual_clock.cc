@@ -1,4 +1,4 @@
-#include "worker/manual_clock.h"
+#include "tickwheel/timer/manual_clock.h"
 
 #include <algorithm>
 

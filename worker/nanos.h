@@ -1,7 +1,12 @@
-// worker/duration_nanos.h
+// worker/nanos.h
 // -----------------------------------------------------------------------------
-// Internal. A newTimeout() delay in nanoseconds: max(0,
-// absl::ToInt64Nanoseconds(d)), inline for the delays timers see.
+// Internal. Nanosecond arithmetic shared by the engine, the clocks and the
+// idle tracker: a delay from an absl::Duration, and additions and
+// multiplications that saturate at INT64_MAX instead of wrapping into the
+// past.
+//
+// DelayNanos(d): max(0, absl::ToInt64Nanoseconds(d)), inline for the delays
+// timers see.
 //
 // Why: the Debian Abseil (20220623) has ToInt64Nanoseconds out of line, in a
 // shared library: a PLT call and ~20 instructions on every newTimeout(),
@@ -12,13 +17,14 @@
 // huge and infinite delays go the library's way. tests/duration_nanos_test.cc
 // checks both paths against the library.
 //
-// Thread-safety: a pure function.
+// Thread-safety: pure functions.
 
-#ifndef TICKWHEEL_WORKER_DURATION_NANOS_H_
-#define TICKWHEEL_WORKER_DURATION_NANOS_H_
+#ifndef TICKWHEEL_WORKER_NANOS_H_
+#define TICKWHEEL_WORKER_NANOS_H_
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "absl/time/time.h"
 
@@ -33,6 +39,21 @@ inline int64_t DelayNanos(absl::Duration d) {
   return std::max<int64_t>(0, absl::ToInt64Nanoseconds(d));
 }
 
+// a + b, saturating at INT64_MAX. `a` may be negative (clock readings have
+// any origin); `b` must not be.
+constexpr int64_t SaturatingAdd(int64_t a, int64_t b) {
+  return a > std::numeric_limits<int64_t>::max() - b
+             ? std::numeric_limits<int64_t>::max()
+             : a + b;
+}
+
+// a * b, saturating at INT64_MAX. `a` >= 0, `b` > 0.
+constexpr int64_t SaturatingMul(int64_t a, int64_t b) {
+  return a > std::numeric_limits<int64_t>::max() / b
+             ? std::numeric_limits<int64_t>::max()
+             : a * b;
+}
+
 }  // namespace tickwheel::internal
 
-#endif  // TICKWHEEL_WORKER_DURATION_NANOS_H_
+#endif  // TICKWHEEL_WORKER_NANOS_H_

@@ -1,4 +1,4 @@
-#include "timer/idle_metrics.h"
+#include "tickwheel/timer/idle/idle_metrics.h"
 
 namespace tickwheel {
 

@@ -1,6 +1,6 @@
 // timer/cell_pool.cc
 
-#include "timer/cell_pool.h"
+#include "tickwheel/worker/cell_pool.h"
 
 #include <pthread.h>
 #include <sys/mman.h>

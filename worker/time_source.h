@@ -1,0 +1,67 @@
+// worker/time_source.h
+// -----------------------------------------------------------------------------
+// Internal. What the worker needs of a clock: a monotonic reading in
+// nanoseconds and a way to sleep until a reading or until woken. The worker
+// never calls std::chrono or sleeps directly, so that tests can drive it with
+// a clock that moves only when told to.
+//
+// The public Clock (timer/clock.h) is this interface under its public name:
+// users implement Clock, and the facade hands it to the worker as a
+// TimeSource, so that the engine needs no facade header.
+//
+// Times are int64 nanoseconds on a monotonic scale whose origin the clock
+// chooses; only differences matter to the timer.
+
+#ifndef TICKWHEEL_WORKER_TIME_SOURCE_H_
+#define TICKWHEEL_WORKER_TIME_SOURCE_H_
+
+#include <time.h>
+
+#include <cstdint>
+#include <memory>
+
+namespace tickwheel::internal {
+
+class TimeSource {
+ public:
+  // Blocks one thread until a deadline or until another thread wakes it.
+  // Created by NewSleeper(); used by exactly one sleeping thread, while
+  // Wake() may be called from any thread.
+  class Sleeper {
+   public:
+    virtual ~Sleeper() = default;
+
+    // Blocks until the clock reads at least `deadline_nanos`, or until Wake()
+    // has been called since the previous SleepUntil() returned (a Wake() that
+    // comes before SleepUntil() is not lost: the next SleepUntil() returns at
+    // once). A deadline of INT64_MAX means "no deadline": only Wake() ends the
+    // sleep, even on a clock that reads INT64_MAX. Spurious early returns are
+    // allowed; callers re-check the time.
+    virtual void SleepUntil(int64_t deadline_nanos) = 0;
+
+    // Makes the current or next SleepUntil() return. Thread-safe; cheap when
+    // nobody sleeps.
+    virtual void Wake() = 0;
+  };
+
+  virtual ~TimeSource() = default;
+
+  // Monotonic time in nanoseconds. Thread-safe; never decreases.
+  virtual int64_t NowNanos() = 0;
+
+  // A new sleeper bound to this clock. The clock must outlive it.
+  virtual std::unique_ptr<Sleeper> NewSleeper() = 0;
+};
+
+// CLOCK_MONOTONIC, which std::chrono::steady_clock reads, in nanoseconds:
+// inline, so that a caller that knows it has the real clock (newTimeout())
+// pays the vDSO call alone, without a virtual call around it.
+inline int64_t MonotonicNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace tickwheel::internal
+
+#endif  // TICKWHEEL_WORKER_TIME_SOURCE_H_
