@@ -40,13 +40,13 @@ IdleHandle::~IdleHandle() { Release(); }
 
 void IdleHandle::Release() {
   if (entry_ == nullptr) return;
-  entry_->Unregister();
+  entry_->core()->Unregister(entry_);
   std::exchange(entry_, nullptr)->Unref();
   now_ = nullptr;
 }
 
 bool IdleHandle::unregister() {
-  return entry_ != nullptr && entry_->Unregister();
+  return entry_ != nullptr && entry_->core()->Unregister(entry_);
 }
 
 absl::Status IdleHandle::reregister(absl::AnyInvocable<void()> on_idle) {
@@ -96,14 +96,12 @@ absl::StatusOr<std::unique_ptr<IdleTracker>> IdleTracker::Create(
   absl::StatusOr<int64_t> timeout =
       TimeoutNanos(options.default_idle_timeout, "default_idle_timeout");
   if (!timeout.ok()) return timeout.status();
-  if (options.tick_duration < absl::Nanoseconds(1)) {
-    return absl::InvalidArgumentError(
-        fmt::format("tick_duration must be at least 1ns, got {}",
-                    absl::FormatDuration(options.tick_duration)));
-  }
-  if (options.ticks_per_wheel < 1 || options.ticks_per_wheel > (1 << 30)) {
-    return absl::InvalidArgumentError(fmt::format(
-        "ticks_per_wheel must be in [1, 2^30], got {}", options.ticks_per_wheel));
+  {
+    // The wheel underneath: the Timer's own checks.
+    TimerOptions wheel;
+    wheel.tick_duration = options.tick_duration;
+    wheel.ticks_per_wheel = options.ticks_per_wheel;
+    if (absl::Status s = Timer::CheckOptions(wheel); !s.ok()) return s;
   }
   internal::IdleCoreConfig config;
   config.default_timeout_nanos = *timeout;

@@ -1,10 +1,11 @@
 // timer/timer.h
 // -----------------------------------------------------------------------------
 // tickwheel: a hashed-wheel timer for C++ servers, in the manner of Netty's
-// HashedWheelTimer. This is the one header to include; it brings Timeout
-// (timer/timeout.h), TimerMetrics (timer/metrics.h), the log sink
-// (timer/log.h), the instance limit (timer/instance_limit.h) and the Clock
-// interface (worker/clock.h).
+// HashedWheelTimer. This is the one header to include: #include
+// "tickwheel/timer/timer.h". It brings Timeout and TimerTask
+// (timer/timeout.h, timer/task.h), TimerMetrics (timer/metrics.h), the log
+// sink (timer/log.h), the instance limit (timer/instance_limit.h) and the
+// Clock interface (timer/clock.h).
 //
 // What it is for: very many timeouts that are mostly cancelled before they
 // fire (request deadlines, retries, idle connections, lease renewals), with an
@@ -26,28 +27,25 @@
 //
 // How it works
 //   newTimeout() takes a 48-byte cell from a thread-local cache of
-//   tickwheel's node pool (timer/cell_pool.h: 2 MiB chunks, refilled in
-//   address order; a chunk whose cells are all free goes back to the kernel
-//   once two chunks' worth of other cells are free), reads the clock, and
-//   hands the node to the worker through a lock-free ring (one
-//   CAS; a multi-producer queue when the ring is full). Producers are sharded
-//   by thread: each thread counts its timeouts and queues them on cache lines
-//   of its own, so threads scheduling at once do not contend. A cancel() that
-//   comes before the worker has taken the node takes it back out of the
-//   ring, so the worker never sees it. Each shard's ring (128 KiB) is
-//   allocated when a thread of that shard first schedules. The worker thread starts on the first
-//   newTimeout() and records startTime; deadlines are nanoseconds after it.
-//   The worker drains the cancellation queues, moves new nodes into the
-//   wheel, and runs the tasks that are due, in slices of at most 4096 nodes. The wheel is Netty's power-of-two ring of
-//   ticks_per_wheel one-tick buckets (bucket = due tick & mask,
-//   remainingRounds = full turns still to wait), with coarser levels above it
-//   for far deadlines, so that far entries are never walked and the worker
-//   sleeps until the next tick with work instead of waking every tick.
-//   Buckets are arrays walked with prefetching, so a million timeouts due at
-//   once expire at memory speed (about 20 M per second of worker CPU here). A task
-//   runs at the first tick boundary at or after its deadline, never before:
-//   normally less than one tick late. A worker that falls behind (a slow task,
-//   a suspended process) catches up every missed tick in order.
+//   tickwheel's node pool, reads the clock, and hands the node to the worker
+//   through a lock-free ring of its thread's shard (one CAS; a multi-producer
+//   queue when the ring is full). Threads are spread over shards, each with
+//   its own counters and queues on cache lines of their own, so threads
+//   scheduling at once do not contend. A cancel() that comes before the
+//   worker has taken the node takes it back out of the ring, so the worker
+//   never sees it. The worker thread starts on the first newTimeout() and
+//   records startTime; deadlines are nanoseconds after it. The worker drains
+//   the cancellation queues, moves new nodes into the wheel, and runs the
+//   tasks that are due, in slices of a few thousand nodes. The wheel is
+//   Netty's power-of-two ring of ticks_per_wheel one-tick buckets (bucket =
+//   due tick & mask, remainingRounds = full turns still to wait), with
+//   coarser levels above it for far deadlines, so that far entries are never
+//   walked and the worker sleeps until the next tick with work instead of
+//   waking every tick. Buckets are arrays walked with prefetching, so a mass
+//   expiry runs at memory speed. A task runs at the first tick boundary at or
+//   after its deadline, never before: normally less than one tick late. A
+//   worker that falls behind (a slow task, a suspended process) catches up
+//   every missed tick in order. docs/DESIGN.md has the whole story.
 //
 // Threading and memory ordering
 //   Timer and Timeout are thread-safe: any thread may call newTimeout(),
@@ -125,7 +123,7 @@ struct TimerOptions {
   std::function<void(absl::AnyInvocable<void()>)> task_executor;
   // tickwheel extension: the time source. Empty means the monotonic real
   // clock (RealClock::Shared()); tests pass a ManualClock
-  // (worker/manual_clock.h).
+  // (timer/manual_clock.h).
   std::shared_ptr<Clock> clock;
 };
 
@@ -171,13 +169,11 @@ class Timer {
   //   worker thread cannot start.
   // Cost: a thread-local pop of a pool cell, one clock read, one atomic RMW
   // on the calling thread's shard of the pending count and one CAS on its
-  // shard's ring; lock-free. Measured: README, Performance (target 1: about
-  // 50 ns from one thread here when its memory is faulted in, and two
-  // threads schedule more per second than one, not 1.5x as many on two
-  // cores). It wakes the worker (a mutex
-  // and a condition variable) only when the new deadline is earlier than the
-  // one the sleeping worker planned to wake for, or when the calling
-  // thread's lane of 16384 timeouts waiting for the worker is full.
+  // shard's ring; lock-free, no allocation while the pool has cells
+  // (docs/BENCHMARKS.md has the measured figures). It wakes the worker (a
+  // mutex and a condition variable) only when the new deadline is earlier
+  // than the one the sleeping worker planned to wake for, or when the
+  // calling thread's ring of 16384 timeouts waiting for the worker is full.
   template <typename F,
             std::enable_if_t<internal::kIsTaskCallable<F>, int> = 0>
   absl::StatusOr<Timeout> newTimeout(F&& task, absl::Duration delay) {

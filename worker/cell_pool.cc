@@ -1,8 +1,7 @@
-// timer/cell_pool.cc
+// worker/cell_pool.cc
 
 #include "tickwheel/worker/cell_pool.h"
 
-#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -13,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+
+#include "tickwheel/worker/fork_guard.h"
 
 namespace tickwheel::internal {
 
@@ -74,46 +75,11 @@ char* MapFaultedChunk() {
 
 }  // namespace
 
-// Every depot, for the fork handlers. Depots are never destroyed, and a
-// program has one per pool it uses (tickwheel itself: one), so a small fixed
-// table suffices; a depot past the 16th is not held across fork().
-namespace {
-constexpr int kMaxDepots = 16;
-std::atomic<CellDepot*> g_depots[kMaxDepots];
-std::atomic<int> g_depot_count{0};
-}  // namespace
-
-void LockDepotsForFork() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  const int n =
-      std::min(g_depot_count.load(std::memory_order_acquire), kMaxDepots);
-  for (int i = 0; i < n; ++i) {
-    if (CellDepot* d = g_depots[i].load(std::memory_order_acquire)) {
-      d->mu_.Lock();
-    }
-  }
-}
-
-void UnlockDepotsAfterFork() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  const int n =
-      std::min(g_depot_count.load(std::memory_order_acquire), kMaxDepots);
-  for (int i = n - 1; i >= 0; --i) {
-    if (CellDepot* d = g_depots[i].load(std::memory_order_acquire)) {
-      d->mu_.Unlock();
-    }
-  }
-}
-
 // In the child, only the thread that forked exists: chunks that other
 // threads were mapping will never arrive, so nobody may wait for them.
-void ResetDepotsInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  const int n =
-      std::min(g_depot_count.load(std::memory_order_acquire), kMaxDepots);
-  for (int i = n - 1; i >= 0; --i) {
-    if (CellDepot* d = g_depots[i].load(std::memory_order_acquire)) {
-      d->mappers_ = 0;
-      d->mu_.Unlock();
-    }
-  }
+void CellDepot::ForgetMappersInChild(void* depot)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  static_cast<CellDepot*>(depot)->mappers_ = 0;
 }
 
 CellDepot::CellDepot(size_t cell_size)
@@ -126,17 +92,8 @@ CellDepot::CellDepot(size_t cell_size)
   static_assert(sizeof(ChunkHeader) % alignof(uint64_t) == 0,
                 "the bitmap follows the header");
   cells_per_chunk_ = (kChunk - first_cell_offset_) / cell_size;
-  static const bool handlers_installed = [] {
-    return pthread_atfork(&LockDepotsForFork, &UnlockDepotsAfterFork,
-                          &ResetDepotsInChild) == 0;
-  }();
-  (void)handlers_installed;
-  // A depot is published before it is used, and fork() may come at any
-  // time: the slot is claimed first, then the pointer stored (release); a
-  // handler that finds a slot still empty skips it (the depot is not in use
-  // yet, so its mutex cannot be held).
-  const int slot = g_depot_count.fetch_add(1, std::memory_order_acq_rel);
-  if (slot < kMaxDepots) g_depots[slot].store(this, std::memory_order_release);
+  // Depots live as long as the process (see the header).
+  HoldAcrossFork(&mu_, &CellDepot::ForgetMappersInChild, this);
 }
 
 CellDepot::ChunkHeader* CellDepot::HeaderOf(const void* cell) const {
@@ -268,8 +225,8 @@ void CellDepot::Give(FreeCell* head) {
   // Per cell, only its bit is set here; the chunk's counters, cursor and the
   // depot's totals are settled once per run of cells from the same chunk
   // (Settle). A thread's cells mostly come back in runs (a burst expires in
-  // allocation order; a refill hands out cells of one chunk), so this is
-  // about half the instructions per cell of settling each cell on its own.
+  // allocation order; a refill hands out cells of one chunk), so most cells
+  // cost one bit.
   ChunkHeader* h = nullptr;
   uint32_t given = 0;     // cells of `h` in this run
   uint32_t lowest = 0;    // the lowest bitmap word they set a bit in

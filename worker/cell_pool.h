@@ -1,4 +1,4 @@
-// timer/cell_pool.h
+// worker/cell_pool.h
 // -----------------------------------------------------------------------------
 // Internal. A process-wide pool of fixed-size memory cells with a cache per
 // thread, for the one object a timer allocates per timeout (TimeoutNode).
@@ -13,9 +13,8 @@
 // Why address order: timeouts die in deadline order, which is random in
 // memory. A pool that hands freed cells back in the order they were freed
 // (a plain free list) scatters every later newTimeout() over cold lines and
-// pages: tools/bench/repro_pool_reuse.cc measured 62 ns per call on fresh
-// memory and 240-250 ns once the memory had been through one such round
-// (malloc, which coalesces, stayed near 105). So freed cells go back to a
+// pages, and a schedule that walks scattered memory costs several times one
+// that walks fresh memory in order. So freed cells go back to a
 // bitmap per chunk, and a thread refills its cache with the lowest free
 // cells of the lowest chunk that has any, in ascending address order: after
 // a mass expiry or stop(), new timeouts fill memory front to back again.
@@ -40,9 +39,7 @@
 //     its next 16 KiB in while cells are linked), so a thread that finds it
 //     held spins briefly before it sleeps (Mutex::LockSpinning()):
 //     two producers that refill at once would otherwise put each other to
-//     sleep in the kernel, tens of microseconds each time (perf on bench W1
-//     with 2 producers: 100-130 such sleeps per repetition before, 3-5
-//     after).
+//     sleep in the kernel, tens of microseconds each time.
 //
 // Ground rules
 //   * Allocate() and Free() may be called from any thread. A cell may be
@@ -65,7 +62,7 @@
 // through the depot's mutex. The thread caches are thread-local.
 //
 // Sanitizers: under AddressSanitizer TimeoutNode bypasses the pool (see
-// timer/timeout_node.h), so ASan and LeakSanitizer track every node; this
+// worker/timeout_node.h), so ASan and LeakSanitizer track every node; this
 // class is tested directly (tests/cell_pool_test.cc), also under TSan.
 //
 // Cost: Allocate() and Free() are inline list operations (a few ns). Per
@@ -118,9 +115,8 @@ class CellDepot {
  public:
   static constexpr size_t kChunkBytes = size_t{2} << 20;
 
-  // Registers the depot with a pthread_atfork handler that holds its mutex
-  // across fork(), so that a child never inherits it locked by a thread
-  // that does not exist there (glibc's malloc does the same for its arenas).
+  // Holds the depot's mutex across fork() (worker/fork_guard.h), so that a
+  // child never inherits it locked by a thread that does not exist there.
   explicit CellDepot(size_t cell_size);
   CellDepot(const CellDepot&) = delete;
   CellDepot& operator=(const CellDepot&) = delete;
@@ -158,9 +154,8 @@ class CellDepot {
 
  private:
   struct ChunkHeader;
-  friend void LockDepotsForFork();
-  friend void UnlockDepotsAfterFork();
-  friend void ResetDepotsInChild();
+  // HoldAcrossFork()'s repair in a child: no thread maps a chunk there.
+  static void ForgetMappersInChild(void* depot);
   // Take() with the mutex held: nullptr (count 0) when every chunk is full
   // and the reserve is empty, for Take() to map a chunk outside the mutex.
   FreeCell* TakeLocked(uint32_t max, uint32_t* count)

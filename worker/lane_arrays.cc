@@ -1,7 +1,5 @@
 #include "tickwheel/worker/lane_arrays.h"
 
-#include <pthread.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "tickwheel/worker/fork_guard.h"
 #include "tickwheel/worker/mutex.h"
 
 namespace tickwheel::internal {
@@ -21,21 +20,15 @@ struct FreeArrays {
   std::vector<std::pair<void*, size_t>> arrays ABSL_GUARDED_BY(mu);
 };
 
-void LockForFork() ABSL_NO_THREAD_SAFETY_ANALYSIS;
-void UnlockAfterFork() ABSL_NO_THREAD_SAFETY_ANALYSIS;
-
 FreeArrays& Free() {
   // Never destroyed: lanes may be destroyed during static destruction.
   static FreeArrays* const free_arrays = [] {
     auto* f = new FreeArrays;
-    pthread_atfork(&LockForFork, &UnlockAfterFork, &UnlockAfterFork);
+    HoldAcrossFork(&f->mu);
     return f;
   }();
   return *free_arrays;
 }
-
-void LockForFork() ABSL_NO_THREAD_SAFETY_ANALYSIS { Free().mu.Lock(); }
-void UnlockAfterFork() ABSL_NO_THREAD_SAFETY_ANALYSIS { Free().mu.Unlock(); }
 
 }  // namespace
 

@@ -6,7 +6,7 @@
 // here, and the next lane of the same size takes it.
 //
 // Why: Timeout::cancel() takes a node back out of its lane cell with a CAS
-// through the cell's address, recorded in the node (timer/timeout_node.h),
+// through the cell's address, recorded in the node (worker/timeout_node.h),
 // before it has done anything that keeps the timer alive. If the timer has
 // been destroyed meanwhile, that CAS lands in an array that is free here or
 // owned by another lane; it fails there, because a cell only ever holds
@@ -17,9 +17,8 @@
 // many arrays as it ever had lanes alive at once (tickwheel: 128 KiB per
 // producer shard that scheduled, 8 shards per timer).
 //
-// Thread-safety: thread-safe. The free list is under a mutex that a
-// pthread_atfork handler holds across fork(), so a child never inherits it
-// locked. Take() and Give() are called once per lane (when its first
+// Thread-safety: thread-safe. The free list is under a mutex held across
+// fork() (worker/fork_guard.h), so a child never inherits it locked. Take() and Give() are called once per lane (when its first
 // producer claims a cell, and when it is destroyed).
 
 #ifndef TICKWHEEL_WORKER_LANE_ARRAYS_H_

@@ -15,8 +15,8 @@
 //   * An element is pushed at most once at a time: its link belongs to the queue
 //     from Push() until Pop() returns it.
 //   * After Pop() returns an element, no producer will ever write its link
-//     again, so the consumer may reuse the link for its own purposes (the wheel
-//     uses the pending-queue link as the bucket list's `next`).
+//     again, so the consumer may reuse the link for its own purposes (a timer
+//     node's link then serves the cancellation queue).
 //
 // Memory ordering
 //   A producer writes the element, then exchanges `head_` (seq_cst) and stores
@@ -35,8 +35,10 @@
 //   Between a producer's exchange and its link store, the element is in the
 //   queue but not yet reachable. Pop() then returns nullptr although Empty() is
 //   false; the element becomes visible a moment later. Callers that must see
-//   every element (the timer's final drain) first make sure no producer is
-//   inside Push() (the timer's gate does that).
+//   every element (the timer's final drain) wait until no producer can still
+//   be inside Push(): the timer's stop() waits until every pending slot has
+//   been given back, and a producer gives its slot back only after its push.
+//   A consumer about to sleep treats a queue that is not Empty() as work.
 //
 // Cost: Push is one XCHG plus one store; Pop is a few loads, and on the rare
 // path where the queue holds a single element, one re-push of the stub.

@@ -68,10 +68,6 @@ class ABSL_LOCKABLE Mutex {
   void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   void unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
 
-  // Tells the analysis that the calling thread holds this mutex, where it
-  // cannot prove it. Checks nothing at run time (std::mutex has no owner).
-  void AssertHeld() const ABSL_ASSERT_EXCLUSIVE_LOCK() {}
-
  private:
   static void Pause() {
 #if defined(__x86_64__) || defined(__i386__)

@@ -8,13 +8,13 @@
 // DelayNanos(d): max(0, absl::ToInt64Nanoseconds(d)), inline for the delays
 // timers see.
 //
-// Why: the Debian Abseil (20220623) has ToInt64Nanoseconds out of line, in a
-// shared library: a PLT call and ~20 instructions on every newTimeout(),
-// 3-5% of it. Delays from 0 to 2^33 s (272 years) take the path that later
+// Why: the Abseil that Debian ships has ToInt64Nanoseconds out of line, in a
+// shared library: a call through the PLT on every newTimeout(). Delays from
+// 0 to 2^33 s (272 years) take the path that later
 // Abseil releases inline themselves: whole seconds * 1e9 plus the quarter
 // nanoseconds / 4, read from Duration's representation through
 // absl::time_internal, the accessors Abseil's own inline code uses. Negative,
-// huge and infinite delays go the library's way. tests/duration_nanos_test.cc
+// huge and infinite delays go the library's way. tests/nanos_test.cc
 // checks both paths against the library.
 //
 // Thread-safety: pure functions.

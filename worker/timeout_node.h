@@ -152,10 +152,11 @@ struct TimeoutNode {
   // (the count would spill into the state byte).
   static constexpr uint32_t kMaxRefs = (uint32_t{1} << 24) - 1;
 
-  // One 48-byte cell of NodePool (timer/cell_pool.h): no malloc header, and
+  // One 48-byte cell of NodePool (worker/cell_pool.h): no malloc header, and
   // an allocation and a free that are a thread-local list pop and push,
   // whichever thread drops the last reference. Half of the cells straddle
-  // two cache lines; the wheel prefetches both (timer/wheel.h).
+  // two cache lines; what the wheel touches sits in the first 16 bytes,
+  // which never straddle (see `deadline`).
 #ifdef ABSL_HAVE_ADDRESS_SANITIZER
   // ASan and LeakSanitizer see every node as its own heap block.
   static constexpr bool kPooled = false;
@@ -185,7 +186,7 @@ struct TimeoutNode {
 
   // Low 24 bits: references held. High 8 bits: the TimeoutState.
   std::atomic<uint32_t> refs_state{Pack(0, TimeoutState::kQueued)};
-  // Worker-only: where the wheel holds the node (see timer/wheel.h).
+  // Worker-only: where the wheel holds the node (see worker/wheel.h).
   static constexpr uint32_t kUnlinked = 0xF0000000u;
   uint32_t where = kUnlinked;
 
@@ -201,7 +202,7 @@ struct TimeoutNode {
   // cancellation queue's link.
   std::atomic<TimeoutNode*> next{nullptr};
 
-  // The callable, in 24 bytes (timer/task_slot.h).
+  // The callable, in 24 bytes (worker/task_slot.h).
   TaskSlot task_slot;
 
   TaskSlot& task() { return task_slot; }

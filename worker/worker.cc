@@ -345,7 +345,7 @@ bool Worker::Pass(int64_t now) {
                          });
   ticks_.store(wheel_.elapsed(), std::memory_order_relaxed);
   // Fault in node memory ahead of the producers while we have the time
-  // (timer/cell_pool.h): a relaxed load unless they are close to a new chunk.
+  // (worker/cell_pool.h): a relaxed load unless they are close to a new chunk.
   if constexpr (TimeoutNode::kPooled) NodePool::Depot().Replenish();
   return done;
 }

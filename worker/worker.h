@@ -67,7 +67,7 @@
 //   make the producer's next allocation fetch the cell from the worker's
 //   cache). The cell then goes back to the ring if it is still the lane's
 //   last claimed one, and the worker never hears of the timeout; otherwise
-//   it holds a tombstone. timer/timeout_node.h gives the protocol between a
+//   it holds a tombstone. worker/timeout_node.h gives the protocol between a
 //   take-back, the state and racing cancels. The worker pops the lane before
 //   the queue, one snapshot of claimed cells per pass, and skips each
 //   tombstone. Order: a thread's timeouts reach the wheel in the order it
@@ -93,7 +93,7 @@
 //   finishes the shutdown by itself. "Am I the worker?" (stop() from a task
 //   must fail rather than wait for itself) is a thread-local marker set while
 //   Run() runs, not a stored thread id, which a later thread may reuse. Timeout handles hold only nodes; see
-//   timer/timeout_node.h for why cancel() is safe against destruction.
+//   worker/timeout_node.h for why cancel() is safe against destruction.
 
 #ifndef TICKWHEEL_WORKER_WORKER_H_
 #define TICKWHEEL_WORKER_WORKER_H_

@@ -1,9 +1,9 @@
-// timer/idle_clock.h
+// timer/idle/idle_clock.h
 // -----------------------------------------------------------------------------
 // Internal. CoarseClock: the shared, cheaply readable "now" that
 // IdleHandle::touch() stamps activity with, so that a touch costs one relaxed
-// load and one relaxed store instead of a clock read (steady_clock costs
-// ~20 ns; a relaxed store ~1 ns).
+// load and one relaxed store instead of a clock read (a vDSO call, many
+// times the cost of the store).
 //
 // The value is a *ceiling*: whoever refreshes it reads the real Clock (r) and
 // publishes r + period, where `period` is the refresh period. The refresher
@@ -57,11 +57,6 @@ class CoarseClock {
   // Own cache line: read by every touch(), written once per refresh.
   alignas(64) std::atomic<int64_t> value_{0};
 };
-
-// a + b for b >= 0, saturating at INT64_MAX.
-inline int64_t SaturatingAddNanos(int64_t a, int64_t b) {
-  return (a > 0 && b > INT64_MAX - a) ? INT64_MAX : a + b;
-}
 
 }  // namespace tickwheel::internal
 

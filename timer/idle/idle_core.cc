@@ -47,6 +47,18 @@ void IdleCore::RemoveFromRegistryLocked(IdleEntry* entry) {
   entry->in_registry_ = false;
 }
 
+bool IdleCore::Unregister(IdleEntry* entry) {
+  IdleEntry::Ended ended;
+  {
+    MutexLock lock(&mu_);
+    ended = entry->EndRegistration();
+    RemoveFromRegistryLocked(entry);
+  }
+  const bool before_fire = ended.before_fire;
+  entry->FinishUnregister(std::move(ended));
+  return before_fire;
+}
+
 IdleEntry* IdleCore::Register(absl::AnyInvocable<void()> on_idle,
                               int64_t timeout_nanos) {
   auto* entry = new IdleEntry(shared_from_this(), nullptr, timeout_nanos);
@@ -105,7 +117,7 @@ absl::Status IdleCore::Activate() {
   absl::StatusOr<std::unique_ptr<Timer>> timer = Timer::Create(options);
   if (!timer.ok()) return timer.status();
   const int64_t now = config_.clock->NowNanos();
-  coarse_.Publish(SaturatingAddNanos(now, config_.refresh_nanos));
+  coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
   absl::StatusOr<Timeout> refresh = (*timer)->newTimeout(
       RefreshTask(this), absl::Nanoseconds(config_.refresh_nanos) -
                              config_.tick_duration);

@@ -1,4 +1,4 @@
-// timer/idle_core.h
+// timer/idle/idle_core.h
 // -----------------------------------------------------------------------------
 // Internal. IdleCore: the state one IdleTracker shares with its handles and
 // with its timer's tasks: options, clock, the coarse clock, the counters, the
@@ -45,6 +45,7 @@
 #include "tickwheel/timer/idle/idle_metrics.h"
 #include "tickwheel/timer/timer.h"
 #include "tickwheel/worker/mutex.h"
+#include "tickwheel/worker/nanos.h"
 
 namespace tickwheel::internal {
 
@@ -93,6 +94,11 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
   // IdleHandle::reregister. FailedPrecondition once the tracker is gone.
   absl::Status Reregister(IdleEntry* entry, absl::AnyInvocable<void()> on_idle,
                           int64_t timeout_nanos) ABSL_LOCKS_EXCLUDED(mu_);
+  // IdleHandle::unregister(): ends the entry's registration and takes it
+  // out of the registry under mu_, then cancels, destroys on_idle and waits
+  // for a running one with no lock held. True iff the registration ended
+  // before its on_idle started.
+  bool Unregister(IdleEntry* entry) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Activate() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Deactivate() ABSL_LOCKS_EXCLUDED(mu_);
   // ~IdleTracker: detaches every entry, stops the timer (bounded by the drain
@@ -111,7 +117,7 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
   // and records how late the previous ceiling was.
   void RefreshCoarse(int64_t now) {
     const int64_t prev =
-        coarse_.Publish(SaturatingAddNanos(now, config_.refresh_nanos));
+        coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
     if (prev < now) IdleCounters::RaiseTo(counters_.worst_clock_lag_nanos, now - prev);
   }
   IdleCounters& counters() { return counters_; }
@@ -123,13 +129,12 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
       running_callbacks_.notify_all();
     }
   }
-  Mutex& mu() ABSL_LOCK_RETURNED(mu_) { return mu_; }
-  void RemoveFromRegistryLocked(IdleEntry* entry)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
  private:
   class RefreshTask;
 
+  void RemoveFromRegistryLocked(IdleEntry* entry)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddToRegistryLocked(IdleEntry* entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The refresh task: publishes the coarse clock and re-schedules itself.
   void OnRefresh(Timer* timer);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tickwheel/timer/idle/idle_core.h"
+#include "tickwheel/worker/nanos.h"
 #include "tickwheel/worker/logging.h"
 
 namespace tickwheel::internal {
@@ -117,7 +118,7 @@ void IdleEntry::Rearm(Timer* timer, int64_t now) {
   // accurately while nothing refreshed the coarse clock.
   const int64_t from = std::max(stamp.load(std::memory_order_relaxed), now);
   stamp.store(from, std::memory_order_relaxed);
-  ArmLocked(timer, SaturatingAddNanos(from, timeout_nanos_) - now);
+  ArmLocked(timer, SaturatingAdd(from, timeout_nanos_) - now);
 }
 
 absl::AnyInvocable<void()> IdleEntry::Detach(bool* was_tracked) {
@@ -131,44 +132,37 @@ absl::AnyInvocable<void()> IdleEntry::Detach(bool* was_tracked) {
   return std::move(on_idle_);
 }
 
-bool IdleEntry::Unregister() {
-  IdleCore* core = core_.get();
-  absl::AnyInvocable<void()> on_idle;
-  Timeout armed;
-  bool ended = false;
-  bool wait = false;
-  {
-    MutexLock core_lock(&core->mu());
-    {
-      IdleSpinLockGuard l(&lock_);
-      const IdleState s = state_.load(std::memory_order_relaxed);
-      if (s == IdleState::kDormant || s == IdleState::kArmed) {
-        IdleCounters::Add(core->counters().tracked, -1);
-        ended = true;
-      } else if (s == IdleState::kQueued) {
-        ended = true;  // tracked already dropped when it was found idle
-      }
-      if (s != IdleState::kDetached && s != IdleState::kUnregistered) {
-        ++version_;
-        SetStateLocked(IdleState::kUnregistered);
-      }
-      armed = TakeArmedLocked();
-      on_idle = std::move(on_idle_);
-      wait = running_.load(std::memory_order_relaxed) &&
-             tls_running_entry != this;
-    }
-    core->RemoveFromRegistryLocked(this);
+IdleEntry::Ended IdleEntry::EndRegistration() {
+  Ended ended;
+  IdleSpinLockGuard l(&lock_);
+  const IdleState s = state_.load(std::memory_order_relaxed);
+  if (s == IdleState::kDormant || s == IdleState::kArmed) {
+    IdleCounters::Add(core_->counters().tracked, -1);
+    ended.before_fire = true;
+  } else if (s == IdleState::kQueued) {
+    ended.before_fire = true;  // tracked already dropped when found idle
   }
-  CancelAndCount(armed);
-  on_idle = nullptr;  // the captures die here, on the caller's thread
-  if (wait) {
+  if (s != IdleState::kDetached && s != IdleState::kUnregistered) {
+    ++version_;
+    SetStateLocked(IdleState::kUnregistered);
+  }
+  ended.armed = TakeArmedLocked();
+  ended.on_idle = std::move(on_idle_);
+  ended.wait = running_.load(std::memory_order_relaxed) &&
+               tls_running_entry != this;
+  return ended;
+}
+
+void IdleEntry::FinishUnregister(Ended ended) {
+  CancelAndCount(ended.armed);
+  ended.on_idle = nullptr;  // the captures die here, on the caller's thread
+  if (ended.wait) {
     // A check won the race and on_idle is running on another thread: wait
     // until it has returned and its captures are destroyed.
     while (running_.load(std::memory_order_acquire)) {
       running_.wait(true, std::memory_order_acquire);
     }
   }
-  return ended;
 }
 
 void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
@@ -188,7 +182,7 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
       return;
     }
     armed_ = Timeout();  // this very timeout; it has expired
-    const int64_t deadline = SaturatingAddNanos(
+    const int64_t deadline = SaturatingAdd(
         stamp.load(std::memory_order_relaxed), timeout_nanos_);
     if (now < deadline) {
       // Activity since we were armed: back on the wheel for exactly the

@@ -1,4 +1,4 @@
-// timer/idle_entry.h
+// timer/idle/idle_entry.h
 // -----------------------------------------------------------------------------
 // Internal. IdleEntry: the state of one tracked object (one IdleHandle), shared
 // between the handle, the wheel timeouts that check it, and the tracker's
@@ -173,7 +173,6 @@ class IdleEntry {
   }
 
   IdleCore* core() const { return core_.get(); }
-  const std::shared_ptr<IdleCore>& core_ptr() const { return core_; }
 
   // ---- Called by IdleCore with IdleCore::mu_ held (so `timer` is alive). ----
 
@@ -198,11 +197,21 @@ class IdleEntry {
   // was tracked.
   absl::AnyInvocable<void()> Detach(bool* was_tracked);
 
-  // ---- Called by the handle. ----
-
-  // See IdleHandle::unregister(). Returns true iff this call ended a
-  // registration before its on_idle started. Takes IdleCore::mu_ itself.
-  bool Unregister();
+  // What unregister() leaves to do once IdleCore::mu_ is released: cancel
+  // the armed timeout, destroy on_idle, and wait for an on_idle that is
+  // running on another thread.
+  struct Ended {
+    bool before_fire = false;  // the registration ended before on_idle ran
+    Timeout armed;
+    absl::AnyInvocable<void()> on_idle;
+    bool wait = false;
+  };
+  // IdleHandle::unregister(), the part under IdleCore::mu_ (IdleCore::
+  // Unregister takes it and removes the entry from the registry).
+  Ended EndRegistration();
+  // The rest, with no lock held: cancels, destroys on_idle on this thread,
+  // waits if need be.
+  void FinishUnregister(Ended ended);
 
   // The queries behind IdleHandle (acquire loads, no lock).
   IdleState state() const { return state_.load(std::memory_order_acquire); }

@@ -1,4 +1,4 @@
-// timer/idle_metrics.h
+// timer/idle/idle_metrics.h
 // -----------------------------------------------------------------------------
 // IdleTrackerMetrics: a snapshot of one IdleTracker's counters, for dashboards,
 // logs and tests. Formats with fmt ("{}") and converts with ToString(), like
