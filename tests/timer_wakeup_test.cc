@@ -214,7 +214,7 @@ TEST(TimerWakeupTest, OverflowingTheLaneWakesTheWorker) {
 // kCancelBacklogWake of them wait on one shard's cancellation queue: then
 // the cancel() that reaches the bound wakes it, to reclaim them.
 TEST(TimerWakeupTest, CancelBacklogWakesTheWorkerAtItsBound) {
-  constexpr int kBound = internal::SharedTimerState::kCancelBacklogWake;
+  constexpr int kBound = internal::SharedTimerState::kNoticeBacklogWake;
   auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
   t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(10)).value();
   std::vector<Timeout> timeouts;

@@ -24,7 +24,7 @@ struct Nodes {
 
 // The wheels here have a 1 ns tick, so a deadline of d + 1 is due at tick d.
 void Insert(Wheel& wheel, TimeoutNode* n, int64_t due_tick) {
-  n->deadline = due_tick == INT64_MAX ? INT64_MAX : due_tick + 1;
+  n->filed = due_tick == INT64_MAX ? INT64_MAX : due_tick + 1;
   wheel.Insert(n);
 }
 
@@ -298,11 +298,11 @@ TEST(WheelTest, CheckInvariantsReportsMisplacedNode) {
   Wheel wheel(8);
   TimeoutNode* n = nodes.New();
   Insert(wheel, n, 5);
-  n->deadline = 42;  // corrupt: now due at tick 41, in another bucket
+  n->filed = 42;  // corrupt: now due at tick 41, in another bucket
   const std::string problem = wheel.CheckInvariants();
   EXPECT_NE(problem.find("misplaced"), std::string::npos) << problem;
-  EXPECT_NE(problem.find("deadline=42"), std::string::npos) << problem;
-  n->deadline = 6;
+  EXPECT_NE(problem.find("filed=42"), std::string::npos) << problem;
+  n->filed = 6;
   wheel.Remove(n);
 }
 
@@ -407,10 +407,10 @@ TEST(WheelTest, DueTickOfMatchesDueTick) {
     Wheel wheel(8, tick);
     alignas(16) TimeoutNode n;
     for (int i = 0; i < 20000; ++i) {
-      n.deadline = static_cast<int64_t>(rng() >> (1 + rng() % 63));
-      if (i < 3) n.deadline = std::vector<int64_t>{0, 1, INT64_MAX}[i];
-      ASSERT_EQ(wheel.DueTickOf(&n), Wheel::DueTick(n.deadline, tick))
-          << n.deadline << " tick " << tick;
+      n.filed = static_cast<int64_t>(rng() >> (1 + rng() % 63));
+      if (i < 3) n.filed = std::vector<int64_t>{0, 1, INT64_MAX}[i];
+      ASSERT_EQ(wheel.DueTickOf(&n), Wheel::DueTick(n.filed, tick))
+          << n.filed << " tick " << tick;
     }
   }
 }

@@ -1,7 +1,8 @@
 // timer/metrics.h
 // -----------------------------------------------------------------------------
-// TimerMetrics: a snapshot of one Timer's counters, for dashboards and tests.
-// Formats with fmt ("{}") and converts with ToString().
+// TimerMetrics: a snapshot of one Timer's counters, for dashboards and tests,
+// with the distribution of how late its tasks ran (LatenessHistogram). Both
+// format with fmt ("{}") and convert with ToString().
 //
 // Each counter is read with a relaxed load, so a snapshot taken while the
 // worker runs is a set of individually exact values that may be a few events
@@ -14,14 +15,44 @@
 #error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
 #endif
 
+#include <array>
 #include <cstdint>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "absl/time/time.h"
+#include "tickwheel/worker/histogram.h"
 
 namespace tickwheel {
+
+class Timer;
+
+// How late tasks started: (the time a run started - its deadline), over
+// every run of every task of a timer (each run of a periodic timeout counts
+// once), measured when the worker claims the task. Never negative: no task
+// runs early. Buckets are log-linear, so a percentile is exact to within
+// 12.5% of its value (it reports the top of the bucket that holds it, at most
+// max()); count() and max() are exact. A value type: a snapshot, 4 KiB.
+class LatenessHistogram {
+ public:
+  // Runs recorded.
+  int64_t count() const { return count_; }
+  // The lateness below which a fraction `q` of the runs started, q in
+  // [0, 1] (0.5: the median, 0.99: p99); zero when empty. q outside [0, 1]
+  // is clamped.
+  absl::Duration Percentile(double q) const;
+  // The largest lateness recorded; zero when empty.
+  absl::Duration max() const { return absl::Nanoseconds(max_); }
+  // "n=1000 p50=312us p90=780us p99=990us max=1.01ms".
+  std::string ToString() const;
+
+ private:
+  friend class Timer;  // takes the snapshot
+  std::array<int64_t, internal::kHistogramBuckets> counts_{};
+  int64_t count_ = 0;
+  int64_t max_ = 0;
+};
 
 struct TimerMetrics {
   int64_t pending = 0;    // scheduled, neither expired, cancelled nor stopped
@@ -34,13 +65,24 @@ struct TimerMetrics {
   int64_t catch_up_ticks = 0;
   int64_t wakeups = 0;    // times the worker returned from sleep
   // Largest (run time - deadline) of any expired task, measured when the
-  // worker claims it; zero before the first expiry.
+  // worker claims it; zero before the first expiry. lateness.max().
   absl::Duration worst_lateness = absl::ZeroDuration();
+  // The distribution of (run time - deadline) over every run.
+  LatenessHistogram lateness;
 
   std::string ToString() const;
 };
 
 }  // namespace tickwheel
+
+template <>
+struct fmt::formatter<tickwheel::LatenessHistogram>
+    : fmt::formatter<std::string> {
+  template <typename FormatContext>
+  auto format(const tickwheel::LatenessHistogram& h, FormatContext& ctx) const {
+    return fmt::formatter<std::string>::format(h.ToString(), ctx);
+  }
+};
 
 template <>
 struct fmt::formatter<tickwheel::TimerMetrics> : fmt::formatter<std::string> {

@@ -4,6 +4,7 @@
 
 #include "tickwheel/timer/task.h"
 #include "tickwheel/worker/interleave.h"
+#include "tickwheel/worker/nanos.h"
 #include "tickwheel/worker/shared_state.h"
 #include "tickwheel/worker/timeout_node.h"
 
@@ -45,6 +46,16 @@ Timer* Timeout::timer() const {
 
 bool Timeout::isExpired() const {
   return node_ != nullptr && node_->state() == TimeoutState::kExpired;
+}
+
+bool Timeout::isPeriodic() const {
+  return node_ != nullptr && node_->periodic();
+}
+
+TimePoint Timeout::deadline() const {
+  if (node_ == nullptr) return TimePoint{};
+  return TimePoint(std::chrono::nanoseconds(
+      node_->deadline.load(std::memory_order_relaxed)));
 }
 
 bool Timeout::isCancelled() const {
@@ -107,8 +118,9 @@ bool Timeout::cancel() const {
         return false;
       }
       // Won: the node's pending slot keeps `shared` alive until we give it
-      // back, last.
+      // back, last. A reset() may still be storing its deadline.
       SettleTakenBackCell(cell, shared, shard);
+      node_->LoadNotBusy();
       node_->task().Reset();
       TICKWHEEL_INTERLEAVE_POINT();
       shared->ReleaseCancelled(shard);
@@ -117,40 +129,120 @@ bool Timeout::cancel() const {
   }
   // Queued: the node is in its shard's pending queue, or its lane cell was
   // popped or taken meanwhile. Armed: it is in the wheel, and the worker
-  // learns of the cancellation from the cancellation queue.
-  const TimeoutState left = node_->TransitionIf(
-      [](TimeoutState s) {
-        return s == TimeoutState::kQueued || s == TimeoutState::kArmed;
-      },
-      TimeoutState::kCancelled);
-  if (left != TimeoutState::kQueued && left != TimeoutState::kArmed) {
-    return false;
+  // learns of the cancellation from the shard's notice queue, unless a
+  // reset() put it there already (kNoticed). Running: a periodic run is in
+  // progress on the worker, which looks at the state when it returns.
+  uint32_t word = node_->refs_state.load(std::memory_order_relaxed);
+  TimeoutState left;
+  bool push;
+  for (;;) {
+    left = TimeoutNode::StateOf(word);
+    if (left != TimeoutState::kQueued && left != TimeoutState::kArmed &&
+        left != TimeoutState::kRunning) {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      return false;
+    }
+    push = left == TimeoutState::kArmed && !(word & TimeoutNode::kNoticed);
+    const uint32_t want = TimeoutNode::WithState(word, TimeoutState::kCancelled) |
+                          (push ? TimeoutNode::kNoticed : 0);
+    TICKWHEEL_INTERLEAVE_POINT();
+    if (node_->refs_state.compare_exchange_weak(word, want,
+                                                std::memory_order_acq_rel,
+                                                std::memory_order_relaxed)) {
+      break;
+    }
   }
   // We own the node's fate now, and its pending slot keeps the shared state
   // alive until we give the slot back, last (see timeout_node.h). The task is
-  // ours to destroy: do it now, so that its captures are released at once
-  // even if the worker sleeps for an hour; the worker only unlinks the node.
+  // ours to destroy, once a thread that holds kBusy has let go: do it now,
+  // so that its captures are released at once even if the worker sleeps for
+  // an hour; the worker only unlinks the node. (A periodic run in progress
+  // holds its own reference to the callable.)
+  node_->LoadNotBusy();
   node_->task().Reset();
   TICKWHEEL_INTERLEAVE_POINT();
-  if (left == TimeoutState::kArmed) {
+  if (push) {
     // The worker's reference keeps the node alive in the queue.
-    SharedTimerState::Shard& mine = shared->shards[shard];
-    mine.cancelled.Push(node_);
-    if (mine.cancel_backlog.fetch_add(1, std::memory_order_relaxed) + 1 ==
-        SharedTimerState::kCancelBacklogWake) {
-      shared->waker->WakeForBacklog();
+    shared->PushNotice(node_, shard);
+  } else if (left == TimeoutState::kQueued) {
+    if (TimeoutNode::LaneCellPtr cell = TakeBack(node_)) {
+      // Still in its lane: we took it back, and with it the worker's
+      // reference, so the worker never touches the node and this thread
+      // frees it (see worker/worker.h, "The fast lane").
+      SettleTakenBackCell(cell, shared, shard);
+      node_->Unref();  // never the last: this handle holds one
     }
-  } else if (TimeoutNode::LaneCellPtr cell = TakeBack(node_)) {
-    // Still in its lane: we took it back, and with it the worker's
-    // reference, so the worker never touches the node and this thread
-    // frees it (see worker/worker.h, "The fast lane").
-    SettleTakenBackCell(cell, shared, shard);
-    node_->Unref();  // never the last: this handle holds one
   }
   // Otherwise the worker (or stop()) popped it, or a racing cancel() took
   // it back: either finds it cancelled and drops the worker's reference.
   TICKWHEEL_INTERLEAVE_POINT();
   shared->ReleaseCancelled(shard);
+  return true;
+}
+
+namespace {
+
+bool Pending(TimeoutState s) {
+  return s == TimeoutState::kQueued || s == TimeoutState::kArmed ||
+         s == TimeoutState::kRunning;
+}
+
+// Sets kNoticed on an armed node that does not have it: true if this call
+// set it, and so must push the node. (A cancel() that won meanwhile set it
+// and pushed already; a cancelAll() leaves it clear, and the node is no
+// longer armed.)
+bool MarkNoticed(TimeoutNode* node) {
+  uint32_t w = node->refs_state.load(std::memory_order_relaxed);
+  while (TimeoutNode::StateOf(w) == TimeoutState::kArmed &&
+         !(w & TimeoutNode::kNoticed)) {
+    if (node->refs_state.compare_exchange_weak(w, w | TimeoutNode::kNoticed,
+                                               std::memory_order_acq_rel,
+                                               std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Timeout::reset(absl::Duration delay) const {
+  if (node_ == nullptr) return false;
+  // The clock is read once kBusy keeps the shared state alive.
+  return Reset(internal::DelayNanos(delay), /*absolute=*/false);
+}
+
+bool Timeout::resetAt(TimePoint deadline) const {
+  if (node_ == nullptr) return false;
+  return Reset(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   deadline.time_since_epoch())
+                   .count(),
+               /*absolute=*/true);
+}
+
+bool Timeout::Reset(int64_t nanos, bool absolute) const {
+  uint32_t before;
+  if (!node_->AcquireBusy(Pending, &before)) return false;
+  // Pending, and stop() waits for kBusy before it collects the node: the
+  // shared state is alive until we let go.
+  SharedTimerState* shared = shared_;
+  const int64_t deadline =
+      absolute ? nanos : internal::SaturatingAdd(shared->NowNanos(), nanos);
+  const int64_t old = node_->deadline.load(std::memory_order_relaxed);
+  node_->deadline.store(deadline, std::memory_order_relaxed);
+  uint32_t set = TimeoutNode::kMoved;
+  if (deadline < old) {
+    // Earlier: a filed node must move to an earlier bucket, which only the
+    // worker can do. Tell it through the notice queue, unless it has been
+    // told already, or the node is not filed (queued: the worker files it
+    // by its deadline; running: the worker re-reads it after the run).
+    if (MarkNoticed(node_)) {
+      shared->PushNotice(node_, SharedTimerState::ThisThreadShard());
+    }
+    shared->waker->WakeIfSleepingPast(deadline);
+  }
+  TICKWHEEL_INTERLEAVE_POINT();
+  node_->ReleaseBusy(0, set);
   return true;
 }
 

@@ -25,14 +25,28 @@
 #error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
 #endif
 
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <ratio>
+#include <type_traits>
 #include <utility>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/time/time.h"
 
 namespace tickwheel {
 
 class Timeout;
 class Timer;
+
+// A point in time on a timer's clock: with the default clock,
+// std::chrono::steady_clock; with TimerOptions::clock, time_since_epoch()
+// is that clock's NowNanos() (Timer::now()).
+using TimePoint = std::chrono::steady_clock::time_point;
 
 // What a timer runs. Timer::newTimeout() takes any callable of this
 // signature (timer/task.h); a TimerTask is what Timeout::takeTask() gives
@@ -44,6 +58,40 @@ namespace internal {
 struct TimeoutNode;
 struct SharedTimerState;
 class TimeoutAccess;
+
+// Any std::chrono::duration as an absl::Duration, through nanoseconds,
+// saturating at the int64 nanosecond range instead of wrapping: a
+// floating-point count (0.5s), days, or an int count of milliseconds all
+// work. NaN counts as zero.
+template <typename Rep, typename Period>
+absl::Duration ToDuration(std::chrono::duration<Rep, Period> d) {
+  using Nanos = std::ratio_divide<Period, std::nano>;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  if constexpr (std::is_floating_point_v<Rep>) {
+    const long double ns = static_cast<long double>(d.count()) * Nanos::num /
+                           Nanos::den;
+    if (std::isnan(ns)) return absl::ZeroDuration();
+    if (ns >= static_cast<long double>(kMax)) return absl::Nanoseconds(kMax);
+    if (ns <= static_cast<long double>(kMin)) return absl::Nanoseconds(kMin);
+    return absl::Nanoseconds(static_cast<int64_t>(ns));
+  } else {
+    static_assert(std::is_integral_v<Rep>, "a duration with an integer or "
+                                           "floating-point count");
+    const auto count = static_cast<long double>(d.count());
+    if constexpr (Nanos::den == 1) {
+      int64_t ns;
+      if (!__builtin_mul_overflow(d.count(), Nanos::num, &ns)) {
+        return absl::Nanoseconds(ns);
+      }
+      return absl::Nanoseconds(count > 0 ? kMax : kMin);
+    } else {  // finer than a nanosecond: truncates toward zero
+      return absl::Nanoseconds(
+          static_cast<int64_t>(count * Nanos::num / Nanos::den));
+    }
+  }
+}
+
 }  // namespace internal
 
 class Timeout {
@@ -73,12 +121,51 @@ class Timeout {
   // Timer::stop() (as in Netty 4.1.111+).
   bool isCancelled() const;
 
+  // True for a timeout made by Timer::newPeriodic(). A periodic timeout
+  // never reports isExpired(): it ends only by cancel(), cancelAll() or
+  // stop().
+  bool isPeriodic() const;
+
+  // When it is due: the deadline it was scheduled with, or the one of the
+  // last successful reset(); for a periodic timeout, its next run (during a
+  // run, the run's own deadline until the next one is set). TimePoint{} for
+  // an empty handle. On the timer's clock (Timer::now()). Safe after the
+  // Timer is destroyed.
+  TimePoint deadline() const;
+
+  // Moves a pending timeout's deadline to now + `delay` (earlier or later;
+  // negative counts as zero; huge delays saturate), keeping its task and its
+  // handles. True iff it was pending (not expired, cancelled, or returned by
+  // stop()) and will now run no earlier than the new deadline, exactly once
+  // unless it is cancelled or stopped later. False, changing nothing,
+  // otherwise, including for a one-shot timeout from inside its own task.
+  // pendingTimeouts() does not change. On a periodic timeout it moves the
+  // next run, and the runs go on every period from it.
+  // Of racing reset() calls, each that returns true takes effect in turn;
+  // the timeout ends up at the deadline of the last one.
+  // Cost: never allocates and never waits for the worker. A later deadline
+  // is two atomic read-modify-writes on the timeout and a store: the worker
+  // hears of it only when the old deadline comes, and files the timeout
+  // again then. An earlier deadline is handed to the worker as well (a push
+  // on a queue), and wakes it only if it sleeps past the new deadline.
+  bool reset(absl::Duration delay) const;
+  template <typename Rep, typename Period>
+  bool reset(std::chrono::duration<Rep, Period> delay) const {
+    return reset(internal::ToDuration(delay));
+  }
+  // reset() to an absolute deadline on the timer's clock (a deadline in the
+  // past means: as soon as possible).
+  bool resetAt(TimePoint deadline) const;
+
   // Cancels the task if it is still pending. Returns true iff this call moved
   // it from pending to cancelled: of any number of racing cancel() calls,
   // through one handle object or several copies, at most one returns true.
   // Then the task will never run; it has been destroyed (with its captures)
   // on the calling thread, and the timer's pendingTimeouts() has dropped by
-  // one, before this returns. Do not call cancel() while holding a lock that
+  // one, before this returns. A periodic timeout is pending until it ends:
+  // cancel() stops its runs, and if a run is in progress (cancel() from the
+  // task itself, say), that run is its last, and its captures are destroyed
+  // when the run returns. Do not call cancel() while holding a lock that
   // the task's captures take in their destructors.
   // Returns false if the task already expired, was cancelled, or was returned
   // by stop(), and for an empty handle.
@@ -114,6 +201,9 @@ class Timeout {
       : node_(node), shared_(shared) {}
   // Drops this handle's reference (the last one frees the timeout).
   void Release();
+  // reset() and resetAt(): `nanos` is a delay, or with `absolute` a clock
+  // reading.
+  bool Reset(int64_t nanos, bool absolute) const;
 
   internal::TimeoutNode* node_ = nullptr;
   internal::SharedTimerState* shared_ = nullptr;
@@ -138,5 +228,14 @@ class TimeoutAccess {
 
 }  // namespace internal
 }  // namespace tickwheel
+
+// Handles hash by the timeout they refer to, so they can key unordered
+// containers (equal handles: the same scheduled task).
+template <>
+struct std::hash<tickwheel::Timeout> {
+  size_t operator()(const tickwheel::Timeout& t) const noexcept {
+    return std::hash<const void*>()(tickwheel::internal::TimeoutAccess::Node(t));
+  }
+};
 
 #endif  // TICKWHEEL_TIMER_TIMEOUT_H_

@@ -94,16 +94,11 @@ Timer::~Timer() {
   if (counted_.exchange(false)) internal::ReleaseInstanceSlot();
 }
 
-absl::StatusOr<Timeout> Timer::newTimeout(TimerTask task,
-                                          absl::Duration delay) {
-  if (!task) return EmptyTaskError();
-  return Schedule(&internal::EmplaceTask<TimerTask&&>, &task, delay);
-}
-
 absl::StatusOr<Timeout> Timer::Schedule(internal::TaskEmplacer emplace,
-                                        void* callable, absl::Duration delay) {
+                                        void* callable,
+                                        internal::DeadlineSpec when) {
   absl::StatusOr<internal::TimeoutNode*> node =
-      worker_->Schedule(emplace, callable, delay);
+      worker_->Schedule(emplace, callable, when);
   if (!node.ok()) return node.status();
   return internal::TimeoutAccess::Adopt(*node, worker_->shared());
 }
@@ -111,6 +106,18 @@ absl::StatusOr<Timeout> Timer::Schedule(internal::TaskEmplacer emplace,
 absl::Status Timer::EmptyTaskError() {
   return absl::InvalidArgumentError(
       "newTimeout: the task is empty; pass a callable");
+}
+
+absl::Status Timer::PeriodError(absl::Duration period) {
+  return absl::InvalidArgumentError(
+      fmt::format("newPeriodic: the period must be > 0 and finite, got {}",
+                  absl::FormatDuration(period)));
+}
+
+int64_t Timer::cancelAll() { return worker_->CancelAll(); }
+
+TimePoint Timer::now() const {
+  return TimePoint(std::chrono::nanoseconds(worker_->NowNanos()));
 }
 
 absl::StatusOr<std::vector<Timeout>> Timer::stop() {
@@ -137,6 +144,13 @@ TimerMetrics Timer::metrics() const {
   m.catch_up_ticks = c.catch_up_ticks;
   m.wakeups = c.wakeups;
   m.worst_lateness = absl::Nanoseconds(c.worst_lateness_nanos);
+  const internal::HistogramCounts& h = worker_->lateness();
+  for (int b = 0; b < internal::kHistogramBuckets; ++b) {
+    const int64_t n = h.counts[b].load(std::memory_order_relaxed);
+    m.lateness.counts_[b] = n;
+    m.lateness.count_ += n;
+  }
+  m.lateness.max_ = h.max.load(std::memory_order_relaxed);
   return m;
 }
 

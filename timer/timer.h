@@ -71,6 +71,7 @@
 #error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -90,6 +91,8 @@
 #include "tickwheel/timer/metrics.h"
 #include "tickwheel/timer/task.h"
 #include "tickwheel/timer/timeout.h"
+#include "tickwheel/worker/nanos.h"
+#include "tickwheel/worker/deadline_spec.h"
 
 // The version of tickwheel these headers belong to (CHANGELOG.md).
 #define TICKWHEEL_VERSION_MAJOR 0
@@ -130,10 +133,10 @@ struct TimerOptions {
 class Timer {
  public:
   // Validates `options` and makes a timer. No thread starts until the first
-  // newTimeout().
-  // InvalidArgument: tick_duration <= 0, below 1 ns or infinite; ticks_per_wheel <= 0 or
-  //   > 2^30; tick_duration * (ticks_per_wheel rounded up) overflows int64
-  //   nanoseconds.
+  // timeout is scheduled.
+  // InvalidArgument: tick_duration <= 0, below 1 ns or infinite;
+  //   ticks_per_wheel <= 0 or > 2^30; tick_duration * (ticks_per_wheel
+  //   rounded up) overflows int64 nanoseconds.
   // ResourceExhausted: more live timers than the instance limit when it is
   //   set to fail (timer/instance_limit.h), or no memory for the wheel.
   static absl::StatusOr<std::unique_ptr<Timer>> Create(TimerOptions options = {});
@@ -154,13 +157,9 @@ class Timer {
   // InfiniteDuration and other huge delays saturate at ~292 years and never
   // wrap into the past). The first call starts the worker thread.
   //
-  // `task` is any callable `void(const Timeout&)`: a lambda, a function
-  // pointer, a std::function, a TimerTask. Pass the callable itself rather
-  // than a TimerTask made from it: a callable of at most 16 bytes and 8-byte
-  // alignment is stored inside the timeout's own 48-byte cell, while a
-  // TimerTask (whose type is erased already) and larger callables take one
-  // more allocation. If copying or moving `task` throws, the exception
-  // propagates and nothing is scheduled, as when converting it to TimerTask.
+  // `task` is any TimerTaskCallable (timer/task.h): invocable as
+  // `void(const Timeout&)` or `void()`. If copying or moving `task` into the
+  // timeout throws, the exception propagates and nothing is scheduled.
   // InvalidArgument: `task` is empty (a null function pointer, an empty
   //   std::function or TimerTask).
   // FailedPrecondition: the timer was stopped.
@@ -169,46 +168,114 @@ class Timer {
   //   worker thread cannot start.
   // Cost: a thread-local pop of a pool cell, one clock read, one atomic RMW
   // on the calling thread's shard of the pending count and one CAS on its
-  // shard's ring; lock-free, no allocation while the pool has cells
-  // (docs/BENCHMARKS.md has the measured figures). It wakes the worker (a
-  // mutex and a condition variable) only when the new deadline is earlier
-  // than the one the sleeping worker planned to wake for, or when the
-  // calling thread's ring of 16384 timeouts waiting for the worker is full.
-  template <typename F,
-            std::enable_if_t<internal::kIsTaskCallable<F>, int> = 0>
+  // shard's ring; lock-free, no allocation while the pool has cells and the
+  // callable fits in the cell (docs/BENCHMARKS.md has the measured
+  // figures). It wakes the worker (a mutex and a condition variable) only
+  // when the new deadline is earlier than the one the sleeping worker
+  // planned to wake for, or when the calling thread's ring of 16384
+  // timeouts waiting for the worker is full.
+  template <TimerTaskCallable F>
   absl::StatusOr<Timeout> newTimeout(F&& task, absl::Duration delay) {
-    if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
-      return newTimeout(&task, delay);  // a function: by its pointer
-    } else {
-      if (internal::IsEmptyCallable<std::decay_t<F>>(task)) {
-        return EmptyTaskError();
-      }
-      // EmplaceTask<F&&> casts the pointer back to F's own constness.
-      return Schedule(&internal::EmplaceTask<F&&>,
-                      const_cast<void*>(static_cast<const void*>(&task)),
-                      delay);
-    }
+    return ScheduleTask(std::forward<F>(task),
+                        {internal::DelayNanos(delay), false, false});
   }
-  absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay);
-
-  // The same with a std::chrono duration.
-  template <typename F, typename Rep, typename Period,
-            std::enable_if_t<internal::kIsTaskCallable<F>, int> = 0>
+  template <TimerTaskCallable F, typename Rep, typename Period>
   absl::StatusOr<Timeout> newTimeout(F&& task,
                                      std::chrono::duration<Rep, Period> delay) {
-    return newTimeout(std::forward<F>(task), absl::FromChrono(delay));
+    return newTimeout(std::forward<F>(task), internal::ToDuration(delay));
+  }
+  // A TimerTask, or what converts to one (nullptr: an empty task, refused).
+  absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay) {
+    return ScheduleTask(std::move(task),
+                        {internal::DelayNanos(delay), false, false});
   }
   template <typename Rep, typename Period>
   absl::StatusOr<Timeout> newTimeout(TimerTask task,
                                      std::chrono::duration<Rep, Period> delay) {
-    return newTimeout(std::move(task), absl::FromChrono(delay));
+    return newTimeout(std::move(task), internal::ToDuration(delay));
   }
+
+  // Schedules `task` to run once at `deadline`, a point on this timer's
+  // clock (now()); a deadline in the past runs promptly. As newTimeout()
+  // otherwise, with the same errors and cost.
+  template <TimerTaskCallable F>
+  absl::StatusOr<Timeout> newTimeoutAt(F&& task, TimePoint deadline) {
+    return ScheduleTask(
+        std::forward<F>(task),
+        {std::chrono::duration_cast<std::chrono::nanoseconds>(
+             deadline.time_since_epoch())
+             .count(),
+         true, false});
+  }
+
+  // Schedules `task` to run at a fixed rate: at start + initial_delay +
+  // k * period for k = 0, 1, 2, ..., where start is the time of the call.
+  // Never early; runs never overlap, also with a task_executor. When runs
+  // fall behind by a whole period or more (a slow task, a suspended
+  // process), the missed runs are skipped: it runs once, then resumes at the
+  // next grid time in the future. The task may take its Timeout to cancel
+  // itself (then that run is its last) or reset() its next run.
+  // A periodic timeout counts as one pending timeout until it ends, which is
+  // only by cancel(), cancelAll() or stop() (which returns it, isCancelled(),
+  // with its task inside for takeTask()); it never reports isExpired(). Each
+  // run counts in metrics().expired. One allocation for its task, one node
+  // for all its runs.
+  // InvalidArgument: `period` <= 0 or infinite, or `task` is empty; other
+  //   errors as newTimeout().
+  template <TimerTaskCallable F>
+  absl::StatusOr<Timeout> newPeriodic(F&& task, absl::Duration initial_delay,
+                                      absl::Duration period);
+  template <TimerTaskCallable F, typename R1, typename P1, typename R2,
+            typename P2>
+  absl::StatusOr<Timeout> newPeriodic(F&& task,
+                                      std::chrono::duration<R1, P1> initial_delay,
+                                      std::chrono::duration<R2, P2> period) {
+    return newPeriodic(std::forward<F>(task),
+                       internal::ToDuration(initial_delay),
+                       internal::ToDuration(period));
+  }
+
+  // A task that is not a TimerTaskCallable: one readable error.
+  template <typename F, typename... Args>
+    requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
+  absl::StatusOr<Timeout> newTimeout(F&&, Args&&...) {
+    static_assert(internal::kAlwaysFalse<F>,
+                  "tickwheel: a timer task must be callable as "
+                  "void(const tickwheel::Timeout&) or void()");
+    return absl::InternalError("unreachable");
+  }
+  template <typename F, typename... Args>
+    requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
+  absl::StatusOr<Timeout> newTimeoutAt(F&&, Args&&...) {
+    static_assert(internal::kAlwaysFalse<F>,
+                  "tickwheel: a timer task must be callable as "
+                  "void(const tickwheel::Timeout&) or void()");
+    return absl::InternalError("unreachable");
+  }
+  template <typename F, typename... Args>
+    requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
+  absl::StatusOr<Timeout> newPeriodic(F&&, Args&&...) {
+    static_assert(internal::kAlwaysFalse<F>,
+                  "tickwheel: a timer task must be callable as "
+                  "void(const tickwheel::Timeout&) or void()");
+    return absl::InternalError("unreachable");
+  }
+
+  // Cancels every timeout pending at the call, one-shot and periodic, and
+  // keeps the timer running; returns how many it cancelled. Their tasks
+  // (with their captures) are destroyed before it returns, but for a
+  // periodic run in progress, whose task goes when the run returns. Any
+  // thread may call it, a task included. 0 after stop(). Timeouts scheduled
+  // while it runs may or may not be cancelled.
+  // Cost: O(pending). From a thread other than the worker it hands the work
+  // to the worker and waits for it (behind a task that is running).
+  int64_t cancelAll();
 
   // Stops the worker and returns every timeout that was neither run nor
   // cancelled, earliest deadline first, each now marked cancelled
   // (isCancelled() == true, as in Netty 4.1.111+) with its task still inside
   // (Timeout::takeTask()). A task that is running when stop() is called
-  // finishes first. Afterwards pendingTimeouts() == 0 and newTimeout() fails.
+  // finishes first. Afterwards pendingTimeouts() == 0 and scheduling fails.
   // A second call returns an empty vector; so does stop() on a timer that
   // never scheduled anything (it never started a thread).
   // FailedPrecondition: called from the worker thread (inside a task).
@@ -216,14 +283,21 @@ class Timer {
   absl::StatusOr<std::vector<Timeout>> stop();
 
   // Timeouts scheduled and neither expired nor cancelled (nor returned by
-  // stop()). A successful cancel() is reflected when it returns. Exact when
-  // no call is in flight; while other threads schedule or cancel, a snapshot
-  // that may be off by those calls (never below 0). Cost: 9 relaxed atomic
-  // loads (one per producer shard, one for the worker).
+  // stop()); a periodic timeout counts once until it ends. A successful
+  // cancel() is reflected when it returns. Exact when no call is in flight;
+  // while other threads schedule or cancel, a snapshot that may be off by
+  // those calls (never below 0). Cost: a few relaxed atomic loads per
+  // producer shard.
   int64_t pendingTimeouts() const;
 
-  // A snapshot of this timer's counters (timer/metrics.h).
+  // A snapshot of this timer's counters and lateness histogram
+  // (timer/metrics.h). Cost: copies the histogram (4 KiB).
   TimerMetrics metrics() const;
+
+  // The timer's clock, now: std::chrono::steady_clock by default; with
+  // TimerOptions::clock, time_since_epoch() is that clock's NowNanos(). The
+  // scale of newTimeoutAt(), Timeout::deadline() and Timeout::resetAt().
+  TimePoint now() const;
 
   // The effective configuration: tick_duration and ticks_per_wheel after
   // rounding up to a power of two.
@@ -233,16 +307,53 @@ class Timer {
  private:
   Timer(absl::Duration tick, int ticks_per_wheel);
 
-  // newTimeout() of a callable that is not empty (Worker::Schedule).
+  template <typename F>
+  absl::StatusOr<Timeout> ScheduleTask(F&& task, internal::DeadlineSpec when) {
+    if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
+      return ScheduleTask(&task, when);  // a function: by its pointer
+    } else {
+      if (internal::IsEmptyCallable<std::decay_t<F>>(task)) {
+        return EmptyTaskError();
+      }
+      // EmplaceTask<F&&> casts the pointer back to F's own constness.
+      return Schedule(&internal::EmplaceTask<F&&>,
+                      const_cast<void*>(static_cast<const void*>(&task)), when);
+    }
+  }
+
+  // A callable that is not empty, to the worker (Worker::Schedule).
   absl::StatusOr<Timeout> Schedule(internal::TaskEmplacer emplace,
-                                   void* callable, absl::Duration delay);
+                                   void* callable,
+                                   internal::DeadlineSpec when);
   static absl::Status EmptyTaskError();
+  static absl::Status PeriodError(absl::Duration period);
 
   std::shared_ptr<internal::Worker> worker_;
   absl::Duration tick_duration_;
   int ticks_per_wheel_;
   std::atomic<bool> counted_{true};  // holds an instance-limit slot
 };
+
+template <TimerTaskCallable F>
+absl::StatusOr<Timeout> Timer::newPeriodic(F&& task,
+                                           absl::Duration initial_delay,
+                                           absl::Duration period) {
+  if (period <= absl::ZeroDuration() || period == absl::InfiniteDuration()) {
+    return PeriodError(period);
+  }
+  if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
+    return newPeriodic(&task, initial_delay, period);
+  } else {
+    if (internal::IsEmptyCallable<std::decay_t<F>>(task)) {
+      return EmptyTaskError();
+    }
+    internal::PeriodicArgs args{
+        const_cast<void*>(static_cast<const void*>(&task)),
+        std::max<int64_t>(1, internal::DelayNanos(period))};
+    return Schedule(&internal::EmplacePeriodicTask<F&&>, &args,
+                    {internal::DelayNanos(initial_delay), false, true});
+  }
+}
 
 }  // namespace tickwheel
 

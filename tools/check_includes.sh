@@ -19,7 +19,7 @@ violation() {
 }
 
 # The engine's primitives: headers with no engine state behind them.
-primitives='mutex|logging|nanos|interleave|time_source|task_slot'
+primitives='mutex|logging|nanos|interleave|time_source|task_slot|histogram|deadline_spec'
 # What a user's translation unit must not see.
 hidden='lane|lane_arrays|mpsc_queue|cell_pool|wheel|timeout_node|shared_state|worker'
 

@@ -47,6 +47,14 @@ constexpr int64_t SaturatingAdd(int64_t a, int64_t b) {
              : a + b;
 }
 
+// a - b, saturating at the int64 range.
+constexpr int64_t SaturatingSub(int64_t a, int64_t b) {
+  int64_t d;
+  if (!__builtin_sub_overflow(a, b, &d)) return d;
+  return b < 0 ? std::numeric_limits<int64_t>::max()
+               : std::numeric_limits<int64_t>::min();
+}
+
 // a * b, saturating at INT64_MAX. `a` >= 0, `b` > 0.
 constexpr int64_t SaturatingMul(int64_t a, int64_t b) {
   return a > std::numeric_limits<int64_t>::max() / b

@@ -12,6 +12,7 @@
 
 #include "tickwheel/worker/lane.h"
 #include "tickwheel/worker/mpsc_queue.h"
+#include "tickwheel/worker/time_source.h"
 #include "tickwheel/worker/timeout_node.h"
 
 namespace tickwheel::internal {
@@ -19,11 +20,16 @@ namespace tickwheel::internal {
 // Both queues link through TimeoutNode::next (see the ground rules).
 using NodeQueue = MpscQueue<TimeoutNode, &TimeoutNode::next>;
 
-// Wakes a sleeping worker so that it drains its queues now rather than at
-// its planned wake-up (the worker implements it).
+// Wakes a sleeping worker (the worker implements it); called only while the
+// caller keeps the timer's shared state alive (a pending slot, or kBusy on
+// a pending node).
 class BacklogWaker {
  public:
+  // So that it drains its queues now rather than at its planned wake-up.
   virtual void WakeForBacklog() = 0;
+  // If it sleeps past `deadline` (a clock reading), so that a timeout moved
+  // earlier runs on time.
+  virtual void WakeIfSleepingPast(int64_t deadline) = 0;
 
  protected:
   ~BacklogWaker() = default;
@@ -70,15 +76,17 @@ struct SharedTimerState {
     // back (see Counting) and metrics().cancelled, exact when cancel()
     // returns. On the line of pending_word, which the same thread writes.
     std::atomic<int64_t> cancel_word{0};
-    // Armed nodes pushed on `cancelled` and not yet drained: cancel() adds
-    // one after its push, the worker subtracts what it popped (so it may
-    // read below zero for a moment). The cancel() whose push brings it to
-    // kCancelBacklogWake wakes a sleeping worker (BacklogWaker), so that
+    // Nodes pushed on `notices` and not yet drained: a pusher adds one
+    // after its push, the worker subtracts what it popped (so it may read
+    // below zero for a moment). The push that brings it to
+    // kNoticeBacklogWake wakes a sleeping worker (BacklogWaker), so that
     // cancelled nodes wait for a bounded count, not for the next deadline.
-    std::atomic<int64_t> cancel_backlog{0};
+    std::atomic<int64_t> notice_backlog{0};
     NodeLane lane;
     NodeQueue queue;
-    NodeQueue cancelled;  // cancel() of an armed node -> worker
+    // Armed nodes the worker must look at again (kNoticed): cancelled ones
+    // to unlink, ones moved to an earlier deadline to file again.
+    NodeQueue notices;
   };
 
   // This thread's shard: threads take shards round-robin on first use.
@@ -124,9 +132,20 @@ struct SharedTimerState {
     return sum;
   }
 
-  // How many cancelled nodes may wait on one shard's cancellation queue
-  // while the worker sleeps; the push that reaches it wakes the worker.
-  static constexpr int64_t kCancelBacklogWake = 4096;
+  // How many nodes may wait on one shard's notice queue while the worker
+  // sleeps; the push that reaches it wakes the worker.
+  static constexpr int64_t kNoticeBacklogWake = 4096;
+
+  // Pushes `node` (kNoticed already set by the caller's RMW) on the notice
+  // queue of `shard`, waking the worker when the backlog reaches its bound.
+  void PushNotice(TimeoutNode* node, int shard) {
+    Shard& s = shards[shard];
+    s.notices.Push(node);
+    if (s.notice_backlog.fetch_add(1, std::memory_order_relaxed) + 1 ==
+        kNoticeBacklogWake) {
+      waker->WakeForBacklog();
+    }
+  }
 
   // The facade's Timer, opaque to the engine, for Timeout::timer(); null
   // once the Timer's destructor has started.
@@ -134,6 +153,14 @@ struct SharedTimerState {
   // Wakes the worker when a backlog calls for it (the worker itself); called
   // only while the caller holds a pending slot, which keeps it alive.
   BacklogWaker* waker = nullptr;
+  // The timer's clock, for Timeout::reset(): reached only under the same
+  // keep-alive as `waker`. `monotonic_clock`: it is CLOCK_MONOTONIC, read
+  // inline (MonotonicNanos()).
+  TimeSource* clock = nullptr;
+  bool monotonic_clock = false;
+  int64_t NowNanos() const {
+    return monotonic_clock ? MonotonicNanos() : clock->NowNanos();
+  }
   bool limited = false;  // set before any producer can run
   Shard shards[kShards];
   alignas(64) std::atomic<int64_t> worker_word{0};

@@ -25,6 +25,8 @@
 #define TICKWHEEL_WORKER_TASK_SLOT_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <utility>
 
 namespace tickwheel::internal {
 
@@ -43,6 +45,39 @@ struct TaskOps {
   // Moves the callable into the facade's task object at `task` (a
   // TimerTask) and destroys what is left. Never throws.
   void (*take)(void* storage, void* task) noexcept;
+
+  // Periodic tasks only; nullptr for the others. A periodic task's callable
+  // is shared: each run holds its own reference, so that a cancel() or a
+  // takeTask() during the run cannot destroy it under the run.
+  // The period, in nanoseconds (> 0).
+  int64_t (*period)(const void* storage);
+  // One more reference to the callable, for a run.
+  void* (*share)(void* storage);
+  void (*invoke_shared)(void* callable, TimeoutNode* node,
+                        SharedTimerState* shared);
+  void (*unshare)(void* callable) noexcept;
+};
+
+// A run's own reference to a periodic task's callable (TaskSlot::Share()):
+// move-only; dropping it may destroy the callable, if the slot let go of it
+// meanwhile.
+class SharedTask {
+ public:
+  SharedTask(const TaskOps* ops, void* callable)
+      : ops_(ops), callable_(callable) {}
+  SharedTask(SharedTask&& other) noexcept
+      : ops_(other.ops_), callable_(std::exchange(other.callable_, nullptr)) {}
+  SharedTask& operator=(SharedTask&&) = delete;
+  ~SharedTask() {
+    if (callable_ != nullptr) ops_->unshare(callable_);
+  }
+  void Invoke(TimeoutNode* node, SharedTimerState* shared) {
+    ops_->invoke_shared(callable_, node, shared);
+  }
+
+ private:
+  const TaskOps* ops_;
+  void* callable_;
 };
 
 class TaskSlot {
@@ -73,6 +108,11 @@ class TaskSlot {
       if (ops->destroy != nullptr) ops->destroy(storage_);
     }
   }
+
+  // A periodic task's period and a run's reference to its callable.
+  // Precondition: not empty, and periodic (its table has `period`).
+  int64_t PeriodNanos() const { return ops_->period(storage_); }
+  SharedTask Share() { return SharedTask(ops_, ops_->share(storage_)); }
 
   // Moves the callable into the facade's task object at `task`; nothing if
   // the slot is empty. Never throws.

@@ -1,5 +1,7 @@
 #include "tickwheel/worker/timeout_node.h"
 
+#include <sched.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -11,6 +13,18 @@ void RefCountOverflow() {
                "once; keep fewer copies (share one instead)\n",
                TimeoutNode::kMaxRefs - 1);
   std::abort();
+}
+
+void SpinPause(int spins) {
+  if (spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  } else {
+    sched_yield();
+  }
 }
 
 }  // namespace tickwheel::internal

@@ -134,23 +134,30 @@ enum class TimeoutState : uint8_t {
   kCancelledAgain = 4,
   kStopped = 5,       // returned by stop(); the task is still inside
   kStoppedTaken = 6,  // returned by stop(); takeTask() moved the task out
+  // A periodic timeout whose run is in progress on the worker thread, in the
+  // worker's hands (not in the wheel); back to kArmed after the run.
+  kRunning = 7,
 };
 
-// Nodes live in 48-byte cells of their own pool, sizeof(TimeoutNode): with
-// its 8-byte wheel slot and its share of the pool's chunks, a pending
-// timeout costs under 64 bytes.
-inline constexpr size_t kNodeCellSize = 48;
+// Nodes live in 64-byte cells of their own pool, one cache line each
+// (chunks and cells are line-aligned): with its 8-byte wheel slot and its
+// share of the pool's chunks, a pending timeout costs about 73 bytes.
+inline constexpr size_t kNodeCellSize = 64;
 struct NodePoolTag;
 using NodePool = CellPool<NodePoolTag, kNodeCellSize>;
 
 // Reports more than TimeoutNode::kMaxRefs handles to one timeout and aborts.
 [[noreturn]] void RefCountOverflow();
 
+// A wait of a few cycles, then a yield of the CPU once it has gone on for a
+// while: for waits on another thread's few stores.
+void SpinPause(int spins);
+
 struct TimeoutNode {
   // Up to this many references at once: handles plus the worker's. A program
   // that keeps more copies of one Timeout alive is stopped with a message
   // (the count would spill into the state byte).
-  static constexpr uint32_t kMaxRefs = (uint32_t{1} << 24) - 1;
+  static constexpr uint32_t kMaxRefs = (uint32_t{1} << 23) - 1;
 
   // One 48-byte cell of NodePool (worker/cell_pool.h): no malloc header, and
   // an allocation and a free that are a thread-local list pop and push,
@@ -184,22 +191,54 @@ struct TimeoutNode {
   TimeoutNode(const TimeoutNode&) = delete;
   TimeoutNode& operator=(const TimeoutNode&) = delete;
 
-  // Low 24 bits: references held. High 8 bits: the TimeoutState.
+  // The word: bits 0-22 references held, bit 23 kInFlight, bits 24-27 the
+  // TimeoutState, bits 28-31 the flags below.
   std::atomic<uint32_t> refs_state{Pack(0, TimeoutState::kQueued)};
+  // A periodic run handed to the task executor is still in progress: the
+  // next run is skipped rather than overlap it. Set by the worker, cleared
+  // by the run's closure.
+  static constexpr uint32_t kInFlight = uint32_t{1} << 23;
+  // A thread is touching the mutable fields of a pending node: reset()
+  // writing its deadline, or the worker taking a periodic run's reference
+  // to the task and setting the next deadline. Held for a few stores, never
+  // across user code. Nobody else writes the deadline, arms or claims the
+  // node, or destroys its task while it is set (they wait), and stop()
+  // waits for it before it collects the node, which keeps the timer's
+  // shared state alive for the holder.
+  static constexpr uint32_t kBusy = uint32_t{1} << 28;
+  // The deadline moved since the worker filed the node: it re-reads it
+  // before it expires or arms the node, and re-files it if it is later.
+  static constexpr uint32_t kMoved = uint32_t{1} << 29;
+  // The node is on (or about to be pushed on) its shard's notice queue; set
+  // by whoever pushes, in the same RMW that decides the push, and cleared by
+  // the worker when it pops. A node is on at most one queue at a time.
+  static constexpr uint32_t kNoticed = uint32_t{1} << 30;
+  // A periodic timeout; set when it is created, never cleared.
+  static constexpr uint32_t kPeriodic = uint32_t{1} << 31;
+  static constexpr uint32_t kStateBits = uint32_t{0xF} << 24;
   // Worker-only: where the wheel holds the node (see worker/wheel.h).
   static constexpr uint32_t kUnlinked = 0xF0000000u;
   uint32_t where = kUnlinked;
 
-  // Worker-only after publication: nanoseconds after the worker's startTime.
-  // Here, in the first 16 bytes with the state and `where`, because those
-  // are all the worker touches to file a node or move it down a level: a
-  // 16-aligned 16-byte block never straddles a cache line, so a transfer or
-  // a cascade costs one line per node (half the 48-byte cells straddle two).
-  int64_t deadline = 0;
+  // Worker-only: the deadline the wheel filed the node by (a clock reading),
+  // which names its bucket (worker/wheel.h): `deadline` as it was when the
+  // worker last filed the node. Here, in the first 16 bytes with the state
+  // and `where`, because those are all the worker touches to file a node or
+  // move it down a level: a 16-aligned 16-byte block never straddles a
+  // cache line, so a transfer or a cascade costs one line per node.
+  int64_t filed = 0;
+
+  // When the timeout is due: a reading of the timer's clock, in nanoseconds
+  // (saturating at INT64_MAX). Written by newTimeout() before it publishes
+  // the node, then only by the holder of kBusy (reset(), or the worker
+  // moving a periodic timeout to its next run); read by the worker (which
+  // files the node by it) and by Timeout::deadline(). It differs from
+  // `filed` after a reset() until the worker files the node again.
+  std::atomic<int64_t> deadline{0};
 
   // Pending-queue link; while the node sits in a fast lane, its cell's
   // address, tagged (LaneCell()); once the worker has armed the node, the
-  // cancellation queue's link.
+  // notice queue's link.
   std::atomic<TimeoutNode*> next{nullptr};
 
   // The callable, in 24 bytes (worker/task_slot.h).
@@ -231,7 +270,64 @@ struct TimeoutNode {
     return refs | uint32_t{static_cast<uint8_t>(s)} << 24;
   }
   static constexpr TimeoutState StateOf(uint32_t word) {
-    return static_cast<TimeoutState>(word >> 24);
+    return static_cast<TimeoutState>((word >> 24) & 0xF);
+  }
+  static constexpr uint32_t WithState(uint32_t word, TimeoutState s) {
+    return (word & ~kStateBits) | Pack(0, s);
+  }
+  bool periodic() const {
+    return (refs_state.load(std::memory_order_relaxed) & kPeriodic) != 0;
+  }
+
+  // The word once no thread holds kBusy (acquire: the holder's stores are
+  // visible). Spins, then yields: the holder only stores.
+  uint32_t LoadNotBusy() const {
+    uint32_t w = refs_state.load(std::memory_order_acquire);
+    for (int spins = 0; w & kBusy; ++spins) {
+      SpinPause(spins);
+      w = refs_state.load(std::memory_order_acquire);
+    }
+    return w;
+  }
+
+  // Takes kBusy if the state is one `ok` accepts, waiting for another
+  // holder first: true, with `*before` the word it replaced (kBusy clear);
+  // false when the state is not acceptable.
+  template <typename Ok>
+  bool AcquireBusy(Ok ok, uint32_t* before) {
+    uint32_t w = refs_state.load(std::memory_order_relaxed);
+    for (int spins = 0;;) {
+      if (!ok(StateOf(w))) {
+        std::atomic_thread_fence(std::memory_order_acquire);
+        return false;
+      }
+      if (w & kBusy) {
+        SpinPause(spins);
+        ++spins;
+        w = refs_state.load(std::memory_order_relaxed);
+        continue;
+      }
+      TICKWHEEL_INTERLEAVE_POINT();
+      if (refs_state.compare_exchange_weak(w, w | kBusy,
+                                           std::memory_order_acq_rel,
+                                           std::memory_order_relaxed)) {
+        *before = w;
+        return true;
+      }
+    }
+  }
+
+  // Drops kBusy, clearing `clear` and setting `set` in the same RMW (release:
+  // what the holder stored is visible to whoever sees kBusy clear). Returns
+  // the word it replaced.
+  uint32_t ReleaseBusy(uint32_t clear, uint32_t set) {
+    uint32_t w = refs_state.load(std::memory_order_relaxed);
+    TICKWHEEL_INTERLEAVE_POINT();
+    while (!refs_state.compare_exchange_weak(
+        w, (w & ~(kBusy | clear)) | set, std::memory_order_acq_rel,
+        std::memory_order_relaxed)) {
+    }
+    return w;
   }
 
   TimeoutState state() const {
@@ -246,8 +342,8 @@ struct TimeoutNode {
     uint32_t word = refs_state.load(std::memory_order_relaxed);
     while (may_leave(StateOf(word))) {
       TICKWHEEL_INTERLEAVE_POINT();
-      const uint32_t want = (word & kMaxRefs) | Pack(0, to);
-      if (refs_state.compare_exchange_weak(word, want, std::memory_order_acq_rel,
+      if (refs_state.compare_exchange_weak(word, WithState(word, to),
+                                           std::memory_order_acq_rel,
                                            std::memory_order_acquire)) {
         return StateOf(word);
       }
@@ -275,23 +371,38 @@ struct TimeoutNode {
     return StateOf(old) == TimeoutState::kQueued;
   }
 
+  // The worker arming a node it popped from a lane or queue: kQueued ->
+  // kArmed, clearing kMoved (it files the node by the deadline it reads
+  // next). Waits while a reset() holds kBusy. False if the node was
+  // cancelled while queued. A node nobody holds a handle to (and so nobody
+  // can reset or cancel) is armed with a plain store.
+  bool Arm() {
+    uint32_t w = refs_state.load(std::memory_order_acquire);
+    if (w == Pack(1, TimeoutState::kQueued)) {
+      TICKWHEEL_INTERLEAVE_POINT();
+      refs_state.store(Pack(1, TimeoutState::kArmed), std::memory_order_relaxed);
+      return true;
+    }
+    for (int spins = 0;; ++spins) {
+      if (StateOf(w) != TimeoutState::kQueued) return false;
+      if (w & kBusy) {
+        SpinPause(spins);
+        w = refs_state.load(std::memory_order_acquire);
+        continue;
+      }
+      TICKWHEEL_INTERLEAVE_POINT();
+      if (refs_state.compare_exchange_weak(
+              w, WithState(w & ~kMoved, TimeoutState::kArmed),
+              std::memory_order_acq_rel, std::memory_order_acquire)) {
+        return true;
+      }
+    }
+  }
+
   // TransitionIf for one state: true if it moved the state from `from`.
   bool Transition(TimeoutState from, TimeoutState to) {
     return TransitionIf([from](TimeoutState s) { return s == from; }, to) ==
            from;
-  }
-
-  // Transition() for a caller that holds a reference (the worker arming or
-  // expiring a node). When that reference is the only one, no handle exists
-  // and none can be made, so no cancel() can race: a load and a plain store
-  // do it, one atomic RMW fewer per fire-and-forget timeout.
-  bool TransitionHeld(TimeoutState from, TimeoutState to) {
-    if (refs_state.load(std::memory_order_acquire) == Pack(1, from)) {
-      TICKWHEEL_INTERLEAVE_POINT();
-      refs_state.store(Pack(1, to), std::memory_order_relaxed);
-      return true;
-    }
-    return Transition(from, to);
   }
 
   void Ref() {
@@ -338,8 +449,8 @@ class NodeRef {
 // bucket.
 static_assert(sizeof(TimeoutNode) <= kNodeCellSize,
               "TimeoutNode outgrew its pool cell");
-// What filing a node reads and writes shares one cache line (see deadline).
-static_assert(offsetof(TimeoutNode, deadline) + sizeof(int64_t) <= 16 &&
+// What filing a node reads and writes shares one cache line (see filed).
+static_assert(offsetof(TimeoutNode, filed) + sizeof(int64_t) <= 16 &&
                   offsetof(TimeoutNode, where) < 16,
               "the fields a transfer or cascade touches left the first 16 "
               "bytes");

@@ -247,9 +247,9 @@ std::string Wheel::CheckBucket(const Bucket& b, int level, int64_t slot,
                       due >= elapsed_ && LevelFor(due) <= level;
     if ((n->where & kIndexMask) != i || !placed) {
       return fmt::format(
-          "level {} bucket {}: node {} deadline={} due_tick={} where={}:{} "
+          "level {} bucket {}: node {} filed={} due_tick={} where={}:{} "
           "misplaced at index {}, elapsed={} (L={})",
-          level, slot, fmt::ptr(n), n->deadline, due, LevelOf(n),
+          level, slot, fmt::ptr(n), n->filed, due, LevelOf(n),
           n->where & kIndexMask, i, elapsed_, ticks_per_wheel());
     }
   }

@@ -1,4 +1,4 @@
-// timer/wheel.h
+// worker/wheel.h
 // -----------------------------------------------------------------------------
 // Internal. The timing wheel behind tickwheel::Timer: Netty's hashed wheel of
 // `ticks_per_wheel` buckets as the lowest level of a hierarchy, in the manner
@@ -88,8 +88,8 @@
 //
 // This class is thread-compatible (one thread at a time).
 
-#ifndef TICKWHEEL_TIMER_WHEEL_H_
-#define TICKWHEEL_TIMER_WHEEL_H_
+#ifndef TICKWHEEL_WORKER_WHEEL_H_
+#define TICKWHEEL_WORKER_WHEEL_H_
 
 #include <bit>
 #include <cassert>
@@ -97,6 +97,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tickwheel/worker/nanos.h"
 #include "tickwheel/worker/timeout_node.h"
 
 namespace tickwheel::internal {
@@ -166,11 +167,23 @@ class Wheel {
   // The first tick not yet processed.
   int64_t elapsed() const { return elapsed_; }
 
-  // DueTick(node->deadline, tick_nanos), by multiplication.
+  // Node deadlines are clock readings; tick k of the wheel ends at origin +
+  // (k + 1) * tick_nanos. The worker sets the origin to its startTime
+  // before it files a node; it is 0 until then.
+  void SetOrigin(int64_t origin) { origin_ = origin; }
+  // The tick a node filed by `deadline` (a clock reading) is due at:
+  // DueTick(deadline - origin, tick_nanos), by multiplication. A deadline of
+  // INT64_MAX (a delay that saturated) is never due: it counts as INT64_MAX
+  // after the origin, past any tick the clock can reach.
   int64_t DueTickOf(const TimeoutNode* node) const {
-    if (node->deadline <= 0) return 0;
+    return DueTickAt(node->filed);
+  }
+  int64_t DueTickAt(int64_t deadline) const {
+    const int64_t d = deadline == INT64_MAX ? INT64_MAX
+                                            : SaturatingSub(deadline, origin_);
+    if (d <= 0) return 0;
     int64_t remainder;
-    const int64_t q = divider_.Divide(node->deadline, &remainder);
+    const int64_t q = divider_.Divide(d, &remainder);
     return q + (remainder != 0 ? 1 : 0) - 1;
   }
   static int LevelOf(const TimeoutNode* node) {
@@ -179,8 +192,9 @@ class Wheel {
   static bool Linked(const TimeoutNode* node) {
     return LevelOf(node) != kUnlinkedLevel;
   }
-  // Links `node` (unlinked) to be handed out when the wheel processes its due
-  // tick, DueTickOf(node), or elapsed() if that tick has already been
+  // Links `node` (unlinked, its `filed` deadline set) to be handed out when
+  // the wheel processes its due tick, DueTickOf(node), or elapsed() if that
+  // tick has already been
   // processed: nothing is scheduled into a tick already processed. Inline:
   // the worker's transfer loop and cascades call it once per node, and a
   // call's prologue and epilogue were a sixth of its instructions.
@@ -214,6 +228,10 @@ class Wheel {
   // Unlinks every node, calling `f(node)` for each.
   template <typename F>
   void DrainAll(F&& f);
+  // Calls `f(node)` for every linked node, and changes nothing (f must not
+  // Insert or Remove). O(size() + occupied buckets).
+  template <typename F>
+  void ForEach(F&& f) const;
 
   // "" when invariants I1 to I3 hold, else a description of the first
   // violation with the state around it. O(size() + L).
@@ -342,6 +360,7 @@ class Wheel {
   Level levels_[kMaxLevels];
   int64_t elapsed_ = 0;
   int64_t size_ = 0;
+  int64_t origin_ = 0;
 };
 
 [[gnu::always_inline]] inline void Wheel::Insert(TimeoutNode* node) {
@@ -427,6 +446,22 @@ void Wheel::DrainAll(F&& f) {
   }
 }
 
+template <typename F>
+void Wheel::ForEach(F&& f) const {
+  for (int level = 0; level < num_levels_; ++level) {
+    const Level& l = levels_[level];
+    const int64_t words = ((int64_t{1} << l.bits) + 63) / 64;
+    for (int64_t w = 0; w < words; ++w) {
+      for (uint64_t bits = l.occupied[w]; bits != 0; bits &= bits - 1) {
+        const Bucket& b = l.buckets[w * 64 + __builtin_ctzll(bits)];
+        for (uint32_t i = b.begin; i < b.size; ++i) {
+          if (b.slots[i] != nullptr) f(b.slots[i]);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace tickwheel::internal
 
-#endif  // TICKWHEEL_TIMER_WHEEL_H_
+#endif  // TICKWHEEL_WORKER_WHEEL_H_

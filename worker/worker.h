@@ -1,58 +1,68 @@
 // worker/worker.h
 // -----------------------------------------------------------------------------
 // Internal. The engine behind tickwheel::Timer: one dedicated thread, the
-// lock-free pending queue it drains, the wheel it owns, and the protocol that
-// lets newTimeout(), cancel() and stop() race safely. Users include
-// timer/timer.h; Timer forwards to this class.
+// lock-free queues it drains, the wheel it owns, and the protocol that lets
+// newTimeout(), cancel(), reset(), cancelAll() and stop() race safely. Users
+// include timer/timer.h; Timer forwards to this class. The code is in
+// worker.cc (the loop), worker_schedule.cc (newTimeout's side) and
+// worker_stop.cc (stop() and cancelAll()).
 //
 // The worker loop (Run). Each pass:
-//   1. drain the shards' cancellation queues: unlink each node cancelled
-//      after it was armed from its bucket in O(1) and drop it (cancel()
-//      already destroyed the task, so captures do not live to the deadline);
-//   2. move up to kSliceBudget nodes from the shards' pending queues into the
-//      wheel, round-robin (never into a tick already processed), arming each
-//      (CAS queued -> armed) or dropping it if it was cancelled while queued;
-//      a node that was already due when the previous pass read the clock,
-//      but still queued (the worker woke late, or a backlog took longer
-//      than the tick), is expired at once instead, not a tick later;
+//   1. serve a cancelAll() request, if one waits, and drain the shards'
+//      notice queues: unlink each node cancelled after it was armed, in O(1),
+//      and drop it (cancel() already destroyed the task, so captures do not
+//      live to the deadline); file each node that reset() moved earlier in
+//      its new bucket;
+//   2. move up to kSliceBudget nodes from the shards' lanes and queues into
+//      the wheel, round-robin (never into a tick already processed), arming
+//      each (CAS queued -> armed) or dropping it if it was cancelled while
+//      queued; a node that was already due when the previous pass read the
+//      clock, but still queued (the worker woke late, or a backlog took
+//      longer than the tick), is expired at once instead, not a tick later;
 //   3. advance the wheel to the last tick whose end the clock has passed,
-//      expiring (or cascading) at most kSliceBudget nodes: each expired node is
-//      claimed (armed -> expired: a CAS, or a plain store when no handle is
-//      left to race with) and its task run or handed to the task executor.
+//      expiring (or cascading) at most kSliceBudget nodes: each expired node
+//      is claimed (armed -> expired: a CAS, or a plain store when no handle
+//      is left to race with) and its task run or handed to the task
+//      executor. A node whose deadline a reset() moved later is filed again
+//      instead (lazily: the worker hears of a later deadline only when the
+//      old one comes). A periodic node runs and goes back into the wheel at
+//      its next run.
 //   If a budget ran out, the next pass starts at once: a burst is worked off
 //   in slices, with cancellations and new timeouts served in between, and
-//   never waits for the next tick. Otherwise the worker sleeps until the end of
-//   the tick of the wheel's next work (Wheel::NextWorkTick()), or indefinitely
-//   when the wheel is empty: it does not wake every tick. One exception, for
-//   housekeeping: after a pass that found new or cancelled timeouts in the
-//   queues, it sleeps at most to the end of the current tick, so that while
-//   traffic flows, cancelled nodes and their captures are released within
+//   never waits for the next tick. Otherwise the worker sleeps until the end
+//   of the tick of the wheel's next work (Wheel::NextWorkTick()), or
+//   indefinitely when the wheel is empty: it does not wake every tick. One
+//   exception, for housekeeping: after a pass that found new or cancelled
+//   timeouts in the queues, it sleeps at most to the end of the current
+//   tick, so that while traffic flows, cancelled nodes are released within
 //   about a tick and the queues stay short; once traffic stops, so do these
 //   wake-ups. A worker that fell behind (a slow task, a suspended process)
 //   processes every missed tick's work in order.
 //
 // Waking the worker (newTimeout vs a sleeping worker)
 //   Before sleeping until the end of tick p, the worker stores in
-//   `wake_limit_` the latest deadline that would be due before p, p * tick
-//   (seq_cst), then checks that the pending queue is still empty (seq_cst);
-//   while awake it stores kAwake. newTimeout() pushes its node (a seq_cst
-//   exchange), then loads `wake_limit_` (seq_cst): only if its deadline is at
-//   or below the limit does it claim the wake-up with a CAS and call
-//   Sleeper::Wake(). Either the worker sees the node or the producer sees
-//   the plan (Dekker), so no timeout sleeps through its deadline; and a
-//   newTimeout() due later than the planned wake-up, or any cancel(), costs
-//   the sleeping worker nothing.
+//   `wake_limit_` the latest deadline that would be due before p (a clock
+//   reading, seq_cst), then checks that the lanes and queues are still empty
+//   (seq_cst); while awake it stores kAwake. newTimeout() publishes its node
+//   (a seq_cst CAS or exchange), then loads `wake_limit_` (seq_cst): only if
+//   its deadline is at or below the limit does it claim the wake-up with a
+//   CAS and call Sleeper::Wake(). Either the worker sees the node or the
+//   producer sees the plan (Dekker), so no timeout sleeps through its
+//   deadline; and a newTimeout() due later than the planned wake-up, a
+//   reset() to a later deadline, or any cancel() costs the sleeping worker
+//   nothing. A reset() to an earlier deadline wakes it the same way.
 //
 // Stopping (newTimeout and cancel vs stop)
 //   Each pending-count word (SharedTimerState, one per shard) holds a count
 //   and a closed bit. newTimeout() reserves its slot and checks the bit in
-//   one RMW before it pushes; a winning cancel() pushes on the cancellation
-//   queue (if it must) before it gives its slot back (release). stop() sets
-//   the bit in every word, joins the worker, then drains the wheel and all
-//   queues until the counts sum to zero (acquire): every newTimeout() that
-//   got a slot has pushed, and been returned; every cancel() has pushed, and
-//   been released. No accepted timeout is lost, and nothing shared is touched
-//   after stop() returns.
+//   one RMW before it pushes; a winning cancel() pushes on the notice queue
+//   (if it must) before it gives its slot back (release). stop() sets the
+//   bit in every word, joins the worker, then drains the wheel and all
+//   queues until the counts sum to zero (acquire) and every lane is empty:
+//   every newTimeout() that got a slot has pushed, and been returned; every
+//   cancel() has pushed, and been released. It waits for kBusy on each node
+//   it collects, so a reset() in progress finishes first. No accepted
+//   timeout is lost, and nothing shared is touched after stop() returns.
 //
 // The fast lane (newTimeout + cancel, the request-timeout pattern)
 //   Each shard has a bounded ring of node pointers (worker/lane.h, 16384
@@ -80,38 +90,56 @@
 //   producers hand it must not wait for that deadline. Two bounds wake it,
 //   whatever it planned: a newTimeout() that finds its lane full
 //   (kLaneCapacity nodes, live or taken back) pushes on the queue and wakes
-//   it, and the cancel() of an armed node whose push brings its shard's
-//   cancellation backlog to kCancelBacklogWake wakes it. So the cancelled
-//   nodes that wait for the worker are bounded by a count per shard, not by
-//   the time to the next deadline; once awake, the worker comes back at the
-//   end of each tick while traffic flows (housekeeping, above) and sleeps
-//   for good once it stops. Without traffic nothing wakes it.
+//   it, and the push whose node brings its shard's notice backlog to
+//   kNoticeBacklogWake wakes it. So the cancelled nodes that wait for the
+//   worker are bounded by a count per shard, not by the time to the next
+//   deadline; once awake, the worker comes back at the end of each tick
+//   while traffic flows (housekeeping, above) and sleeps for good once it
+//   stops. Without traffic nothing wakes it.
+//
+// Periodic timeouts
+//   One node for all runs. On the worker thread, a run takes the node out of
+//   the wheel (kRunning) and puts it back at its next run afterwards; with a
+//   task executor the node stays in the wheel at its next run, marked
+//   kInFlight until the executor has run the task, and a run that comes due
+//   while the previous one is still in flight is skipped. Runs are on the
+//   grid deadline + k * period; runs missed by a whole period or more (a
+//   slow task, a suspended process) are skipped, and the next is the first
+//   grid time after the clock. Each run holds its own reference to the
+//   task's callable, so a cancel() during a run cannot destroy it under the
+//   run.
 //
 // Lifetime
 //   Timer holds a shared_ptr to the Worker and so does the thread, so a Timer
 //   destroyed from inside one of its own tasks can detach the thread, which
 //   finishes the shutdown by itself. "Am I the worker?" (stop() from a task
 //   must fail rather than wait for itself) is a thread-local marker set while
-//   Run() runs, not a stored thread id, which a later thread may reuse. Timeout handles hold only nodes; see
-//   worker/timeout_node.h for why cancel() is safe against destruction.
+//   Run() runs, not a stored thread id, which a later thread may reuse.
+//   Timeout handles hold only nodes; see worker/timeout_node.h for why
+//   cancel() and reset() are safe against destruction.
 
 #ifndef TICKWHEEL_WORKER_WORKER_H_
 #define TICKWHEEL_WORKER_WORKER_H_
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "tickwheel/worker/deadline_spec.h"
+#include "tickwheel/worker/histogram.h"
 #include "tickwheel/worker/mutex.h"
+#include "tickwheel/worker/nanos.h"
 #include "tickwheel/worker/shared_state.h"
 #include "tickwheel/worker/task_slot.h"
 #include "tickwheel/worker/time_source.h"
@@ -161,52 +189,63 @@ class Worker : public std::enable_shared_from_this<Worker>,
   explicit Worker(WorkerConfig config);
   ~Worker();
 
-  // Timer::newTimeout, for a callable that is not empty: `emplace` moves it
-  // from `callable` into the new node, once the call cannot fail any more
-  // (so a failed call leaves it untouched). If that throws, nothing is
-  // scheduled and the exception propagates. Starts the thread on first use.
-  // Returns the node with one reference, the handle's.
+  // Timer::newTimeout, newTimeoutAt, newPeriodic, for a callable that is not
+  // empty: `emplace` moves it from `callable` into the new node, once the
+  // call cannot fail any more (so a failed call leaves it untouched). If
+  // that throws, nothing is scheduled and the exception propagates. Starts
+  // the thread on first use. Returns the node with one reference, the
+  // handle's.
   absl::StatusOr<TimeoutNode*> Schedule(TaskEmplacer emplace, void* callable,
-                                        absl::Duration delay)
+                                        DeadlineSpec when)
       ABSL_LOCKS_EXCLUDED(start_mu_, wake_mu_);
 
   // Timer::stop: every node neither run nor cancelled, earliest deadline
   // first, each marked kStopped and with the worker's reference, which the
   // caller takes.
   absl::StatusOr<std::vector<TimeoutNode*>> Stop()
-      ABSL_LOCKS_EXCLUDED(stop_mu_, start_mu_, wake_mu_);
+      ABSL_LOCKS_EXCLUDED(stop_mu_, start_mu_, wake_mu_, cancel_all_mu_);
 
   // What ~Timer does: stop, destroy the tasks of what stop returned. From the
   // worker thread itself (a task destroying its Timer), the thread is detached
   // and finishes the shutdown once the task returns.
-  void Shutdown() ABSL_LOCKS_EXCLUDED(stop_mu_, start_mu_, wake_mu_);
+  void Shutdown()
+      ABSL_LOCKS_EXCLUDED(stop_mu_, start_mu_, wake_mu_, cancel_all_mu_);
+
+  // Timer::cancelAll: cancels every timeout pending at the call and returns
+  // how many. On the worker thread (from a task) it does the work itself;
+  // from another thread it asks the worker and waits for the answer.
+  int64_t CancelAll() ABSL_LOCKS_EXCLUDED(cancel_all_mu_, wake_mu_);
 
   int64_t pending() const {
     return std::max<int64_t>(0, shared_.SumCounts(std::memory_order_relaxed));
   }
   WorkerCounters Counters() const;
+  // The lateness counters (one writer, the worker).
+  const HistogramCounts& lateness() const { return lateness_; }
   bool OnWorkerThread() const;
   // The producer-side state that handles refer to.
   SharedTimerState* shared() { return &shared_; }
+  int64_t NowNanos() const { return shared_.NowNanos(); }
 
  private:
   static constexpr int64_t kAwake = INT64_MIN;
 
   // Schedule()'s steps. Reserve: a pending slot, checking the closed bit
-  // and max_pending_timeouts in the same RMW. Deadline: nanoseconds after
-  // startTime, saturating. NewNode: the node with its task, or an error
-  // with the slot given back. Publish: the lane or the queue, then the
-  // wake-up if the worker sleeps past the deadline.
+  // and max_pending_timeouts in the same RMW. Deadline: the clock reading
+  // the timeout is due at, saturating. NewNode: the node with its task, or
+  // an error with the slot given back. Publish: the lane or the queue, then
+  // the wake-up if the worker sleeps past the deadline.
   absl::Status Reserve(std::atomic<int64_t>& count);
-  int64_t Deadline(int64_t now, absl::Duration delay) const;
+  int64_t Deadline(int64_t now, DeadlineSpec when) const;
   absl::StatusOr<TimeoutNode*> NewNode(TaskEmplacer emplace, void* callable,
-                                       int64_t deadline,
+                                       int64_t deadline, bool periodic,
                                        std::atomic<int64_t>& count);
   void Publish(TimeoutNode* node, int shard);
   absl::Status StartThread() ABSL_LOCKS_EXCLUDED(start_mu_);
-  void Run() ABSL_LOCKS_EXCLUDED(wake_mu_);
+  void Run() ABSL_LOCKS_EXCLUDED(wake_mu_, cancel_all_mu_);
   // One pass (steps 1-3 above); true when it finished all work that is due.
-  bool Pass(int64_t now);
+  // `now`: the clock reading it works to.
+  bool Pass(int64_t now) ABSL_LOCKS_EXCLUDED(cancel_all_mu_);
   // Sleeps until the wheel's next work is due or a producer wakes us. Never
   // with wake_mu_ held: the producer's Wake() needs it.
   void Sleep() ABSL_LOCKS_EXCLUDED(wake_mu_);
@@ -216,6 +255,9 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // after it planned a sleep claims the wake-up (kAwake), later ones find it
   // claimed and return. For backlogs that must not wait for a deadline.
   void WakeForBacklog() override ABSL_LOCKS_EXCLUDED(wake_mu_);
+  // Wakes the worker if it sleeps past `deadline` (a clock reading).
+  void WakeIfSleepingPast(int64_t deadline) override
+      ABSL_LOCKS_EXCLUDED(wake_mu_);
   // The two uses of sleeper_ without wake_mu_. Each is safe for the reason
   // given, which the analysis cannot see, so each is exempt from it.
   //
@@ -236,8 +278,12 @@ class Worker : public std::enable_shared_from_this<Worker>,
   }
   // Each returns true when its queue is drained, false when the slice budget
   // ran out first.
-  bool ProcessCancelled();
+  bool ProcessNotices();
   bool TransferPending(int64_t now);
+  // Files a node again by its deadline: a reset() moved it, or a periodic
+  // run is over. `refile_` collects them while the wheel is being advanced
+  // (Advance's callback must not insert), FlushRefiles() inserts them.
+  void FlushRefiles();
   // Claims and runs `node` as part of tick `tick`: the bucket's, which
   // Advance() has made elapsed(), or an overdue node's own (ended) tick. The
   // tick is what metrics().ticks shows while the task runs; it may step back
@@ -246,16 +292,38 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // Per-bucket bookkeeping of Expire(): ticks_, and catch_up_ticks_ for a
   // tick whose expiry starts a full tick or more after its end.
   void NoteExpiringTick(int64_t tick, int64_t now);
+  // Counts a run: expired_, the worst and the distribution of lateness.
+  void NoteRun(int64_t lateness);
   // Drops the worker's reference to a node whose task has just run inline,
-  // destroying the task's captures now.
-  static void ReleaseAfterRun(TimeoutNode* node);
+  // destroying the task's captures now; with `noticed`, the node is on a
+  // notice queue, whose pop drops the reference instead.
+  static void ReleaseAfterRun(TimeoutNode* node, bool noticed);
   // Runs the task of `node` (the worker's reference lent), logging what it
   // throws.
   void CallTask(TimeoutNode* node);
-  void RunTask(TimeoutNode* node);
+  void RunTask(TimeoutNode* node, bool noticed);
   // RunTask() with a task_executor: hands the call over, with the worker's
   // reference. Out of line: the common path has no executor.
   [[gnu::noinline]] void HandToExecutor(TimeoutNode* node);
+  // A periodic node, claimed: runs it (inline, or handed to the executor)
+  // and files it again at its next run. `word`: its word at the claim.
+  [[gnu::noinline]] void RunPeriodic(TimeoutNode* node, uint32_t word,
+                                     int64_t now);
+  // The next run of a periodic node whose run was due at `due`: the first
+  // grid time due + k * period after `now`.
+  static int64_t NextRun(int64_t due, int64_t period, int64_t now);
+  // The worker's reference to a node it found cancelled: dropped now, unless
+  // the node is on a notice queue (kNoticed), whose pop drops it.
+  static void DropCancelled(TimeoutNode* node, uint32_t word);
+  // cancelAll() on the worker thread: cancels every pending node it can
+  // reach (lanes, queues, the wheel, the nodes waiting to be filed again,
+  // the periodic node of the task that calls it) and returns how many.
+  int64_t CancelAllHere();
+  // Serves the cancelAll() requests of other threads.
+  void ServeCancelAll() ABSL_LOCKS_EXCLUDED(cancel_all_mu_);
+  // Removes from the wheel the nodes cancelAll() left there (cancelled, not
+  // on a notice queue) and drops them.
+  void PurgeCancelled();
   // Called once the worker has exited, by the one thread that finishes the
   // shutdown: returns every pending node, marked stopped, earliest deadline
   // first, with the worker's reference.
@@ -278,29 +346,33 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // Sets the closed bit in every count word; true if this call set it first.
   bool Close();
   bool QueuesEmpty() const;
-  bool CancellationQueuesEmpty() const;
+  bool NoticeQueuesEmpty() const;
   // True when no lane holds a claimed cell: every published node popped,
   // every taken-back cell settled. Consumer only.
   bool LanesEmpty() const;
   // The next new node of `shard`: its fast lane first, then its queue;
-  // nullptr when neither has one ready. Counts taken-back cells as
-  // cancelled.
+  // nullptr when neither has one ready.
   TimeoutNode* PopNew(SharedTimerState::Shard& shard);
   static void Bump(std::atomic<int64_t>& counter, int64_t by = 1) {
     // Single writer (the worker): a load and a store, no RMW needed.
     counter.store(counter.load(std::memory_order_relaxed) + by,
                   std::memory_order_relaxed);
   }
+  // Nanoseconds after startTime of a clock reading, saturating.
+  int64_t Rel(int64_t clock_reading) const {
+    return SaturatingSub(clock_reading, start_nanos_);
+  }
 
   const WorkerConfig config_;
   SharedTimerState shared_;
-  // Deadlines (nanoseconds after startTime) at or below this must wake the
-  // sleeping worker: the end of the tick before the one it plans to wake for;
+  // Deadlines (clock readings) at or below this must wake the sleeping
+  // worker: the end of the tick before the one it plans to wake for;
   // kAwake while it runs or once a producer has claimed the wake-up;
   // INT64_MAX while it sleeps with an empty wheel.
   alignas(64) std::atomic<int64_t> wake_limit_{kAwake};
 
-  // Lock order: stop_mu_, then start_mu_ or wake_mu_ (never both at once).
+  // Lock order: stop_mu_, then one of start_mu_, wake_mu_ and cancel_all_mu_
+  // (never two of them at once).
   //
   // Start-up. start_mu_ serialises StartThread() and makes its check of the
   // closed bit atomic with stop()'s read of started_: either stop() sees the
@@ -331,19 +403,35 @@ class Worker : public std::enable_shared_from_this<Worker>,
   std::atomic<bool> shutdown_{false};
   bool finish_on_thread_ = false;  // set before shutdown_ (release)
 
+  // cancelAll() requests from other threads: tickets handed out and served
+  // in order; `cancel_all_waiting_` lets a pass skip the mutex when none is.
+  Mutex cancel_all_mu_;
+  std::condition_variable_any cancel_all_cv_;
+  int64_t cancel_all_requested_ ABSL_GUARDED_BY(cancel_all_mu_) = 0;
+  int64_t cancel_all_served_ ABSL_GUARDED_BY(cancel_all_mu_) = 0;
+  // The count each served ticket cancelled, until its caller takes it.
+  std::vector<std::pair<int64_t, int64_t>> cancel_all_results_
+      ABSL_GUARDED_BY(cancel_all_mu_);
+  std::atomic<bool> cancel_all_waiting_{false};
+
   // Worker-only.
   Wheel wheel_;
+  std::vector<TimeoutNode*> refile_;  // see FlushRefiles()
+  TimeoutNode* running_periodic_ = nullptr;  // its task is running inline
+  bool purge_ = false;  // cancelAll() left cancelled nodes in the wheel
   int64_t expiring_tick_ = -1;  // the tick Expire() last saw (bookkeeping)
-  int64_t last_advance_now_ = 0;  // the clock reading of the last Advance()
+  // The clock reading of the last Advance(); none yet: nothing is overdue.
+  int64_t last_advance_now_ = INT64_MIN;
   bool queue_traffic_ = false;   // the last pass popped from a queue
   int next_shard_ = 0;           // where TransferPending starts next
 
-  // Written by the worker only (Bump), read by Metrics().
+  // Written by the worker only (Bump), read by Counters().
   std::atomic<int64_t> expired_{0};
+  std::atomic<int64_t> cancelled_by_all_{0};
   std::atomic<int64_t> ticks_{0};
   std::atomic<int64_t> catch_up_ticks_{0};
   std::atomic<int64_t> wakeups_{0};
-  std::atomic<int64_t> worst_lateness_nanos_{0};
+  HistogramCounts lateness_;
 };
 
 }  // namespace tickwheel::internal

@@ -143,7 +143,7 @@ void AdvanceOverBucket(benchmark::State& state, bool shuffled, int64_t ahead) {
     state.PauseTiming();
     const int64_t due = wheel.elapsed() + ahead;
     for (auto& node : nodes) {
-      node->deadline = due + 1;
+      node->filed = due + 1;
       wheel.Insert(node.get());
     }
     state.ResumeTiming();

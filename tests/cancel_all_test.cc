@@ -1,0 +1,144 @@
+// tests/cancel_all_test.cc
+// -----------------------------------------------------------------------------
+// Timer::cancelAll(): every timeout pending at the call is cancelled (queued
+// ones the worker has not filed yet, filed ones, periodic ones), their tasks
+// destroyed before it returns, the timer keeps running; from any thread,
+// including a task; 0 after stop().
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+#include "tickwheel/timer/timer.h"
+
+namespace tickwheel {
+namespace {
+
+using ::tickwheel::testing::CaptureGuard;
+using ::tickwheel::testing::MakeManualTimer;
+using ::tickwheel::testing::ManualTimer;
+using ::tickwheel::testing::Probe;
+using ::tickwheel::testing::ProbeTask;
+using ::tickwheel::testing::Tick;
+
+TEST(CancelAllTest, CancelsEveryPendingTimeoutAndTheTimerGoesOn) {
+  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
+  std::vector<std::shared_ptr<Probe>> probes;
+  std::vector<Timeout> timeouts;
+  auto add = [&](absl::Duration delay) {
+    probes.push_back(std::make_shared<Probe>());
+    timeouts.push_back(t.timer->newTimeout(ProbeTask(probes.back()), delay).value());
+  };
+  for (int i = 0; i < 40; ++i) add(absl::Milliseconds(5 + i));  // to be filed
+  t.clock->AwaitIdle();
+  for (int i = 0; i < 40; ++i) add(absl::Seconds(1 + i));  // maybe queued
+  auto periodic = std::make_shared<Probe>();
+  Timeout p = t.timer
+                  ->newPeriodic([periodic, g = CaptureGuard(periodic)] {},
+                                absl::Milliseconds(1), absl::Milliseconds(1))
+                  .value();
+  EXPECT_EQ(t.timer->cancelAll(), 81);
+  EXPECT_EQ(t.timer->pendingTimeouts(), 0);
+  EXPECT_EQ(t.timer->metrics().cancelled, 81);
+  for (size_t i = 0; i < probes.size(); ++i) {
+    EXPECT_TRUE(probes[i]->captures_destroyed.load()) << i;
+    EXPECT_TRUE(timeouts[i].isCancelled()) << i;
+    EXPECT_FALSE(timeouts[i].cancel()) << i;
+  }
+  EXPECT_TRUE(periodic->captures_destroyed.load());
+  EXPECT_TRUE(p.isCancelled());
+  t.clock->AdvanceInSteps(absl::Seconds(2), absl::Milliseconds(10));
+  for (const auto& probe : probes) EXPECT_EQ(probe->runs.load(), 0);
+  // Still running: new timeouts are scheduled and run.
+  auto after = std::make_shared<Probe>();
+  t.timer->newTimeout(ProbeTask(after), absl::Milliseconds(1)).value();
+  t.clock->AdvanceAndSettle(absl::Milliseconds(1));
+  EXPECT_EQ(after->runs.load(), 1);
+  EXPECT_EQ(t.timer->cancelAll(), 0);
+}
+
+TEST(CancelAllTest, FromATaskCancelsTheOthersAndItsOwnPeriodicRun) {
+  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
+  std::vector<std::shared_ptr<Probe>> probes;
+  for (int i = 0; i < 10; ++i) {
+    probes.push_back(std::make_shared<Probe>());
+    t.timer->newTimeout(ProbeTask(probes.back()), absl::Milliseconds(3 + i))
+        .value();
+  }
+  std::atomic<int64_t> cancelled{-1};
+  std::atomic<int> runs{0};
+  Timeout self = t.timer
+                     ->newPeriodic(
+                         [&](const Timeout& me) {
+                           ++runs;
+                           cancelled = me.timer()->cancelAll();
+                         },
+                         absl::Milliseconds(2), absl::Milliseconds(1))
+                     .value();
+  t.clock->AdvanceInSteps(absl::Milliseconds(20), absl::Milliseconds(1));
+  EXPECT_EQ(cancelled.load(), 11);  // ten one-shots and the periodic itself
+  EXPECT_EQ(runs.load(), 1) << "the run that cancelled it was its last";
+  EXPECT_TRUE(self.isCancelled());
+  for (const auto& probe : probes) {
+    EXPECT_EQ(probe->runs.load(), 0);
+    EXPECT_TRUE(probe->captures_destroyed.load());
+  }
+  EXPECT_EQ(t.timer->pendingTimeouts(), 0);
+}
+
+TEST(CancelAllTest, AfterStopReturnsZero) {
+  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
+  EXPECT_EQ(t.timer->cancelAll(), 0);  // never started
+  t.timer->newTimeout([] {}, absl::Seconds(1)).value();
+  EXPECT_EQ(t.timer->stop().value().size(), 1u);
+  EXPECT_EQ(t.timer->cancelAll(), 0);
+}
+
+// Real clock: threads schedule, cancel and call cancelAll() at once; every
+// task ends exactly once (ran, cancelled by one cancel() or one cancelAll(),
+// or returned by stop()), and the counts add up.
+TEST(CancelAllTest, RacingSchedulersAndCancelsEndEveryTaskOnce) {
+  auto timer = Timer::Create(Tick(absl::Milliseconds(1), 64)).value();
+  constexpr int kThreads = 3, kEach = 3000;
+  std::atomic<int> runs{0}, destroyed{0}, cancels{0};
+  std::atomic<int64_t> cancelled_all{0};
+  struct Counted {
+    std::atomic<int>* d;
+    explicit Counted(std::atomic<int>* x) : d(x) {}
+    Counted(Counted&& o) noexcept : d(std::exchange(o.d, nullptr)) {}
+    ~Counted() {
+      if (d != nullptr) d->fetch_add(1);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      std::vector<Timeout> mine;
+      for (int i = 0; i < kEach; ++i) {
+        mine.push_back(timer
+                           ->newTimeout([&, c = Counted(&destroyed)] { ++runs; },
+                                        absl::Microseconds((i * 37) % 3000))
+                           .value());
+        if (i % 7 == 0 && mine[i / 2].cancel()) ++cancels;
+        if (i % 500 == th) cancelled_all += timer->cancelAll();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::vector<Timeout> left = timer->stop().value();
+  for (const Timeout& l : left) l.takeTask();  // destroyed here
+  const int total = kThreads * kEach;
+  EXPECT_EQ(runs.load() + cancels.load() + cancelled_all.load() +
+                static_cast<int64_t>(left.size()),
+            total);
+  EXPECT_EQ(destroyed.load(), total);
+  EXPECT_EQ(timer->pendingTimeouts(), 0);
+}
+
+}  // namespace
+}  // namespace tickwheel

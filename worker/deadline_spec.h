@@ -1,0 +1,20 @@
+// worker/deadline_spec.h
+// -----------------------------------------------------------------------------
+// Internal. How the facade tells the worker when a new timeout is due.
+
+#ifndef TICKWHEEL_WORKER_DEADLINE_SPEC_H_
+#define TICKWHEEL_WORKER_DEADLINE_SPEC_H_
+
+#include <cstdint>
+
+namespace tickwheel::internal {
+
+struct DeadlineSpec {
+  int64_t nanos = 0;      // a delay (>= 0), or with `absolute` a clock reading
+  bool absolute = false;
+  bool periodic = false;  // the task's table has the period (TaskOps)
+};
+
+}  // namespace tickwheel::internal
+
+#endif  // TICKWHEEL_WORKER_DEADLINE_SPEC_H_

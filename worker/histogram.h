@@ -1,0 +1,76 @@
+// worker/histogram.h
+// -----------------------------------------------------------------------------
+// Internal. The bucket scheme of tickwheel's lateness histogram, shared by the
+// engine, which counts into it, and the public LatenessHistogram
+// (timer/metrics.h), which answers percentiles from it.
+//
+// Log-linear buckets over non-negative int64 values (nanoseconds): bucket 0
+// holds 0; a value v >= 1 with bit width w (2^(w-1) <= v < 2^w) goes to one
+// of kSubBuckets equal slices of [2^(w-1), 2^w). So a bucket is at most
+// 1/kSubBuckets of its values wide (12.5%), and all of int64 takes
+// kBuckets counters (4 KiB of int64).
+//
+// Thread-safety: pure functions, and HistogramCounts, whose counters one
+// thread writes (relaxed stores) while others read (relaxed loads).
+
+#ifndef TICKWHEEL_WORKER_HISTOGRAM_H_
+#define TICKWHEEL_WORKER_HISTOGRAM_H_
+
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cstdint>
+
+namespace tickwheel::internal {
+
+inline constexpr int kSubBucketBits = 3;
+inline constexpr int kSubBuckets = 1 << kSubBucketBits;
+// Bucket 0, then kSubBuckets per bit width 1..63.
+inline constexpr int kHistogramBuckets = 1 + 63 * kSubBuckets;
+
+// The bucket of `v` (negative values count as 0).
+constexpr int HistogramBucket(int64_t v) {
+  if (v <= 0) return 0;
+  const auto u = static_cast<uint64_t>(v);
+  const int width = std::bit_width(u);  // 1..63
+  // The kSubBucketBits bits below the leading one (fewer for small values,
+  // which then use the low sub-buckets exactly).
+  const int shift = width - 1 - kSubBucketBits;
+  const uint64_t sub = shift >= 0 ? (u >> shift) & (kSubBuckets - 1)
+                                  : (u << -shift) & (kSubBuckets - 1);
+  return 1 + (width - 1) * kSubBuckets + static_cast<int>(sub);
+}
+
+// The smallest value of bucket `b`.
+constexpr int64_t HistogramBucketLow(int b) {
+  if (b <= 0) return 0;
+  const int width = 1 + (b - 1) / kSubBuckets;
+  const uint64_t sub = static_cast<uint64_t>((b - 1) % kSubBuckets);
+  const uint64_t top = uint64_t{1} << (width - 1);
+  const int shift = width - 1 - kSubBucketBits;
+  const uint64_t low = shift >= 0 ? top | sub << shift : top | sub >> -shift;
+  return static_cast<int64_t>(low);
+}
+
+static_assert(HistogramBucket(0) == 0 && HistogramBucket(1) == 1);
+static_assert(HistogramBucketLow(HistogramBucket(1000)) <= 1000);
+static_assert(HistogramBucket(INT64_MAX) == kHistogramBuckets - 1);
+
+// The counters of one histogram: written by one thread, read by any.
+struct HistogramCounts {
+  std::array<std::atomic<int64_t>, kHistogramBuckets> counts{};
+  std::atomic<int64_t> max{0};
+
+  // Single writer: a load and a store, no read-modify-write.
+  void Record(int64_t v) {
+    std::atomic<int64_t>& c = counts[HistogramBucket(v)];
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (v > max.load(std::memory_order_relaxed)) {
+      max.store(v, std::memory_order_relaxed);
+    }
+  }
+};
+
+}  // namespace tickwheel::internal
+
+#endif  // TICKWHEEL_WORKER_HISTOGRAM_H_

@@ -1,0 +1,185 @@
+// newTimeout()'s side of the worker: reserving a slot, building the node,
+// publishing it, and waking the worker when it must.
+
+#include <algorithm>
+#include <new>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "tickwheel/worker/interleave.h"
+#include "tickwheel/worker/nanos.h"
+#include "tickwheel/worker/worker.h"
+
+namespace tickwheel::internal {
+
+absl::Status StoppedError(std::string_view call) {
+  return absl::FailedPreconditionError(fmt::format(
+      "{}: the timer has been stopped; create a new Timer", call));
+}
+
+absl::StatusOr<TimeoutNode*> Worker::Schedule(TaskEmplacer emplace,
+                                              void* callable,
+                                              DeadlineSpec when) {
+  // The clock first: the vDSO orders its TSC read (lfence or rdtscp), which
+  // would otherwise wait for the RMW below to complete. Reading it before
+  // the reservation is still reading it during this call, so the deadline is
+  // never early.
+  const int64_t now =
+      when.absolute ? 0
+                    : (config_.monotonic_clock ? MonotonicNanos()
+                                               : config_.clock->NowNanos());
+  const int shard = SharedTimerState::ThisThreadShard();
+  std::atomic<int64_t>& count = shared_.CountWord(shard);
+  if (absl::Status s = Reserve(count); !s.ok()) return s;
+  TICKWHEEL_INTERLEAVE_POINT();
+  if (!started_.load(std::memory_order_acquire)) {
+    if (absl::Status s = StartThread(); !s.ok()) {
+      count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+      return s;
+    }
+  }
+  absl::StatusOr<TimeoutNode*> node = NewNode(
+      emplace, callable, Deadline(now, when), when.periodic, count);
+  if (node.ok()) Publish(*node, shard);
+  return node;
+}
+
+absl::Status Worker::Reserve(std::atomic<int64_t>& count) {
+  // With a limit, a CAS loop, so that the count never exceeds it, not even
+  // for an instant; without, one add.
+  const int64_t max = config_.max_pending_timeouts;
+  int64_t word = count.load(std::memory_order_relaxed);
+  if (max > 0) {
+    do {
+      if (word & SharedTimerState::kClosed) break;
+      if (SharedTimerState::Count(word) >= max) {
+        return absl::ResourceExhaustedError(fmt::format(
+            "newTimeout: number of pending timeouts ({}) would exceed "
+            "max_pending_timeouts ({}); cancel timeouts you no longer need or "
+            "raise the limit",
+            SharedTimerState::Count(word) + 1, max));
+      }
+    } while (!count.compare_exchange_weak(
+        word, word + SharedTimerState::kOne, std::memory_order_relaxed));
+  } else {
+    word = count.fetch_add(SharedTimerState::kOne, std::memory_order_relaxed);
+    if (word & SharedTimerState::kClosed) {
+      count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+    }
+  }
+  if (word & SharedTimerState::kClosed) return StoppedError("newTimeout");
+  return absl::OkStatus();
+}
+
+int64_t Worker::Deadline(int64_t now, DeadlineSpec when) const {
+  // A delay counts from now, or from startTime when the call read the
+  // clock before the worker started; a huge delay saturates at INT64_MAX
+  // instead of wrapping into the past. An absolute deadline is taken as it
+  // is: one in the past is overdue, and runs at once.
+  if (when.absolute) return when.nanos;
+  return SaturatingAdd(std::max(now, start_nanos_), when.nanos);
+}
+
+absl::StatusOr<TimeoutNode*> Worker::NewNode(TaskEmplacer emplace,
+                                             void* callable, int64_t deadline,
+                                             bool periodic,
+                                             std::atomic<int64_t>& count) {
+  auto give_back = [&count] {
+    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+  };
+  auto* node = new (std::nothrow) TimeoutNode;
+  if (node == nullptr) {
+    give_back();
+    return absl::ResourceExhaustedError(
+        "newTimeout: out of memory for the timeout");
+  }
+  try {
+    emplace(node->task(), callable);
+  } catch (...) {  // the callable's own copy or move threw: the caller's
+    delete node;
+    give_back();
+    throw;
+  }
+  node->refs_state.store(TimeoutNode::Pack(2, TimeoutState::kQueued) |
+                             (periodic ? TimeoutNode::kPeriodic : 0),
+                         std::memory_order_relaxed);  // handle + worker
+  node->deadline.store(deadline, std::memory_order_relaxed);
+  return node;
+}
+
+void Worker::Publish(TimeoutNode* node, int shard) {
+  // The fast lane if it has room, else the queue. Either claim (a seq_cst
+  // CAS or exchange) pairs with Sleep()'s check.
+  auto& my_shard = shared_.shards[shard];
+  const int64_t deadline = node->deadline.load(std::memory_order_relaxed);
+  TICKWHEEL_INTERLEAVE_POINT();
+  const int64_t cell = my_shard.lane.Claim();
+  if (cell < 0) {
+    // The lane is full: kLaneCapacity nodes wait for a worker that sleeps
+    // (or runs behind). Overflowing into the queue wakes it whatever the
+    // deadline, so that what waits, cancelled nodes included, is bounded by
+    // a count rather than by the time to the next deadline.
+    my_shard.queue.Push(node);
+    WakeForBacklog();
+    return;
+  }
+  node->SetLaneCell(my_shard.lane.Cell(cell));
+  my_shard.lane.Publish(cell, node);
+  TICKWHEEL_INTERLEAVE_POINT();
+  WakeIfSleepingPast(deadline);
+}
+
+void Worker::WakeIfSleepingPast(int64_t deadline) {
+  // The first producer to need it claims the wake-up (kAwake): the woken
+  // worker drains the queues before it plans again, so later producers
+  // need not wake it.
+  int64_t limit = wake_limit_.load(std::memory_order_seq_cst);
+  while (deadline <= limit) {
+    if (wake_limit_.compare_exchange_weak(limit, kAwake,
+                                          std::memory_order_seq_cst)) {
+      WakeWorker();
+      return;
+    }
+  }
+}
+
+void Worker::WakeForBacklog() {
+  int64_t limit = wake_limit_.load(std::memory_order_seq_cst);
+  while (limit != kAwake) {
+    if (wake_limit_.compare_exchange_weak(limit, kAwake,
+                                          std::memory_order_seq_cst)) {
+      WakeWorker();
+      return;
+    }
+  }
+}
+
+void Worker::WakeWorker() {
+  MutexLock lock(&wake_mu_);
+  if (sleeper_ != nullptr) sleeper_->Wake();
+}
+
+absl::Status Worker::StartThread() {
+  MutexLock lock(&start_mu_);
+  if (started_.load(std::memory_order_relaxed)) return absl::OkStatus();
+  if (shared_.shards[0].pending_word.load(std::memory_order_relaxed) &
+      SharedTimerState::kClosed) {
+    return StoppedError("newTimeout");
+  }
+  SetSleeperBeforeStart(config_.clock->NewSleeper());
+  try {
+    thread_ = std::thread([self = shared_from_this()] { self->Run(); });
+  } catch (const std::system_error& e) {
+    SetSleeperBeforeStart(nullptr);
+    return absl::ResourceExhaustedError(
+        fmt::format("newTimeout: cannot start the worker thread: {}", e.what()));
+  }
+  // newTimeout() must not compute a deadline before startTime exists.
+  start_ready_.wait(false, std::memory_order_acquire);
+  started_.store(true, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+}  // namespace tickwheel::internal
