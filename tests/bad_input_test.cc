@@ -75,52 +75,6 @@ TEST(BadInputTest, EmptyTaskIsInvalidArgument) {
   EXPECT_EQ(fn_runs.load(), 1);
 }
 
-TEST(BadInputTest, ZeroNegativeAndSubNanosecondTicksAreInvalidArgument) {
-  const int64_t live = LiveTimerCount();
-  for (absl::Duration tick :
-       {absl::ZeroDuration(), absl::Nanoseconds(-1), absl::Milliseconds(-100),
-        -absl::InfiniteDuration(), absl::Nanoseconds(0.5)}) {
-    absl::StatusOr<std::unique_ptr<Timer>> r = Timer::Create(Tick(tick));
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument)
-        << absl::FormatDuration(tick);
-    EXPECT_TRUE(Contains(r.status(), "tick_duration")) << r.status();
-  }
-  // An infinite tick overflows tick * ticks_per_wheel; alone it is just long.
-  EXPECT_EQ(Timer::Create(Tick(absl::InfiniteDuration())).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(LiveTimerCount(), live) << "a failed Create() kept its slot";
-}
-
-TEST(BadInputTest, TicksPerWheelOutOfRangeIsInvalidArgument) {
-  for (int n : {0, -1, INT_MIN, (1 << 30) + 1, INT_MAX}) {
-    absl::StatusOr<std::unique_ptr<Timer>> r =
-        Timer::Create(Tick(absl::Milliseconds(1), n));
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << n;
-    EXPECT_TRUE(Contains(r.status(), "ticks_per_wheel")) << r.status();
-    EXPECT_TRUE(Contains(r.status(), std::to_string(n))) << r.status();
-  }
-  for (auto [asked, got] : {std::pair{1, 1}, {3, 4}, {1000, 1024}, {4096, 4096}}) {
-    auto timer = Timer::Create(Tick(absl::Milliseconds(1), asked));
-    ASSERT_TRUE(timer.ok()) << timer.status();
-    EXPECT_EQ((*timer)->ticksPerWheel(), got);
-  }
-}
-
-TEST(BadInputTest, HugeTickWithOneBucketWorks) {
-  // tick * ticks_per_wheel = INT64_MAX ns exactly: allowed, and usable.
-  auto clock = std::make_shared<ManualClock>();
-  TimerOptions options = Tick(absl::Nanoseconds(INT64_MAX), 1);
-  options.clock = clock;
-  auto timer = Timer::Create(options).value();
-  auto probe = std::make_shared<Probe>();
-  ASSERT_TRUE(timer->newTimeout(ProbeTask(probe), absl::ZeroDuration()).ok());
-  clock->AdvanceAndSettle(absl::Hours(24 * 365));
-  EXPECT_EQ(probe->runs.load(), 0);  // the first tick ends in 292 years
-  std::vector<Timeout> left = timer->stop().value();
-  ASSERT_EQ(left.size(), 1u);
-  EXPECT_TRUE(left[0].takeTask() != nullptr);
-}
-
 // Delays that are zero, negative or -infinite run at the first tick, in the
 // order they were scheduled; infinite and beyond-int64 ones never run and come
 // back from stop(), last.

@@ -21,47 +21,6 @@ using ::tickwheel::testing::Tick;
 
 constexpr int64_t kMs = 1000000;
 
-absl::StatusCode CreateCode(absl::Duration tick, int ticks_per_wheel) {
-  return Timer::Create(Tick(tick, ticks_per_wheel)).status().code();
-}
-
-TEST(TimerTest, CreateRejectsBadTick) {
-  EXPECT_EQ(CreateCode(absl::ZeroDuration(), 512),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(CreateCode(absl::Milliseconds(-1), 512),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(CreateCode(absl::Nanoseconds(0.5), 512),
-            absl::StatusCode::kInvalidArgument);
-  absl::Status s = Timer::Create(Tick(absl::Milliseconds(-3))).status();
-  EXPECT_NE(s.message().find("-3ms"), std::string::npos) << s;
-}
-
-TEST(TimerTest, CreateRejectsBadWheelLength) {
-  for (int bad : {0, -1, (1 << 30) + 1, INT32_MAX}) {
-    absl::Status s = Timer::Create(Tick(absl::Milliseconds(1), bad)).status();
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(s.message().find(std::to_string(bad)), std::string::npos) << s;
-  }
-}
-
-TEST(TimerTest, CreateRejectsTickTimesWheelOverflow) {
-  // 2^20 buckets of 10^13 ns overflow int64 nanoseconds (9.2e18).
-  absl::Status s = Timer::Create(Tick(absl::Seconds(10000), 1 << 20)).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_NE(s.message().find("overflows"), std::string::npos) << s;
-  EXPECT_EQ(CreateCode(absl::InfiniteDuration(), 1),
-            absl::StatusCode::kInvalidArgument);
-}
-
-TEST(TimerTest, CreateRoundsWheelUpAndHonoursSubMillisecondTicks) {
-  auto timer = Timer::Create(Tick(absl::Microseconds(100), 500)).value();
-  EXPECT_EQ(timer->ticksPerWheel(), 512);
-  EXPECT_EQ(timer->tickDuration(), absl::Microseconds(100));
-  auto tiny = Timer::Create(Tick(absl::Nanoseconds(1), 1)).value();
-  EXPECT_EQ(tiny->tickDuration(), absl::Nanoseconds(1));
-  EXPECT_EQ(tiny->ticksPerWheel(), 1);
-}
-
 TEST(TimerTest, NewTimeoutRejectsEmptyTask) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
   absl::StatusOr<Timeout> r = t.timer->newTimeout(nullptr, absl::Seconds(1));

@@ -20,17 +20,9 @@ namespace {
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::Probe;
 using ::tickwheel::testing::ProbeTask;
+using ::tickwheel::testing::SettlePastHousekeeping;
 using ::tickwheel::testing::Tick;
-
-constexpr int64_t kMs = 1000000;
-
-// Lets the worker drain its queues and finish the housekeeping wake-ups that
-// follow queue traffic (at most one per tick, two ticks in all).
-void SettlePastHousekeeping(testing::ManualTimer& t) {
-  t.clock->AwaitIdle();
-  t.clock->AdvanceAndSettle(t.timer->tickDuration());
-  t.clock->AdvanceAndSettle(t.timer->tickDuration());
-}
+using ::tickwheel::testing::kMs;
 
 TEST(TimerWakeupTest, OneFarTimeoutCostsNoWakeUps) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
