@@ -21,112 +21,6 @@ using ::tickwheel::testing::Tick;
 
 constexpr int64_t kMs = 1000000;
 
-TEST(TimerTest, NewTimeoutRejectsEmptyTask) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
-  absl::StatusOr<Timeout> r = t.timer->newTimeout(nullptr, absl::Seconds(1));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(t.timer->pendingTimeouts(), 0);
-  EXPECT_EQ(t.clock->SleeperCount(), 0);  // no thread was started for it
-}
-
-TEST(TimerTest, FireOnceNeverEarlyAndWithinOneTick) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(10), 8));
-  // Schedule at various offsets inside a tick, with delays crossing many
-  // revolutions of the 8-bucket wheel (80 ms per revolution).
-  struct Case {
-    int64_t schedule_at;
-    int64_t delay;
-    std::shared_ptr<Probe> probe = std::make_shared<Probe>();
-  };
-  std::vector<Case> cases;
-  for (int64_t at : {0, 3, 10, 17}) {
-    for (int64_t delay : {0, 1, 9, 10, 11, 79, 80, 81, 250, 1234}) {
-      cases.push_back({at * kMs, delay * kMs});
-    }
-  }
-  int64_t now = 0;
-  for (int64_t at : {0, 3, 10, 17}) {
-    t.clock->AdvanceAndSettle(absl::Nanoseconds(at * kMs - now));
-    now = at * kMs;
-    for (Case& c : cases) {
-      if (c.schedule_at != now) continue;
-      ASSERT_TRUE(t.timer
-                      ->newTimeout(ProbeTask(c.probe, t.clock),
-                                   absl::Nanoseconds(c.delay))
-                      .ok());
-    }
-  }
-  // Step 1 ms at a time so that each run time is known to the millisecond.
-  t.clock->AdvanceInSteps(absl::Milliseconds(1500), absl::Milliseconds(1));
-  for (const Case& c : cases) {
-    SCOPED_TRACE(::testing::Message() << "at=" << c.schedule_at / kMs
-                                    << "ms delay=" << c.delay / kMs << "ms");
-    ASSERT_EQ(c.probe->runs.load(), 1);
-    const int64_t lateness =
-        c.probe->ran_at_nanos.load() - (c.schedule_at + c.delay);
-    EXPECT_GE(lateness, 0);        // never early
-    EXPECT_LE(lateness, 10 * kMs);  // within one tick
-  }
-  EXPECT_EQ(t.timer->pendingTimeouts(), 0);
-  EXPECT_EQ(t.timer->metrics().expired, static_cast<int64_t>(cases.size()));
-}
-
-TEST(TimerTest, RunsAtTheFirstTickBoundaryAfterTheDeadline) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(10), 4));
-  auto exact = std::make_shared<Probe>();
-  auto just_after = std::make_shared<Probe>();
-  auto far = std::make_shared<Probe>();
-  t.timer->newTimeout(ProbeTask(exact, t.clock), absl::Milliseconds(30)).value();
-  t.timer->newTimeout(ProbeTask(just_after, t.clock), absl::Milliseconds(31))
-      .value();
-  // 4 buckets of 10 ms: 1000 revolutions away.
-  t.timer->newTimeout(ProbeTask(far, t.clock), absl::Milliseconds(40000))
-      .value();
-  t.clock->AdvanceInSteps(absl::Milliseconds(40010), absl::Milliseconds(10));
-  EXPECT_EQ(exact->ran_at_nanos.load(), 30 * kMs);
-  EXPECT_EQ(just_after->ran_at_nanos.load(), 40 * kMs);
-  EXPECT_EQ(far->ran_at_nanos.load(), 40000 * kMs);
-}
-
-TEST(TimerTest, NegativeAndZeroDelaysRunAtTheNextTick) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
-  auto negative = std::make_shared<Probe>();
-  auto zero = std::make_shared<Probe>();
-  auto minus_inf = std::make_shared<Probe>();
-  t.timer->newTimeout(ProbeTask(negative, t.clock), absl::Seconds(-5)).value();
-  t.timer->newTimeout(ProbeTask(zero, t.clock), absl::ZeroDuration()).value();
-  t.timer->newTimeout(ProbeTask(minus_inf, t.clock), -absl::InfiniteDuration())
-      .value();
-  t.clock->AdvanceAndSettle(absl::Milliseconds(9));
-  EXPECT_EQ(zero->runs.load(), 0);
-  t.clock->AdvanceAndSettle(absl::Milliseconds(1));
-  EXPECT_EQ(negative->ran_at_nanos.load(), 10 * kMs);
-  EXPECT_EQ(zero->ran_at_nanos.load(), 10 * kMs);
-  EXPECT_EQ(minus_inf->ran_at_nanos.load(), 10 * kMs);
-}
-
-TEST(TimerTest, HugeDelaysDoNotOverflowIntoThePast) {
-  // A long tick keeps the worker's catch-up loop short while the clock jumps
-  // by decades.
-  auto t = MakeManualTimer(Tick(absl::Hours(24), 8));
-  auto inf = std::make_shared<Probe>();
-  auto huge = std::make_shared<Probe>();
-  auto near_limit = std::make_shared<Probe>();
-  t.timer->newTimeout(ProbeTask(inf), absl::InfiniteDuration()).value();
-  t.timer->newTimeout(ProbeTask(huge), absl::Hours(24 * 365 * 200)).value();
-  t.timer->newTimeout(ProbeTask(near_limit), absl::Nanoseconds(INT64_MAX - 1))
-      .value();
-  t.clock->AdvanceAndSettle(absl::Hours(24 * 365 * 100));  // 100 years
-  EXPECT_EQ(inf->runs.load(), 0);
-  EXPECT_EQ(huge->runs.load(), 0);
-  EXPECT_EQ(near_limit->runs.load(), 0);
-  EXPECT_EQ(t.timer->pendingTimeouts(), 3);
-  t.clock->AdvanceAndSettle(absl::Hours(24 * 365 * 101));  // 201 years
-  EXPECT_EQ(huge->runs.load(), 1);
-  EXPECT_EQ(inf->runs.load(), 0);
-  EXPECT_EQ(t.timer->stop().value().size(), 2u);
-}
-
 TEST(TimerTest, CancelBeforeExpiryDestroysCapturesAtOnce) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
   auto probe = std::make_shared<Probe>();
@@ -200,31 +94,6 @@ TEST(TimerTest, MaxPendingIsEnforcedAndSlotsAreReleased) {
   EXPECT_TRUE(t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).ok());
 }
 
-TEST(TimerTest, TasksMayScheduleAndCancelOnTheirOwnTimer) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
-  auto second = std::make_shared<Probe>();
-  auto victim = std::make_shared<Probe>();
-  Timeout victim_timeout =
-      t.timer->newTimeout(ProbeTask(victim), absl::Milliseconds(100)).value();
-  t.timer
-      ->newTimeout(
-          [&, second](const Timeout& self) {
-            EXPECT_EQ(self.timer(), t.timer.get());
-            EXPECT_TRUE(self.isExpired());
-            EXPECT_TRUE(victim_timeout.cancel());
-            ASSERT_TRUE(self.timer()
-                            ->newTimeout(ProbeTask(second, t.clock),
-                                         absl::Milliseconds(20))
-                            .ok());
-          },
-          absl::Milliseconds(10))
-      .value();
-  t.clock->AdvanceInSteps(absl::Milliseconds(200), absl::Milliseconds(10));
-  EXPECT_EQ(victim->runs.load(), 0);
-  EXPECT_EQ(second->runs.load(), 1);
-  EXPECT_EQ(second->ran_at_nanos.load(), 30 * kMs);
-}
-
 TEST(TimerTest, WorkerCatchesUpMissedTicksInOrder) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(10), 4));
   std::vector<int> order;  // written by the worker only
@@ -240,15 +109,6 @@ TEST(TimerTest, WorkerCatchesUpMissedTicksInOrder) {
   EXPECT_EQ(m.ticks, 100);
   EXPECT_EQ(m.catch_up_ticks, 5);  // the five ticks that had work
   EXPECT_GE(m.worst_lateness, absl::Milliseconds(700));
-}
-
-TEST(TimerTest, ChronoOverload) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
-  auto probe = std::make_shared<Probe>();
-  t.timer->newTimeout(ProbeTask(probe, t.clock), std::chrono::milliseconds(25))
-      .value();
-  t.clock->AdvanceInSteps(absl::Milliseconds(50), absl::Milliseconds(10));
-  EXPECT_EQ(probe->ran_at_nanos.load(), 30 * kMs);
 }
 
 TEST(TimerTest, EmptyHandleIsInert) {
