@@ -151,19 +151,6 @@ TEST(BadInputTest, MaxPendingWhileTasksExpireAndAreCancelled) {
   EXPECT_EQ(accepted.load(), ran.load() + cancelled.load() + static_cast<int64_t>(left));
 }
 
-TEST(BadInputTest, EmptyHandleIsInert) {
-  const Timeout empty;
-  EXPECT_FALSE(empty.cancel());
-  EXPECT_FALSE(empty.isCancelled());
-  EXPECT_FALSE(empty.isExpired());
-  EXPECT_EQ(empty.timer(), nullptr);
-  EXPECT_TRUE(empty.takeTask() == nullptr);
-  EXPECT_FALSE(static_cast<bool>(empty));
-  Timeout copy = empty, moved = std::move(copy);
-  EXPECT_TRUE(moved == empty);
-  EXPECT_FALSE(moved.cancel());
-}
-
 TEST(BadInputTest, TakeTaskOnlyOnceAndOnlyAfterStop) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(10)));
   auto ran = std::make_shared<Probe>(), cancelled = std::make_shared<Probe>();

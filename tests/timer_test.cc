@@ -21,51 +21,6 @@ using ::tickwheel::testing::Tick;
 
 constexpr int64_t kMs = 1000000;
 
-TEST(TimerTest, CancelBeforeExpiryDestroysCapturesAtOnce) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
-  auto probe = std::make_shared<Probe>();
-  Timeout timeout =
-      t.timer->newTimeout(ProbeTask(probe), absl::Seconds(30)).value();
-  EXPECT_EQ(t.timer->pendingTimeouts(), 1);
-  EXPECT_TRUE(timeout.cancel());
-  EXPECT_EQ(t.timer->pendingTimeouts(), 0);  // reflected when cancel returns
-  EXPECT_TRUE(timeout.isCancelled());
-  EXPECT_FALSE(timeout.isExpired());
-  EXPECT_TRUE(probe->captures_destroyed.load());  // by cancel() itself
-  EXPECT_FALSE(timeout.cancel());  // only the first cancel wins
-  t.clock->AdvanceAndSettle(absl::Milliseconds(10));
-  EXPECT_EQ(t.timer->metrics().cancelled, 1);
-  t.clock->AdvanceInSteps(absl::Seconds(31), absl::Seconds(1));
-  EXPECT_EQ(probe->runs.load(), 0);
-  EXPECT_TRUE(timeout.takeTask() == nullptr);
-}
-
-TEST(TimerTest, CancelAfterExpiryReturnsFalse) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
-  auto probe = std::make_shared<Probe>();
-  Timeout timeout =
-      t.timer->newTimeout(ProbeTask(probe), absl::Milliseconds(5)).value();
-  t.clock->AdvanceAndSettle(absl::Milliseconds(10));
-  EXPECT_EQ(probe->runs.load(), 1);
-  EXPECT_TRUE(timeout.isExpired());
-  EXPECT_FALSE(timeout.cancel());
-  EXPECT_FALSE(timeout.isCancelled());
-  EXPECT_TRUE(probe->captures_destroyed.load());  // destroyed after its run
-}
-
-TEST(TimerTest, CancelWhileStillInThePendingQueue) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
-  auto probe = std::make_shared<Probe>();
-  // Scheduled and cancelled within one tick: the worker meets the node first
-  // in the cancellation queue, then in the pending queue.
-  Timeout timeout =
-      t.timer->newTimeout(ProbeTask(probe), absl::Milliseconds(1)).value();
-  ASSERT_TRUE(timeout.cancel());
-  t.clock->AdvanceInSteps(absl::Milliseconds(50), absl::Milliseconds(10));
-  EXPECT_EQ(probe->runs.load(), 0);
-  EXPECT_TRUE(probe->captures_destroyed.load());
-}
-
 TEST(TimerTest, MaxPendingIsEnforcedAndSlotsAreReleased) {
   TimerOptions options = Tick(absl::Milliseconds(10));
   options.max_pending_timeouts = 3;
@@ -109,30 +64,6 @@ TEST(TimerTest, WorkerCatchesUpMissedTicksInOrder) {
   EXPECT_EQ(m.ticks, 100);
   EXPECT_EQ(m.catch_up_ticks, 5);  // the five ticks that had work
   EXPECT_GE(m.worst_lateness, absl::Milliseconds(700));
-}
-
-TEST(TimerTest, EmptyHandleIsInert) {
-  Timeout empty;
-  EXPECT_FALSE(static_cast<bool>(empty));
-  EXPECT_EQ(empty.timer(), nullptr);
-  EXPECT_FALSE(empty.isExpired());
-  EXPECT_FALSE(empty.isCancelled());
-  EXPECT_FALSE(empty.cancel());
-  EXPECT_TRUE(empty.takeTask() == nullptr);
-}
-
-TEST(TimerTest, HandlesAreCheapSharedReferences) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
-  Timeout a = t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).value();
-  Timeout b = a;
-  Timeout c;
-  c = b;
-  EXPECT_TRUE(a == b && b == c);
-  EXPECT_TRUE(c.cancel());
-  EXPECT_TRUE(a.isCancelled());
-  Timeout moved = std::move(a);
-  EXPECT_TRUE(moved.isCancelled());
-  EXPECT_EQ(moved.timer(), t.timer.get());
 }
 
 TEST(TimerTest, MetricsFormatWithFmt) {
