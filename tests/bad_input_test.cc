@@ -151,65 +151,6 @@ TEST(BadInputTest, MaxPendingWhileTasksExpireAndAreCancelled) {
   EXPECT_EQ(accepted.load(), ran.load() + cancelled.load() + static_cast<int64_t>(left));
 }
 
-TEST(BadInputTest, TakeTaskOnlyOnceAndOnlyAfterStop) {
-  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(10)));
-  auto ran = std::make_shared<Probe>(), cancelled = std::make_shared<Probe>();
-  auto stopped = std::make_shared<Probe>(), raced = std::make_shared<Probe>();
-  Timeout a = t.timer->newTimeout(ProbeTask(ran), absl::Milliseconds(10)).value();
-  Timeout b = t.timer->newTimeout(ProbeTask(cancelled), absl::Seconds(5)).value();
-  Timeout c = t.timer->newTimeout(ProbeTask(stopped), absl::Seconds(5)).value();
-  Timeout d = t.timer->newTimeout(ProbeTask(raced), absl::Seconds(6)).value();
-  EXPECT_TRUE(c.takeTask() == nullptr) << "pending: no task to take";
-  t.clock->AdvanceAndSettle(absl::Milliseconds(10));
-  ASSERT_TRUE(b.cancel());
-  EXPECT_TRUE(a.takeTask() == nullptr) << "ran: no task to take";
-  EXPECT_TRUE(b.takeTask() == nullptr) << "cancelled: no task to take";
-  ASSERT_EQ(t.timer->stop().value().size(), 2u);
-  TimerTask task = c.takeTask();
-  ASSERT_TRUE(task != nullptr);
-  EXPECT_TRUE(c.takeTask() == nullptr) << "second takeTask()";
-  task(c);  // the caller may run it elsewhere
-  EXPECT_EQ(stopped->runs.load(), 1);
-  task = nullptr;
-  EXPECT_TRUE(stopped->captures_destroyed.load());
-  // Two threads race for d's task: exactly one gets it.
-  std::atomic<int> got{0};
-  std::thread x([&] { got += d.takeTask() != nullptr; });
-  std::thread y([&] { got += d.takeTask() != nullptr; });
-  x.join();
-  y.join();
-  EXPECT_EQ(got.load(), 1);
-  EXPECT_TRUE(raced->captures_destroyed.load());
-  EXPECT_EQ(raced->runs.load(), 0);
-}
-
-TEST(BadInputTest, StopFromATaskAndFromTheExecutorFails) {
-  std::atomic<Timer*> self{nullptr};
-  std::vector<absl::Status> seen;  // written on the worker thread only
-  TimerOptions options = Tick(absl::Milliseconds(10));
-  options.task_executor = [&](absl::AnyInvocable<void()> run) {
-    seen.push_back(self.load()->stop().status());  // the executor itself
-    run();
-  };
-  ManualTimer t = MakeManualTimer(options);
-  self.store(t.timer.get());
-  auto later = std::make_shared<Probe>();
-  ASSERT_TRUE(t.timer->newTimeout([&](const Timeout& me) {
-    seen.push_back(me.timer()->stop().status());  // a task, run by the executor
-  }, absl::Milliseconds(10)).ok());
-  ASSERT_TRUE(t.timer->newTimeout(ProbeTask(later), absl::Milliseconds(20)).ok());
-  t.clock->AdvanceAndSettle(absl::Milliseconds(10));
-  ASSERT_EQ(seen.size(), 2u);
-  for (const absl::Status& s : seen) {
-    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
-    EXPECT_TRUE(Contains(s, "worker thread")) << s;
-  }
-  // The timer is unharmed.
-  t.clock->AdvanceAndSettle(absl::Milliseconds(10));
-  EXPECT_EQ(later->runs.load(), 1);
-  EXPECT_TRUE(t.timer->stop().ok());
-}
-
 // What is allowed around destruction (see docs/RELIABILITY.md): stop() while
 // producers call newTimeout(), then join them, then destroy; cancel() racing
 // the destructor; handles outliving the Timer; a task destroying its Timer.
