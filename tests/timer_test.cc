@@ -21,34 +21,6 @@ using ::tickwheel::testing::Tick;
 
 constexpr int64_t kMs = 1000000;
 
-TEST(TimerTest, MaxPendingIsEnforcedAndSlotsAreReleased) {
-  TimerOptions options = Tick(absl::Milliseconds(10));
-  options.max_pending_timeouts = 3;
-  auto t = MakeManualTimer(options);
-  std::vector<Timeout> timeouts;
-  for (int i = 0; i < 3; ++i) {
-    timeouts.push_back(
-        t.timer->newTimeout([](const Timeout&) {}, absl::Milliseconds(15 + i * 100))
-            .value());
-  }
-  absl::Status full =
-      t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).status();
-  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(full.message().find("(4)"), std::string::npos) << full;
-  EXPECT_NE(full.message().find("(3)"), std::string::npos) << full;
-  EXPECT_EQ(t.timer->pendingTimeouts(), 3);
-
-  // A cancel frees its slot as soon as it returns.
-  ASSERT_TRUE(timeouts[2].cancel());
-  EXPECT_TRUE(t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).ok());
-  EXPECT_FALSE(t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).ok());
-  // An expiry frees its slot too.
-  t.clock->AdvanceAndSettle(absl::Milliseconds(20));
-  EXPECT_TRUE(timeouts[0].isExpired());
-  EXPECT_EQ(t.timer->pendingTimeouts(), 2);
-  EXPECT_TRUE(t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).ok());
-}
-
 TEST(TimerTest, WorkerCatchesUpMissedTicksInOrder) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(10), 4));
   std::vector<int> order;  // written by the worker only
