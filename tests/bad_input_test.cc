@@ -34,26 +34,6 @@ using ::tickwheel::testing::Probe;
 using ::tickwheel::testing::ProbeTask;
 using ::tickwheel::testing::Tick;
 
-// A ManualClock that starts just below INT64_MAX: tick ends and deadlines
-// beyond INT64_MAX saturate instead of overflowing, and what cannot be reached
-// is kept, not run and not lost. (The clock stops one nanosecond short of
-// INT64_MAX: see tests/repro_clock_saturation_test.cc.)
-TEST(BadInputTest, ClockNearTheInt64Limit) {
-  auto clock = std::make_shared<ManualClock>(INT64_MAX - 1000);
-  TimerOptions options = Tick(absl::Nanoseconds(10), 4);
-  options.clock = clock;
-  auto timer = Timer::Create(options).value();
-  auto soon = std::make_shared<Probe>(), late = std::make_shared<Probe>();
-  ASSERT_TRUE(timer->newTimeout(ProbeTask(soon), absl::Nanoseconds(5)).ok());
-  ASSERT_TRUE(timer->newTimeout(ProbeTask(late), absl::Nanoseconds(5000)).ok());
-  clock->AdvanceAndSettle(absl::Nanoseconds(10));
-  EXPECT_EQ(soon->runs.load(), 1);
-  clock->AdvanceAndSettle(absl::Nanoseconds(989));  // INT64_MAX - 1
-  EXPECT_EQ(clock->NowNanos(), INT64_MAX - 1);
-  EXPECT_EQ(late->runs.load(), 0);
-  EXPECT_EQ(timer->stop().value().size(), 1u);
-}
-
 // The same on the real clock with a 1 ms tick, so slots are freed by expiry
 // and cancel() while producers race for them; tasks check the bound too.
 TEST(BadInputTest, MaxPendingWhileTasksExpireAndAreCancelled) {
