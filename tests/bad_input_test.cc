@@ -136,51 +136,5 @@ TEST(BadInputTest, CancelRacingTheDestructorAndHandlesOutlivingTheTimer) {
   EXPECT_LE(ran + cancelled.load(), 2000);
 }
 
-// A task blocks while the clock moves on by several ticks: the worker then
-// processes every missed tick in order, each task in its own tick, none before
-// its deadline.
-TEST(BadInputTest, BlockingTaskMakesLaterOnesCatchUpInOrderNoneEarly) {
-  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(10), 4));
-  std::mutex mu;
-  std::condition_variable cv;
-  bool started = false, release = false;
-  struct Run { int id; int64_t tick; int64_t clock_ms; };
-  std::vector<Run> runs;  // guarded by mu
-  for (int i = 0; i < 10; ++i) {
-    ASSERT_TRUE(t.timer->newTimeout([&, i](const Timeout& self) {
-      std::unique_lock<std::mutex> lock(mu);
-      runs.push_back({i, self.timer()->metrics().ticks,
-                      t.clock->NowNanos() / 1000000});
-      if (i == 1) {
-        started = true;
-        cv.notify_all();
-        cv.wait(lock, [&] { return release; });
-      }
-    }, absl::Milliseconds(10 * (i + 1))).ok());  // task i due at tick i
-  }
-  t.clock->AdvanceAndSettle(absl::Milliseconds(10));
-  t.clock->Advance(absl::Milliseconds(10));  // task 1 starts and blocks
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return started; });
-  }
-  t.clock->Advance(absl::Milliseconds(50));  // ticks 2..6 are now overdue
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-    cv.notify_all();
-  }
-  t.clock->AwaitIdle();
-  std::lock_guard<std::mutex> lock(mu);
-  ASSERT_EQ(runs.size(), 7u);
-  for (int i = 0; i < 7; ++i) {
-    EXPECT_EQ(runs[i].id, i);
-    EXPECT_EQ(runs[i].tick, i) << "task " << i << " ran in the wrong tick";
-    EXPECT_GE(runs[i].clock_ms, 10 * (i + 1)) << "task " << i << " ran early";
-  }
-  EXPECT_GE(t.timer->metrics().catch_up_ticks, 1);
-  EXPECT_EQ(t.timer->pendingTimeouts(), 3);
-}
-
 }  // namespace
 }  // namespace tickwheel
