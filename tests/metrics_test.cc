@@ -1,11 +1,13 @@
-// Timer behaviour on a ManualClock: options, error codes, scheduling
-// arithmetic (never early, within one tick, rounds), cancellation and the
-// max-pending limit. Every wait is AwaitIdle(), so nothing here depends on the
-// machine's speed.
+// tests/metrics_test.cc
+// -----------------------------------------------------------------------------
+// TimerMetrics as text: fmt formats it exactly as ToString() does, with each
+// counter named. (What the counters count is checked where each behaviour is:
+// expiries in scheduling_test, catch-up ticks and lateness in catch_up_test,
+// wake-ups in timer_wakeup_test, cancels in cancel_test.)
 
-#include <memory>
-#include <vector>
+#include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
@@ -15,13 +17,9 @@ namespace tickwheel {
 namespace {
 
 using ::tickwheel::testing::MakeManualTimer;
-using ::tickwheel::testing::Probe;
-using ::tickwheel::testing::ProbeTask;
 using ::tickwheel::testing::Tick;
 
-constexpr int64_t kMs = 1000000;
-
-TEST(TimerTest, MetricsFormatWithFmt) {
+TEST(MetricsTest, MetricsFormatWithFmtAsToString) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
   t.timer->newTimeout([](const Timeout&) {}, absl::Milliseconds(5)).value();
   t.clock->AdvanceAndSettle(absl::Milliseconds(10));
