@@ -1,4 +1,5 @@
-// Tests for worker/duration_nanos.h: the inline path and the library's agree.
+// Tests for DelayNanos() in worker/nanos.h: the inline path and the
+// library's agree.
 
 #include "tickwheel/worker/nanos.h"
 

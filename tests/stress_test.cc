@@ -1,6 +1,6 @@
 // tests/stress_test.cc
 // -----------------------------------------------------------------------------
-// The exactly-once invariant under threads (issue #4, part 2).
+// The exactly-once invariant under threads.
 //
 // Each round: several producer threads schedule tasks on a real-clock Timer
 // (1 ms tick), cancel random timeouts at random moments, and the tasks

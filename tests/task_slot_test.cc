@@ -1,4 +1,4 @@
-// Tests for timer/task_slot.h: what is stored inline and what is boxed, that
+// Tests for worker/task_slot.h: what is stored inline and what is boxed, that
 // each callable is destroyed exactly once whichever way the slot is emptied,
 // and that Timer::newTimeout() takes a callable straight into its node.
 

@@ -2,15 +2,17 @@
 // -----------------------------------------------------------------------------
 // Helpers shared by the Timer tests: a ManualClock-driven timer factory, a
 // probe that records whether a task ran and whether its captures were
-// destroyed, and a log sink that captures messages.
+// destroyed, a log sink that captures messages, and a few small checks.
 
 #ifndef TICKWHEEL_TESTS_TEST_UTIL_H_
 #define TICKWHEEL_TESTS_TEST_UTIL_H_
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -19,6 +21,15 @@
 #include "tickwheel/timer/manual_clock.h"
 
 namespace tickwheel::testing {
+
+// One millisecond in nanoseconds, for comparing clock readings.
+inline constexpr int64_t kMs = 1000000;
+
+// Whether the message of `s` contains `text`: error messages must name the
+// option or the numbers that were wrong.
+inline bool StatusMentions(const absl::Status& s, std::string_view text) {
+  return std::string(s.message()).find(text) != std::string::npos;
+}
 
 // What happened to one task: ran (how often, at which clock time) and whether
 // the object captured by the task was destroyed.
@@ -73,6 +84,15 @@ inline TimerOptions Tick(absl::Duration tick, int ticks_per_wheel = 512) {
   options.tick_duration = tick;
   options.ticks_per_wheel = ticks_per_wheel;
   return options;
+}
+
+// Lets the worker drain its queues and finish the housekeeping wake-ups that
+// follow queue traffic (at most one per tick, two ticks in all), so that a
+// test can count the wake-ups that come after.
+inline void SettlePastHousekeeping(ManualTimer& t) {
+  t.clock->AwaitIdle();
+  t.clock->AdvanceAndSettle(t.timer->tickDuration());
+  t.clock->AdvanceAndSettle(t.timer->tickDuration());
 }
 
 // Installs a log sink that records messages; restores the previous sink when

@@ -1,10 +1,17 @@
-// Several threads calling newTimeout() and cancel() at once on a real clock:
-// nothing is lost and nothing runs twice. Every task is accounted for exactly
-// once as run, cancelled, or returned by stop(). Run under TSan by the CI.
-// Waits are bounded generously; no assertion depends on the machine's speed.
+// tests/timer_concurrency_test.cc
+// -----------------------------------------------------------------------------
+// Several threads calling newTimeout(), cancel() and stop() at once, and
+// destroying the Timer, on a real clock: nothing is lost and nothing runs
+// twice. Every task is accounted for exactly once as run, cancelled, or
+// returned by stop(); pendingTimeouts() stays exact and within
+// max_pending_timeouts. CI runs it under every sanitizer and with
+// --config=interleave. Waits are bounded generously; no assertion depends on
+// the machine's speed.
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <thread>
@@ -18,6 +25,8 @@
 namespace tickwheel {
 namespace {
 
+using ::tickwheel::testing::Probe;
+using ::tickwheel::testing::ProbeTask;
 using ::tickwheel::testing::Tick;
 
 struct Ledger {
@@ -80,7 +89,14 @@ TEST(TimerConcurrencyTest, ConcurrentScheduleAndCancelLoseNothing) {
   EXPECT_EQ(timer->metrics().expired, ran);
 }
 
-TEST(TimerConcurrencyTest, StopRacingProducersLosesNothing) {
+// What is allowed around destruction (docs/RELIABILITY.md): stop() while
+// producers call newTimeout(), let them see FailedPrecondition and finish,
+// join them, then destroy the Timer. Each call that returned OK ran or came
+// back from stop(); every call after stop() began failed, with
+// FailedPrecondition only. Destroying a Timer while other threads may still
+// call its methods is not allowed (undefined behaviour, as for any object)
+// and is not tested.
+TEST(TimerConcurrencyTest, StopRacingProducersThenDestroyLosesNothing) {
   constexpr int kThreads = 3;
   for (int round = 0; round < 5; ++round) {
     auto timer = Timer::Create(Tick(absl::Milliseconds(1), 32)).value();
@@ -105,13 +121,13 @@ TEST(TimerConcurrencyTest, StopRacingProducersLosesNothing) {
     }
     go.store(true);
     std::this_thread::sleep_for(std::chrono::microseconds(200 * round));
-    std::vector<Timeout> left = timer->stop().value();
+    const int left = static_cast<int>(timer->stop().value().size());
     for (auto& t : producers) t.join();
-    // Every accepted task ran or was returned; none was lost.
-    EXPECT_EQ(ran.load() + static_cast<int>(left.size()), accepted.load())
-        << "round " << round;
-    EXPECT_EQ(accepted.load() + rejected.load(), kThreads * 2000);
     EXPECT_EQ(timer->pendingTimeouts(), 0);
+    timer.reset();  // nobody calls it any more: allowed
+    // Every accepted task ran or was returned; none was lost.
+    EXPECT_EQ(ran.load() + left, accepted.load()) << "round " << round;
+    EXPECT_EQ(accepted.load() + rejected.load(), kThreads * 2000);
   }
 }
 
@@ -186,6 +202,83 @@ TEST(TimerConcurrencyTest, OneThreadsTimeoutsRunInItsOrder) {
     ASSERT_EQ(ran[p].size(), static_cast<size_t>(kPerThread));
     EXPECT_TRUE(std::is_sorted(ran[p].begin(), ran[p].end())) << "thread " << p;
   }
+}
+
+// The limit on the real clock with a 1 ms tick, so that expiries and
+// cancel()s free slots while producers race for them: neither the producers
+// nor the tasks ever see more than max_pending_timeouts, and every accepted
+// task ran, was cancelled or came back from stop().
+TEST(TimerConcurrencyTest, MaxPendingWhileTasksExpireAndAreCancelled) {
+  constexpr int64_t kMax = 8;
+  TimerOptions options = Tick(absl::Milliseconds(1));
+  options.max_pending_timeouts = kMax;
+  auto timer = Timer::Create(options).value();
+  std::atomic<int64_t> worst{0}, accepted{0}, ran{0}, cancelled{0};
+  auto note = [&](int64_t n) {
+    for (int64_t w = worst.load(); n > w && !worst.compare_exchange_weak(w, n);) {
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      for (int k = 0; k < 400; ++k) {
+        auto r = timer->newTimeout(
+            [&](const Timeout& self) {
+              ran++;
+              note(self.timer()->pendingTimeouts());
+            },
+            absl::Microseconds(100 * (k % 20)));
+        note(timer->pendingTimeouts());
+        if (!r.ok()) {
+          EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+          std::this_thread::yield();
+          continue;
+        }
+        accepted++;
+        if ((k + i) % 3 == 0 && r->cancel()) cancelled++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const size_t left = timer->stop().value().size();
+  EXPECT_LE(worst.load(), kMax);
+  EXPECT_EQ(accepted.load(),
+            ran.load() + cancelled.load() + static_cast<int64_t>(left));
+}
+
+// Destroying the Timer while other threads cancel its timeouts is allowed,
+// and the handles outlive it: every task ran at most once or was cancelled,
+// its captures are destroyed, and afterwards each handle reads either expired
+// or cancelled, cancel() returns false and takeTask() nothing.
+TEST(TimerConcurrencyTest, CancelRacingTheDestructorAndHandlesOutlivingTheTimer) {
+  std::vector<std::shared_ptr<Probe>> probes;
+  std::vector<Timeout> handles;
+  auto timer = Timer::Create(Tick(absl::Milliseconds(1))).value();
+  for (int i = 0; i < 2000; ++i) {
+    probes.push_back(std::make_shared<Probe>());
+    handles.push_back(timer->newTimeout(ProbeTask(probes.back()),
+                                        absl::Microseconds(i % 3000)).value());
+  }
+  std::atomic<int64_t> cancelled{0};
+  std::vector<std::thread> cancellers;
+  for (int c = 0; c < 2; ++c) {
+    cancellers.emplace_back([&, c] {
+      for (size_t i = c; i < handles.size(); i += 2) cancelled += handles[i].cancel();
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  timer.reset();  // racing the cancellers: allowed
+  for (auto& th : cancellers) th.join();
+  int64_t ran = 0;
+  for (size_t i = 0; i < probes.size(); ++i) {
+    EXPECT_LE(probes[i]->runs.load(), 1);
+    ran += probes[i]->runs.load();
+    EXPECT_TRUE(probes[i]->captures_destroyed.load()) << i;
+    EXPECT_FALSE(handles[i].cancel()) << "cancel() after the Timer is gone";
+    EXPECT_TRUE(handles[i].takeTask() == nullptr);
+    EXPECT_NE(handles[i].isExpired(), handles[i].isCancelled());
+  }
+  EXPECT_LE(ran + cancelled.load(), 2000);
 }
 
 }  // namespace

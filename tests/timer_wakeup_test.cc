@@ -1,10 +1,13 @@
+// tests/timer_wakeup_test.cc
+// -----------------------------------------------------------------------------
 // When the worker wakes, on a ManualClock: not every tick, only for due work,
 // for an earlier newTimeout(), for housekeeping while traffic flows, and when
 // a backlog reaches its bound (a producer's lane overflows, or thousands of
 // cancelled timeouts wait on one shard); never for an ordinary cancel().
-// Also: a large burst is expired in the tick it is due, and an overdue
-// backlog as soon as the worker reaches it.
+// (What a worker that wakes late does with an overdue backlog is in
+// catch_up_test.)
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -17,20 +20,12 @@
 namespace tickwheel {
 namespace {
 
+using ::tickwheel::testing::kMs;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::Probe;
 using ::tickwheel::testing::ProbeTask;
+using ::tickwheel::testing::SettlePastHousekeeping;
 using ::tickwheel::testing::Tick;
-
-constexpr int64_t kMs = 1000000;
-
-// Lets the worker drain its queues and finish the housekeeping wake-ups that
-// follow queue traffic (at most one per tick, two ticks in all).
-void SettlePastHousekeeping(testing::ManualTimer& t) {
-  t.clock->AwaitIdle();
-  t.clock->AdvanceAndSettle(t.timer->tickDuration());
-  t.clock->AdvanceAndSettle(t.timer->tickDuration());
-}
 
 TEST(TimerWakeupTest, OneFarTimeoutCostsNoWakeUps) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
@@ -96,97 +91,6 @@ TEST(TimerWakeupTest, CancelledNodesAreUnlinkedWhileTrafficFlows) {
   }
   // The housekeeping ticks have unlinked every cancelled node.
   EXPECT_EQ(t.timer->metrics().cancelled, 5);
-}
-
-TEST(TimerWakeupTest, BurstRunsInTheTickItIsDue) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
-  constexpr int kBurst = 20000;  // five slices
-  auto ran = std::make_shared<std::atomic<int>>(0);
-  for (int i = 0; i < kBurst; ++i) {
-    t.timer
-        ->newTimeout([ran](const Timeout&) { ran->fetch_add(1); },
-                     absl::Milliseconds(50))
-        .value();
-  }
-  t.clock->AdvanceAndSettle(absl::Milliseconds(49));
-  EXPECT_EQ(ran->load(), 0);
-  t.clock->AdvanceAndSettle(absl::Milliseconds(1));
-  EXPECT_EQ(ran->load(), kBurst);
-  EXPECT_EQ(t.timer->metrics().catch_up_ticks, 0);
-  EXPECT_EQ(t.timer->metrics().worst_lateness, absl::ZeroDuration());
-}
-
-// Timeouts due later than the worker's planned wake-up do not wake it (up to
-// a full lane), so a worker that wakes late (here: one clock step far past
-// their deadline) finds them still queued, more than one slice of them. Once the first
-// slice's tick is processed the rest are overdue; each must run as soon as
-// the worker reaches it, in scheduling order, not a tick later.
-TEST(TimerWakeupTest, OverdueBacklogRunsWithoutAnotherTick) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
-  t.timer->newTimeout([](const Timeout&) {}, absl::Milliseconds(10)).value();
-  SettlePastHousekeeping(t);  // now 2 ms; the worker sleeps until 10 ms
-  constexpr int kBacklog = 16000;  // four slices; within the fast lane
-  auto order = std::make_shared<std::vector<int>>();
-  order->reserve(kBacklog);
-  const int64_t wakeups = t.timer->metrics().wakeups;
-  for (int i = 0; i < kBacklog; ++i) {
-    t.timer
-        ->newTimeout([order, i](const Timeout&) { order->push_back(i); },
-                     absl::Milliseconds(20))
-        .value();
-  }
-  t.clock->AwaitIdle();
-  EXPECT_EQ(t.timer->metrics().wakeups, wakeups);  // due later than planned
-  EXPECT_TRUE(order->empty());
-  t.clock->Advance(absl::Milliseconds(40));  // to 42 ms, in one step
-  t.clock->AwaitIdle();
-  ASSERT_EQ(static_cast<int>(order->size()), kBacklog);
-  for (int i = 0; i < kBacklog; ++i) ASSERT_EQ((*order)[i], i) << "position " << i;
-  EXPECT_EQ(t.timer->pendingTimeouts(), 0);
-}
-
-// The same backlog, with tasks that act on the timer while the worker is
-// still taking the backlog in: each cancels the timeout scheduled after it
-// (queued in the fast lane, or already filed), and
-// every 100th schedules a child with no delay, which must wait for the next
-// tick boundary like any timeout a task schedules.
-TEST(TimerWakeupTest, OverdueBacklogTasksMayCancelAndSchedule) {
-  auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
-  t.timer->newTimeout([](const Timeout&) {}, absl::Milliseconds(10)).value();
-  SettlePastHousekeeping(t);
-  constexpr int kBacklog = 16000;
-  auto handles = std::make_shared<std::vector<Timeout>>(kBacklog + 1);
-  auto ran = std::make_shared<std::vector<int>>();
-  auto children = std::make_shared<int>(0);
-  Timer* timer = t.timer.get();
-  for (int i = 0; i < kBacklog; ++i) {
-    (*handles)[i] =
-        t.timer
-            ->newTimeout(
-                [handles, ran, children, timer, i](const Timeout&) {
-                  ran->push_back(i);
-                  (*handles)[i + 1].cancel();  // the last one: an empty handle
-                  if (i % 100 == 0) {
-                    timer->newTimeout([children](const Timeout&) { ++*children; },
-                                      absl::ZeroDuration())
-                        .value();
-                  }
-                },
-                absl::Milliseconds(20))
-            .value();
-  }
-  t.clock->AwaitIdle();
-  t.clock->Advance(absl::Milliseconds(40));  // one step past them all
-  t.clock->AwaitIdle();
-  // Each task that ran cancelled the next one before it could run.
-  ASSERT_EQ(static_cast<int>(ran->size()), kBacklog / 2);
-  for (int k = 0; k < kBacklog / 2; ++k) ASSERT_EQ((*ran)[k], 2 * k);
-  EXPECT_EQ(*children, 0);  // due at the next boundary, not in this pass
-  EXPECT_EQ(t.timer->pendingTimeouts(), kBacklog / 100);
-  t.clock->AdvanceAndSettle(absl::Milliseconds(1));
-  EXPECT_EQ(*children, kBacklog / 100);
-  EXPECT_EQ(t.timer->pendingTimeouts(), 0);
-  EXPECT_EQ(t.timer->metrics().cancelled, kBacklog / 2);
 }
 
 // A producer's lane holds kLaneCapacity timeouts for a sleeping worker; the

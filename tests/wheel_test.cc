@@ -1,18 +1,34 @@
 // Tests of the single-threaded hierarchical wheel: the bit arithmetic,
 // placement and cascading, O(1) removal, budgets, and a randomized comparison
-// against an obviously-correct model. No threads and no clock.
+// against an obviously-correct model. No threads and no clock. The invariant
+// check and the inspection helpers live in tests/wheel_test_peer.h.
 
 #include "tickwheel/worker/wheel.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "tests/wheel_test_peer.h"
+
 namespace tickwheel::internal {
 namespace {
+
+// The due tick by division, the obvious way: the first tick whose end,
+// (k + 1) * tick_nanos, is at or after `deadline` (nanoseconds after start),
+// so that nothing runs early; ceil(deadline / tick) - 1, written so that it
+// cannot overflow. The wheel's DueTickOf() multiplies instead and must agree.
+int64_t DueTick(int64_t deadline, int64_t tick_nanos) {
+  if (deadline <= 0) return 0;
+  return deadline / tick_nanos + (deadline % tick_nanos != 0 ? 1 : 0) - 1;
+}
 
 struct Nodes {
   std::vector<std::unique_ptr<TimeoutNode>> all;
@@ -42,7 +58,8 @@ std::vector<std::pair<int64_t, TimeoutNode*>> AdvanceTo(Wheel& wheel,
     out.emplace_back(wheel.elapsed(), n);
     return true;
   }));
-  EXPECT_EQ(wheel.CheckInvariants(), "") << "after advancing to " << last_tick;
+  EXPECT_EQ(WheelTestPeer::CheckInvariants(wheel), "")
+      << "after advancing to " << last_tick;
   return out;
 }
 
@@ -62,22 +79,22 @@ TEST(WheelTest, DueTickIsFirstTickEndingAtOrAfterDeadline) {
   // tick late).
   for (int64_t tick_nanos = 1; tick_nanos <= 17; ++tick_nanos) {
     for (int64_t deadline = 0; deadline <= 200; ++deadline) {
-      const int64_t due = Wheel::DueTick(deadline, tick_nanos);
+      const int64_t due = DueTick(deadline, tick_nanos);
       ASSERT_GE((due + 1) * tick_nanos, deadline);
       if (due > 0) {
         ASSERT_LT(due * tick_nanos, deadline);
       }
     }
   }
-  EXPECT_EQ(Wheel::DueTick(INT64_MAX, 1), INT64_MAX - 1);
-  EXPECT_EQ(Wheel::DueTick(INT64_MAX, INT64_MAX), 0);
-  EXPECT_EQ(Wheel::DueTick(-5, 10), 0);
+  EXPECT_EQ(DueTick(INT64_MAX, 1), INT64_MAX - 1);
+  EXPECT_EQ(DueTick(INT64_MAX, INT64_MAX), 0);
+  EXPECT_EQ(DueTick(-5, 10), 0);
 }
 
 TEST(WheelTest, LevelsCoverEveryTick) {
-  EXPECT_EQ(Wheel(512).levels(), 10);  // 9 + 6 * 9 = 63 bits
-  EXPECT_EQ(Wheel(1).levels(), 12);    // 0 + 6 * 11 = 66 bits
-  EXPECT_EQ(Wheel(1 << 20).levels(), 9);
+  EXPECT_EQ(WheelTestPeer::Levels(Wheel(512)), 10);  // 9 + 6 * 9 = 63 bits
+  EXPECT_EQ(WheelTestPeer::Levels(Wheel(1)), 12);    // 0 + 6 * 11 = 66 bits
+  EXPECT_EQ(WheelTestPeer::Levels(Wheel(1 << 20)), 9);
 }
 
 TEST(WheelTest, ExpiresExactlyAtDueTickAcrossLevels) {
@@ -89,9 +106,9 @@ TEST(WheelTest, ExpiresExactlyAtDueTickAcrossLevels) {
   for (int64_t d : due) {
     TimeoutNode* n = nodes.New();
     Insert(wheel, n, d);
-    EXPECT_EQ(wheel.RemainingRounds(n), d / 8) << "due=" << d;
+    EXPECT_EQ(WheelTestPeer::RemainingRounds(wheel, n), d / 8) << "due=" << d;
   }
-  ASSERT_EQ(wheel.CheckInvariants(), "");
+  ASSERT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
   std::vector<int64_t> seen;
   for (int64_t tick = 0; tick <= 40000; tick += 37) {
     for (auto& [t, n] : AdvanceTo(wheel, tick)) {
@@ -108,7 +125,7 @@ TEST(WheelTest, ExpiresExactlyAtDueTickAcrossLevels) {
 
 // The level a node is filed at is the one of the highest mixed-radix digit
 // in which its due tick and elapsed differ (wheel.h, Geometry), computed
-// here digit by digit. CheckInvariants() accepts a node filed too high (it
+// here digit by digit. The invariant check accepts a node filed too high (it
 // would only cascade once more), so this pins the choice itself.
 int ReferenceLevel(int bits0, int64_t due, int64_t elapsed) {
   int level = 0;
@@ -176,7 +193,7 @@ TEST(WheelTest, PastDueTickIsRaisedToElapsed) {
   TimeoutNode* late = nodes.New();
   Insert(wheel, late, 3);  // its tick is long processed
   EXPECT_EQ(Wheel::LevelOf(late), Wheel::kOverdueLevel);
-  EXPECT_EQ(wheel.RemainingRounds(late), 0);
+  EXPECT_EQ(WheelTestPeer::RemainingRounds(wheel, late), 0);
   EXPECT_EQ(wheel.NextWorkTick(), 10);
   EXPECT_TRUE(AdvanceTo(wheel, 9).empty());  // not before tick 10 ends
   auto fired = AdvanceTo(wheel, 10);
@@ -194,7 +211,7 @@ TEST(WheelTest, RemoveOverdueNode) {
   Insert(wheel, a, 1);
   Insert(wheel, b, 2);
   wheel.Remove(a);
-  EXPECT_EQ(wheel.CheckInvariants(), "");
+  EXPECT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
   auto fired = AdvanceTo(wheel, 21);
   ASSERT_EQ(fired.size(), 1u);
   EXPECT_EQ(fired[0].second, b);
@@ -225,7 +242,7 @@ TEST(WheelTest, RemoveFromAnyPositionAndLevel) {
   }
   for (int i : {1, 0, 3, 4, 6, 7}) {
     wheel.Remove(n[i]);
-    ASSERT_EQ(wheel.CheckInvariants(), "") << "removing " << i;
+    ASSERT_EQ(WheelTestPeer::CheckInvariants(wheel), "") << "removing " << i;
     EXPECT_FALSE(Wheel::Linked(n[i]));
   }
   EXPECT_EQ(wheel.size(), 2);
@@ -247,7 +264,7 @@ TEST(WheelTest, BudgetSlicesABurst) {
   };
   EXPECT_FALSE(wheel.Advance(3, 4, count));
   EXPECT_EQ(fired, 4);
-  EXPECT_EQ(wheel.CheckInvariants(), "");
+  EXPECT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
   EXPECT_FALSE(wheel.Advance(3, 4, count));
   EXPECT_TRUE(wheel.Advance(3, 4, count));
   EXPECT_EQ(fired, 10);
@@ -265,7 +282,7 @@ TEST(WheelTest, ExpireReturningFalseStopsAtOnce) {
   }));
   EXPECT_EQ(seen, 1);
   EXPECT_EQ(wheel.size(), 2);
-  EXPECT_EQ(wheel.CheckInvariants(), "");
+  EXPECT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
 }
 
 TEST(WheelTest, DrainAllUnlinksEveryLevel) {
@@ -279,7 +296,7 @@ TEST(WheelTest, DrainAllUnlinksEveryLevel) {
   });
   EXPECT_EQ(drained, 100);
   EXPECT_EQ(wheel.size(), 0);
-  EXPECT_EQ(wheel.CheckInvariants(), "");
+  EXPECT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
 }
 
 TEST(WheelTest, HugeDueTicksNeverOverflow) {
@@ -287,7 +304,7 @@ TEST(WheelTest, HugeDueTicksNeverOverflow) {
   Wheel wheel(512);
   TimeoutNode* n = nodes.New();
   Insert(wheel, n, INT64_MAX - 1);
-  EXPECT_EQ(wheel.CheckInvariants(), "");
+  EXPECT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
   EXPECT_GT(wheel.NextWorkTick(), int64_t{1} << 62);
   EXPECT_TRUE(AdvanceTo(wheel, int64_t{1} << 40).empty());
   wheel.Remove(n);
@@ -299,7 +316,7 @@ TEST(WheelTest, CheckInvariantsReportsMisplacedNode) {
   TimeoutNode* n = nodes.New();
   Insert(wheel, n, 5);
   n->filed = 42;  // corrupt: now due at tick 41, in another bucket
-  const std::string problem = wheel.CheckInvariants();
+  const std::string problem = WheelTestPeer::CheckInvariants(wheel);
   EXPECT_NE(problem.find("misplaced"), std::string::npos) << problem;
   EXPECT_NE(problem.find("filed=42"), std::string::npos) << problem;
   n->filed = 6;
@@ -318,7 +335,7 @@ TEST(WheelTest, ManyRemovalsCompactABucketAndKeepOrder) {
   for (int i = 0; i < 1000; ++i) {
     if (i % 10 != 0) wheel.Remove(n[i]);
   }
-  ASSERT_EQ(wheel.CheckInvariants(), "");
+  ASSERT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
   // New arrivals queue behind the survivors.
   TimeoutNode* last = nodes.New();
   Insert(wheel, last, 2);
@@ -340,7 +357,7 @@ TEST(WheelTest, LargeBucketGrowsThroughMappedPages) {
     Insert(wheel, n.back(), 3);
   }
   for (int i = 0; i < 70000; i += 7) wheel.Remove(n[i]);
-  ASSERT_EQ(wheel.CheckInvariants(), "");
+  ASSERT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
   auto fired = AdvanceTo(wheel, 3);
   ASSERT_EQ(fired.size(), 60000u);
   size_t k = 0;
@@ -371,9 +388,9 @@ TEST(WheelTest, BudgetStopResumesMidBucketWithArrivalsAndRemovals) {
   wheel.Remove(n[30]);
   TimeoutNode* extra = nodes.New();
   Insert(wheel, extra, 1);
-  ASSERT_EQ(wheel.CheckInvariants(), "");
+  ASSERT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
   while (!wheel.Advance(1, 7, take)) {
-    ASSERT_EQ(wheel.CheckInvariants(), "");
+    ASSERT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
   }
   std::vector<TimeoutNode*> expected;
   for (int i = 0; i < 50; ++i) {
@@ -409,7 +426,7 @@ TEST(WheelTest, DueTickOfMatchesDueTick) {
     for (int i = 0; i < 20000; ++i) {
       n.filed = static_cast<int64_t>(rng() >> (1 + rng() % 63));
       if (i < 3) n.filed = std::vector<int64_t>{0, 1, INT64_MAX}[i];
-      ASSERT_EQ(wheel.DueTickOf(&n), Wheel::DueTick(n.filed, tick))
+      ASSERT_EQ(wheel.DueTickOf(&n), DueTick(n.filed, tick))
           << n.filed << " tick " << tick;
     }
   }
@@ -461,7 +478,7 @@ TEST(WheelTest, MatchesSortedModelOnRandomOperations) {
       }
       ASSERT_EQ(wheel.size(), static_cast<int64_t>(model.size()));
       if (step % 97 == 0) {
-        ASSERT_EQ(wheel.CheckInvariants(), "");
+        ASSERT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
       }
       const int64_t next = wheel.NextWorkTick();
       if (model.empty()) {

@@ -9,19 +9,11 @@
 #include <cstring>
 #include <new>
 
-#include <fmt/format.h>
-
 namespace tickwheel::internal {
 
 int Wheel::NormalizeTicksPerWheel(int ticks_per_wheel) {
   assert(ticks_per_wheel >= 1 && ticks_per_wheel <= kMaxTicksPerWheel);
   return static_cast<int>(std::bit_ceil(static_cast<uint32_t>(ticks_per_wheel)));
-}
-
-int64_t Wheel::DueTick(int64_t deadline, int64_t tick_nanos) {
-  if (deadline <= 0) return 0;
-  // ceil(deadline / tick) - 1, written so that it cannot overflow.
-  return deadline / tick_nanos + (deadline % tick_nanos != 0 ? 1 : 0) - 1;
 }
 
 Wheel::Wheel(int ticks_per_wheel, int64_t tick_nanos)
@@ -226,62 +218,6 @@ int64_t Wheel::NextWorkTick() const {
   int level;
   int64_t slot, tick;
   return NextWork(&level, &slot, &tick) ? tick : kNever;
-}
-
-std::string Wheel::CheckBucket(const Bucket& b, int level, int64_t slot,
-                               int64_t* counted) const {
-  uint32_t live = 0;
-  for (uint32_t i = 0; i < b.size; ++i) {
-    const TimeoutNode* n = b.slots[i];
-    if (n == nullptr) continue;
-    if (i < b.begin) {
-      return fmt::format("level {} bucket {}: node {} at {} before begin {}",
-                         level, slot, fmt::ptr(n), i, b.begin);
-    }
-    ++live;
-    const int64_t due = DueTickOf(n);
-    const bool overdue = LevelOf(n) == kOverdueLevel;
-    const bool placed =
-        overdue ? level == 0 && due < elapsed_ && slot == SlotOf(0, elapsed_)
-                : LevelOf(n) == level && SlotOf(level, due) == slot &&
-                      due >= elapsed_ && LevelFor(due) <= level;
-    if ((n->where & kIndexMask) != i || !placed) {
-      return fmt::format(
-          "level {} bucket {}: node {} filed={} due_tick={} where={}:{} "
-          "misplaced at index {}, elapsed={} (L={})",
-          level, slot, fmt::ptr(n), n->filed, due, LevelOf(n),
-          n->where & kIndexMask, i, elapsed_, ticks_per_wheel());
-    }
-  }
-  if (live != b.live || b.size > b.capacity || b.begin > b.size) {
-    return fmt::format(
-        "level {} bucket {}: live={} but {} nodes; size={} capacity={} "
-        "begin={}",
-        level, slot, b.live, live, b.size, b.capacity, b.begin);
-  }
-  const bool bit = (levels_[level].occupied[slot >> 6] >> (slot & 63)) & 1;
-  if (bit != (live > 0)) {
-    return fmt::format("level {} bucket {}: occupancy bit {} with {} nodes",
-                       level, slot, bit, live);
-  }
-  *counted += live;
-  return "";
-}
-
-std::string Wheel::CheckInvariants() const {
-  int64_t counted = 0;
-  std::string problem;
-  for (int level = 0; level < num_levels_ && problem.empty(); ++level) {
-    const int64_t slots = int64_t{1} << levels_[level].bits;
-    for (int64_t s = 0; s < slots && problem.empty(); ++s) {
-      problem = CheckBucket(levels_[level].buckets[s], level, s, &counted);
-    }
-  }
-  if (problem.empty() && counted != size_) {
-    problem = fmt::format("size()={} but {} nodes are linked (L={})", size_,
-                          counted, ticks_per_wheel());
-  }
-  return problem;
 }
 
 }  // namespace tickwheel::internal

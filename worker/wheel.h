@@ -55,7 +55,7 @@
 //   the pass; one that was already due when it last read the clock it
 //   expires at once instead: worker/worker.h, step 2.)
 //
-// Invariants (CheckInvariants() verifies them)
+// Invariants (tests/wheel_test_peer.h checks I1 to I3)
 //   I1  A node is linked iff `where` names a level and an index, and that
 //       slot holds the node; its bucket is (level, digit of its due tick at
 //       that level), or for kOverdueLevel the level-0 bucket of elapsed.
@@ -74,7 +74,7 @@
 //
 // Cost (n = size())
 //   Insert, Remove: O(1) amortized (a bucket array may grow, or be
-//   compacted); DueTick is a multiply, not a division. NextWorkTick: O(levels
+//   compacted); DueTickOf is a multiply, not a division. NextWorkTick: O(levels
 //   + L/64) bit scans in the worst case, O(levels) when level 0 has work near
 //   elapsed. Advance: O(1) per expired or cascaded node; each node cascades at
 //   most once per level it passes through. Memory: 8 bytes per linked node in
@@ -95,7 +95,6 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include "tickwheel/worker/nanos.h"
 #include "tickwheel/worker/timeout_node.h"
@@ -147,12 +146,6 @@ class Wheel {
   // rounded up to a power of two. Requires 1 <= ticks_per_wheel <= 2^30.
   static int NormalizeTicksPerWheel(int ticks_per_wheel);
 
-  // The tick at which a node with `deadline` (nanoseconds after start) is due,
-  // for a tick of `tick_nanos`: the first tick whose end is at or after the
-  // deadline. Tick k ends at (k + 1) * tick_nanos, so this never runs a task
-  // early. Never overflows. (A division; the wheel's own DueTickOf() is not.)
-  static int64_t DueTick(int64_t deadline, int64_t tick_nanos);
-
   // `ticks_per_wheel` must already be normalized; `tick_nanos` > 0 converts
   // node deadlines to ticks (1 makes a deadline d due at tick d - 1). Throws
   // std::bad_alloc when the level-0 arrays cannot be allocated.
@@ -161,8 +154,6 @@ class Wheel {
   Wheel(const Wheel&) = delete;
   Wheel& operator=(const Wheel&) = delete;
 
-  int ticks_per_wheel() const { return 1 << bits0_; }
-  int levels() const { return num_levels_; }
   int64_t size() const { return size_; }
   // The first tick not yet processed.
   int64_t elapsed() const { return elapsed_; }
@@ -203,12 +194,6 @@ class Wheel {
   // Unlinks `node`, which must be linked.
   void Remove(TimeoutNode* node);
 
-  // remainingRounds of a linked node (see Geometry); 0 once overdue.
-  int64_t RemainingRounds(const TimeoutNode* node) const {
-    const int64_t ahead = DueTickOf(node) - elapsed_;
-    return ahead > 0 ? ahead >> bits0_ : 0;
-  }
-
   // The earliest tick at which Advance() has work: a level-0 bucket to expire
   // or an upper bucket to cascade. kNever when the wheel is empty.
   int64_t NextWorkTick() const;
@@ -233,11 +218,10 @@ class Wheel {
   template <typename F>
   void ForEach(F&& f) const;
 
-  // "" when invariants I1 to I3 hold, else a description of the first
-  // violation with the state around it. O(size() + L).
-  std::string CheckInvariants() const;
-
  private:
+  // Reads the buckets and bitmaps to check I1 to I3 (tests/wheel_test_peer.h).
+  friend class WheelTestPeer;
+
   static constexpr int kIndexBits = 28;
   static constexpr uint32_t kIndexMask = (uint32_t{1} << kIndexBits) - 1;
   static constexpr uint32_t kUnlinked = uint32_t{kUnlinkedLevel} << kIndexBits;
@@ -348,8 +332,6 @@ class Wheel {
   // Finds the bucket Advance() must handle next, the one with the earliest
   // start, an upper one on a tie (cascade before expiring); false when none.
   bool NextWork(int* level, int64_t* slot, int64_t* tick) const;
-  std::string CheckBucket(const Bucket& b, int level, int64_t slot,
-                          int64_t* counted) const;
 
   TickDivider divider_;
   int bits0_;

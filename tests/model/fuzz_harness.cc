@@ -74,7 +74,7 @@ FuzzConfig DecodeConfig(Reader& in) {
                                                     1000000};
   static constexpr std::array<int, 8> kWheels = {1, 2, 3, 4, 5, 8, 16, 64};
   // Clock readings at which the ManualClock starts; bit 7 negates them (a
-  // clock may have any origin: tests/repro_negative_clock_test.cc).
+  // clock may have any origin: tests/clock_extremes_test.cc).
   static constexpr std::array<int64_t, 4> kStarts = {0, 1, 999999999,
                                                      int64_t{1} << 60};
   const uint8_t b0 = in.Byte();

@@ -1,5 +1,10 @@
-// Tests of ManualClock: time moves only when told, sleepers wake at their
-// deadline or on Wake(), and AwaitIdle() waits for every sleeper.
+// tests/clock_test.cc
+// -----------------------------------------------------------------------------
+// The two Clocks. ManualClock: time moves only when told (saturating at
+// INT64_MAX), sleepers wake at their deadline or on Wake(), and AwaitIdle()
+// waits for every sleeper. RealClock: its inline reading is steady_clock's.
+// (Readings below zero, and a Timer on readings at either end of int64, are
+// in clock_extremes_test.)
 
 #include "tickwheel/timer/manual_clock.h"
 
