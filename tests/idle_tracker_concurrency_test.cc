@@ -1,9 +1,12 @@
 // IdleTracker under real concurrency (real clock, 1 ms ticks): unregister()
 // racing the fire is all-or-nothing, on_idle runs at most once per
 // registration while other threads touch and re-register, and Activate /
-// Deactivate cycles race registrations safely. The assertions hold whatever
-// the interleaving; the sanitizers check the rest. Each case is bounded to
-// well under a second of work.
+// Deactivate cycles race registrations safely; each case runs on the
+// tracker's own timer and on an application's Timer (IdleTrackerOptions::
+// timer), which must be left with none of the tracker's timeouts once the
+// tracker is deactivated. The assertions hold whatever the interleaving; the
+// sanitizers check the rest. Each case is bounded to well under a second of
+// work.
 
 #include <atomic>
 #include <chrono>
@@ -18,19 +21,55 @@
 #include <gtest/gtest.h>
 
 #include "tickwheel/timer/idle_tracker.h"
+#include "tickwheel/timer/timer.h"
 
 namespace tickwheel {
 namespace {
 
-std::unique_ptr<IdleTracker> MakeTracker() {
-  IdleTrackerOptions o;
-  o.tick_duration = absl::Milliseconds(1);
-  o.default_idle_timeout = absl::Milliseconds(3);
-  o.ticks_per_wheel = 64;
-  return IdleTracker::Create(o).value();
-}
+class IdleTrackerConcurrencyTest : public ::testing::TestWithParam<bool> {
+ protected:
+  // On its own timer, or (GetParam()) on the application's timer_.
+  std::unique_ptr<IdleTracker> MakeTracker() {
+    IdleTrackerOptions o;
+    o.tick_duration = absl::Milliseconds(1);
+    o.default_idle_timeout = absl::Milliseconds(3);
+    o.ticks_per_wheel = 64;
+    if (GetParam()) {
+      TimerOptions t;
+      t.tick_duration = absl::Milliseconds(1);
+      t.ticks_per_wheel = 64;
+      timer_ = Timer::Create(t).value();
+      o.timer = timer_;
+    }
+    return IdleTracker::Create(o).value();
+  }
 
-TEST(IdleTrackerConcurrencyTest, UnregisterRacingFireIsAllOrNothing) {
+  // Once deactivated, the tracker leaves nothing on an application's timer:
+  // a refresh that was running as the activation ended cancels what it
+  // scheduled itself, so allow it a moment.
+  void ExpectNothingLeftOnTheSharedTimer() {
+    if (timer_ == nullptr) return;
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (timer_->pendingTimeouts() != 0 &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(timer_->pendingTimeouts(), 0);
+    EXPECT_TRUE(timer_->newTimeout([] {}, absl::Milliseconds(1)).ok())
+        << "the application's timer keeps running";
+  }
+
+  std::shared_ptr<Timer> timer_;
+};
+
+INSTANTIATE_TEST_SUITE_P(OwnAndSharedTimer, IdleTrackerConcurrencyTest,
+                         ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "SharedTimer" : "OwnTimer";
+                         });
+
+TEST_P(IdleTrackerConcurrencyTest, UnregisterRacingFireIsAllOrNothing) {
   auto tracker = MakeTracker();
   ASSERT_TRUE(tracker->Activate().ok());
   constexpr int kRounds = 10, kPerRound = 100;
@@ -90,9 +129,10 @@ TEST(IdleTrackerConcurrencyTest, UnregisterRacingFireIsAllOrNothing) {
   EXPECT_EQ(ended_before + fired_first, kRounds * kPerRound);
   EXPECT_EQ(tracker->metrics().tracked, 0);
   ASSERT_TRUE(tracker->Deactivate().ok());
+  ExpectNothingLeftOnTheSharedTimer();
 }
 
-TEST(IdleTrackerConcurrencyTest, TouchAndReregisterRaceTheWorker) {
+TEST_P(IdleTrackerConcurrencyTest, TouchAndReregisterRaceTheWorker) {
   auto tracker = MakeTracker();
   ASSERT_TRUE(tracker->Activate().ok());
   constexpr int kHandles = 64;
@@ -143,9 +183,10 @@ TEST(IdleTrackerConcurrencyTest, TouchAndReregisterRaceTheWorker) {
   handles.clear();
   EXPECT_EQ(tracker->metrics().tracked, 0);
   ASSERT_TRUE(tracker->Deactivate().ok());
+  ExpectNothingLeftOnTheSharedTimer();
 }
 
-TEST(IdleTrackerConcurrencyTest, ActivateDeactivateCyclesRaceRegistrations) {
+TEST_P(IdleTrackerConcurrencyTest, ActivateDeactivateCyclesRaceRegistrations) {
   auto tracker = MakeTracker();
   std::atomic<bool> stop{false};
   std::atomic<int> fired{0};
@@ -176,6 +217,7 @@ TEST(IdleTrackerConcurrencyTest, ActivateDeactivateCyclesRaceRegistrations) {
   EXPECT_EQ(m.fired, fired.load());
   EXPECT_EQ(m.tracked, 0);
   EXPECT_EQ(m.active, 0);
+  ExpectNothingLeftOnTheSharedTimer();
 }
 
 }  // namespace

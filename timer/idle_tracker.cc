@@ -96,6 +96,15 @@ absl::StatusOr<std::unique_ptr<IdleTracker>> IdleTracker::Create(
   absl::StatusOr<int64_t> timeout =
       TimeoutNanos(options.default_idle_timeout, "default_idle_timeout");
   if (!timeout.ok()) return timeout.status();
+  if (options.timer != nullptr && options.clock != nullptr) {
+    return absl::InvalidArgumentError(
+        "IdleTrackerOptions: set either timer or clock (a tracker on an "
+        "application's Timer uses that timer's clock)");
+  }
+  if (options.timer != nullptr) {
+    options.tick_duration = options.timer->tickDuration();
+    options.ticks_per_wheel = options.timer->ticksPerWheel();
+  }
   {
     // The wheel underneath: the Timer's own checks.
     TimerOptions wheel;
@@ -116,7 +125,12 @@ absl::StatusOr<std::unique_ptr<IdleTracker>> IdleTracker::Create(
       std::max(options.drain_timeout, absl::ZeroDuration());
   config.thread_name = std::move(options.thread_name);
   config.task_executor = std::move(options.task_executor);
-  config.clock = options.clock ? std::move(options.clock) : RealClock::Shared();
+  if (options.timer != nullptr) {
+    config.shared_timer = std::move(options.timer);
+  } else {
+    config.clock =
+        options.clock ? std::move(options.clock) : RealClock::Shared();
+  }
   return std::unique_ptr<IdleTracker>(new IdleTracker(
       std::make_shared<internal::IdleCore>(std::move(config))));
 }

@@ -21,6 +21,11 @@
 //   ...when the listener stops:
 //   tracker->Deactivate().IgnoreError();
 //
+// Or on a Timer the application already has, with no thread of its own:
+//
+//   std::shared_ptr<tickwheel::Timer> timer = ...;
+//   auto tracker = tickwheel::IdleTracker::Create({.timer = timer}).value();
+//
 // The lazy design
 //   Each registration puts one timeout on the wheel, idle_timeout after the
 //   registration. touch() only overwrites the object's activity stamp. When
@@ -66,7 +71,8 @@
 //
 // Lifetime
 //   Handles may outlive the tracker: destroying the tracker detaches every
-//   registration (on_idle destroyed, never run), stops the timer, and leaves
+//   registration (on_idle destroyed, never run), stops its own timer (or
+//   cancels its timeouts on the application's), and leaves
 //   the handles inert (touch() harmless, unregister() false, reregister()
 //   FailedPrecondition).
 
@@ -126,6 +132,18 @@ struct IdleTrackerOptions {
   std::function<void(absl::AnyInvocable<void()>)> task_executor;
   // The time source; empty means RealClock. Tests pass a ManualClock.
   std::shared_ptr<Clock> clock;
+  // Runs the tracker on a Timer the application already has instead of
+  // starting a timer (and a thread) of its own. The tracker shares ownership
+  // of it; tick_duration, ticks_per_wheel and thread_name are then the
+  // timer's and ignored here, and its clock is the timer's (setting `clock`
+  // too is InvalidArgument). Activate() arms the registrations on it and
+  // Deactivate() cancels them; the Timer keeps running. Checks and on_idle
+  // run on that Timer's worker (or its task_executor), next to the
+  // application's own tasks, so on_idle must not block. cancelAll() or
+  // stop() on that Timer cancels the tracker's checks too: registrations
+  // then stay registered but do not fire until Deactivate() and Activate()
+  // re-arm them.
+  std::shared_ptr<Timer> timer;
 };
 
 // One tracked object. Returned by IdleTracker::Register(); move-only. A
@@ -209,7 +227,8 @@ class IdleHandle {
 class IdleTracker {
  public:
   // InvalidArgument: default_idle_timeout <= 0, tick_duration <= 0 (or below
-  // 1 ns), ticks_per_wheel outside [1, 2^30]. Starts no thread.
+  // 1 ns), ticks_per_wheel outside [1, 2^30], both `timer` and `clock` set.
+  // Starts no thread.
   static absl::StatusOr<std::unique_ptr<IdleTracker>> Create(
       IdleTrackerOptions options = {});
 
@@ -234,16 +253,19 @@ class IdleTracker {
                                       absl::Duration idle_timeout);
 
   // Reference-counted activation, for several listeners sharing a tracker.
-  // The first Activate() creates and starts the timer and arms every
+  // The first Activate() creates and starts the timer (or, with
+  // IdleTrackerOptions::timer, uses the application's) and arms every
   // registered object, counting its idle time from max(its stamp, now):
   // time spent inactive never counts as idle. Later calls only count.
   // Errors from Timer::Create (the instance limit); FailedPrecondition
-  // while the tracker is being destroyed.
+  // while the tracker is being destroyed, or when the application's timer
+  // has been stopped.
   absl::Status Activate();
 
-  // Undoes one Activate(). The last one stops the timer and waits at most
-  // drain_timeout for a check or an on_idle still running (on the worker or
-  // on the executor). Tracked objects then stay registered but dormant:
+  // Undoes one Activate(). The last one stops the timer (with
+  // IdleTrackerOptions::timer: cancels this tracker's timeouts on it and
+  // leaves it running) and waits at most drain_timeout for a check or an
+  // on_idle still running (on the worker or on the executor). Tracked objects then stay registered but dormant:
   // on_idle never runs for them while inactive, touch() and unregister()
   // keep working, and the next Activate() re-arms them as above. on_idle
   // calls already handed to task_executor before the stop still run when

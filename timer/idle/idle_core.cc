@@ -11,15 +11,20 @@
 
 namespace tickwheel::internal {
 
-// The periodic coarse-clock refresh. Raw pointer: the core outlives its
-// timers (it owns them; a stopper thread holds the core while it stops one).
+// The periodic coarse-clock refresh of one activation. Holds the core: on an
+// application's Timer a pending refresh may outlive the tracker until the
+// end of the activation cancels it.
 class IdleCore::RefreshTask {
  public:
-  explicit RefreshTask(IdleCore* core) : core_(core) {}
-  void operator()(const Timeout& timeout) { core_->OnRefresh(timeout.timer()); }
+  RefreshTask(std::shared_ptr<IdleCore> core, uint64_t generation)
+      : core_(std::move(core)), generation_(generation) {}
+  void operator()(const Timeout& timeout) {
+    core_->OnRefresh(timeout.timer(), generation_);
+  }
 
  private:
-  IdleCore* core_;
+  std::shared_ptr<IdleCore> core_;
+  uint64_t generation_;
 };
 
 IdleCore::IdleCore(IdleCoreConfig config) : config_(std::move(config)) {}
@@ -67,8 +72,7 @@ IdleEntry* IdleCore::Register(absl::AnyInvocable<void()> on_idle,
     MutexLock lock(&mu_);
     bool was_tracked = false;
     none = entry->StartRegistration(std::move(on_idle), timeout_nanos,
-                                    timer_.get(), config_.clock->NowNanos(),
-                                    &was_tracked);
+                                    timer_, NowNanos(), &was_tracked);
     AddToRegistryLocked(entry);
     IdleCounters::Add(counters_.tracked);
   }
@@ -87,9 +91,7 @@ absl::Status IdleCore::Reregister(IdleEntry* entry,
     }
     bool was_tracked = false;
     previous = entry->StartRegistration(std::move(on_idle), timeout_nanos,
-                                        timer_.get(),
-                                        config_.clock->NowNanos(),
-                                        &was_tracked);
+                                        timer_, NowNanos(), &was_tracked);
     AddToRegistryLocked(entry);
     if (!was_tracked) IdleCounters::Add(counters_.tracked);
   }
@@ -107,39 +109,83 @@ absl::Status IdleCore::Activate() {
     ++active_;
     return absl::OkStatus();
   }
-  TimerOptions options;
-  options.tick_duration = config_.tick_duration;
-  options.ticks_per_wheel = config_.ticks_per_wheel;
-  options.thread_name = config_.thread_name;
-  options.clock = config_.clock;
-  // No task_executor on the Timer: checks are bookkeeping and run on the
-  // worker; only on_idle goes to the tracker's executor.
-  absl::StatusOr<std::unique_ptr<Timer>> timer = Timer::Create(options);
-  if (!timer.ok()) return timer.status();
-  const int64_t now = config_.clock->NowNanos();
-  coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
-  absl::StatusOr<Timeout> refresh = (*timer)->newTimeout(
-      RefreshTask(this), absl::Nanoseconds(config_.refresh_nanos) -
-                             config_.tick_duration);
-  if (!refresh.ok()) return refresh.status();  // cannot start the worker
-  for (IdleEntry* e = registry_head_; e != nullptr; e = e->reg_next_) {
-    e->Rearm(timer->get(), now);
+  std::unique_ptr<Timer> owned;
+  Timer* timer = config_.shared_timer.get();
+  if (timer == nullptr) {
+    TimerOptions options;
+    options.tick_duration = config_.tick_duration;
+    options.ticks_per_wheel = config_.ticks_per_wheel;
+    options.thread_name = config_.thread_name;
+    options.clock = config_.clock;
+    // No task_executor on the Timer: checks are bookkeeping and run on the
+    // worker; only on_idle goes to the tracker's executor.
+    absl::StatusOr<std::unique_ptr<Timer>> created = Timer::Create(options);
+    if (!created.ok()) return created.status();
+    owned = *std::move(created);
+    timer = owned.get();
   }
-  timer_ = *std::move(timer);
+  const int64_t now = NowNanos();
+  coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
+  uint64_t generation;
+  {
+    IdleSpinLockGuard l(&refresh_lock_);
+    generation = ++generation_;
+  }
+  // Fails when the timer cannot start, or the application's was stopped.
+  if (absl::Status s = ScheduleRefresh(timer, generation); !s.ok()) {
+    EndRefreshes();
+    return s;
+  }
+  for (IdleEntry* e = registry_head_; e != nullptr; e = e->reg_next_) {
+    e->Rearm(timer, now);
+  }
+  owned_timer_ = std::move(owned);
+  timer_ = timer;
   active_ = 1;
   return absl::OkStatus();
 }
 
-void IdleCore::OnRefresh(Timer* timer) {
-  RefreshCoarse(config_.clock->NowNanos());
-  IdleCounters::Add(counters_.refreshes);
-  if (timer == nullptr) return;
+absl::Status IdleCore::ScheduleRefresh(Timer* timer, uint64_t generation) {
   // Runs at the first tick end at or after now + refresh - tick, which is at
-  // most now + refresh: the ceiling just published holds until then. Fails
-  // only when the timer is stopping, which ends the refreshing.
-  (void)timer->newTimeout(RefreshTask(this),
-                          absl::Nanoseconds(config_.refresh_nanos) -
-                              config_.tick_duration);
+  // most now + refresh: the ceiling just published holds until then.
+  absl::StatusOr<Timeout> next = timer->newTimeout(
+      RefreshTask(shared_from_this(), generation),
+      absl::Nanoseconds(config_.refresh_nanos) - config_.tick_duration);
+  if (!next.ok()) return next.status();
+  IdleSpinLockGuard l(&refresh_lock_);
+  if (generation_ != generation) {
+    next->cancel();  // the activation ended meanwhile
+  } else {
+    refresh_ = *std::move(next);
+  }
+  return absl::OkStatus();
+}
+
+void IdleCore::OnRefresh(Timer* timer, uint64_t generation) {
+  {
+    IdleSpinLockGuard l(&refresh_lock_);
+    if (generation_ != generation) return;  // that activation has ended
+  }
+  RefreshCoarse(NowNanos());
+  IdleCounters::Add(counters_.refreshes);
+  // Fails only when the timer is stopping, which ends the refreshing.
+  if (timer != nullptr) (void)ScheduleRefresh(timer, generation);
+}
+
+void IdleCore::EndRefreshes() {
+  Timeout pending;
+  {
+    IdleSpinLockGuard l(&refresh_lock_);
+    ++generation_;
+    pending = std::exchange(refresh_, Timeout());
+  }
+  pending.cancel();  // destroys the task and its core reference
+}
+
+void IdleCore::DisarmAllLocked() {
+  for (IdleEntry* e = registry_head_; e != nullptr; e = e->reg_next_) {
+    e->Disarm();
+  }
 }
 
 absl::Status IdleCore::Deactivate() {
@@ -152,8 +198,14 @@ absl::Status IdleCore::Deactivate() {
           "Activate() calls)");
     }
     if (--active_ > 0) return absl::OkStatus();
-    timer = std::move(timer_);
+    if (owned_timer_ == nullptr) {
+      // The application's timer keeps running: take our timeouts off it.
+      DisarmAllLocked();
+    }
+    timer_ = nullptr;
+    timer = std::move(owned_timer_);
   }
+  EndRefreshes();
   return StopTimer(std::move(timer));
 }
 
@@ -164,7 +216,8 @@ void IdleCore::Close() {
     MutexLock lock(&mu_);
     closed_ = true;
     active_ = 0;
-    timer = std::move(timer_);
+    timer_ = nullptr;
+    timer = std::move(owned_timer_);
     while (IdleEntry* e = registry_head_) {
       bool was_tracked = false;
       callbacks.push_back(e->Detach(&was_tracked));
@@ -173,6 +226,7 @@ void IdleCore::Close() {
     }
   }
   callbacks.clear();  // the captures die here, unlocked
+  EndRefreshes();
   absl::Status s = StopTimer(std::move(timer));
   if (!s.ok()) Log(LogSeverity::kWarning, fmt::format("~IdleTracker: {}", std::string(s.message())));
 }
@@ -258,7 +312,11 @@ IdleTrackerMetrics IdleCore::Metrics() const {
 
 TimerMetrics IdleCore::TimerMetricsSnapshot() const {
   MutexLock lock(&mu_);
-  return timer_ != nullptr ? timer_->metrics() : last_timer_metrics_;
+  if (timer_ != nullptr) return timer_->metrics();
+  // Inactive: the last activation's own timer, or the application's timer
+  // as it is now.
+  return config_.shared_timer != nullptr ? config_.shared_timer->metrics()
+                                         : last_timer_metrics_;
 }
 
 }  // namespace tickwheel::internal

@@ -6,10 +6,13 @@
 // Activate/Deactivate/Close life cycle. IdleTracker (timer/idle_tracker.h) is
 // a thin facade over it; users include that header.
 //
-// Ownership: the facade, every IdleEntry (so every IdleHandle) and a stopper
-// thread in progress hold a shared_ptr to the core, so handles may outlive the
-// tracker. The core owns the Timer of the current activation; Deactivate()
-// hands it to a stopper thread that stops and destroys it.
+// Ownership: the facade, every IdleEntry (so every IdleHandle), every pending
+// refresh task and a stopper thread in progress hold a shared_ptr to the
+// core, so handles may outlive the tracker. The core owns the Timer of the
+// current activation; Deactivate() hands it to a stopper thread that stops
+// and destroys it. On an application's Timer (IdleTrackerOptions::timer) the
+// core shares that Timer; Deactivate() cancels the entries' checks and the
+// refresh instead, and the stopper only waits for on_idle calls in progress.
 //
 // Ground rules
 // ------------
@@ -31,6 +34,7 @@
 #define TICKWHEEL_TIMER_IDLE_CORE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,7 +62,10 @@ struct IdleCoreConfig {
   absl::Duration drain_timeout;       // >= 0
   std::string thread_name;
   std::function<void(absl::AnyInvocable<void()>)> task_executor;
-  std::shared_ptr<Clock> clock;       // non-null
+  std::shared_ptr<Clock> clock;       // null iff shared_timer is set
+  // The application's Timer, when the tracker runs on it (no timer of its
+  // own); its tick and clock are the tracker's.
+  std::shared_ptr<Timer> shared_timer;
 };
 
 struct IdleCounters {
@@ -111,7 +118,14 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
 
   // For entries.
   const IdleCoreConfig& config() const { return config_; }
-  Clock& clock() const { return *config_.clock; }
+  // The tracker's clock: its own Clock, or the application's Timer's.
+  int64_t NowNanos() const {
+    return config_.clock != nullptr
+               ? config_.clock->NowNanos()
+               : std::chrono::nanoseconds(
+                     config_.shared_timer->now().time_since_epoch())
+                     .count();
+  }
   CoarseClock& coarse() { return coarse_; }
   // Publishes the ceiling for a clock reading `now` (refresh task, checks)
   // and records how late the previous ceiling was.
@@ -136,8 +150,17 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
   void RemoveFromRegistryLocked(IdleEntry* entry)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddToRegistryLocked(IdleEntry* entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The refresh task: publishes the coarse clock and re-schedules itself.
-  void OnRefresh(Timer* timer);
+  // The refresh task of activation `generation`: publishes the coarse clock
+  // and re-schedules itself on `timer`, until that activation ends.
+  void OnRefresh(Timer* timer, uint64_t generation);
+  // Schedules the next refresh of `generation` on `timer`. Fails only when
+  // the timer is stopping.
+  absl::Status ScheduleRefresh(Timer* timer, uint64_t generation);
+  // Ends the current activation's refreshes: a pending refresh is
+  // cancelled, a running one does not re-schedule.
+  void EndRefreshes();
+  // With a shared timer: cancels every entry's check (entries dormant).
+  void DisarmAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops `timer` (may be null) on a stopper thread, waits for it and for
   // on_idle calls in progress, at most drain_timeout (not at all when called
   // from one of this tracker's callbacks). DeadlineExceeded when the stopper
@@ -151,10 +174,24 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
   IdleCounters counters_;
   std::atomic<int> running_callbacks_{0};
 
+  // The activation that refreshes run for: bumped when one starts and when
+  // it ends, so a refresh of an ended activation stops re-scheduling itself.
+  // The pending refresh's handle, so that the end of an activation on a
+  // shared timer cancels it. Both under refresh_lock_, which refreshes take
+  // on the worker (never mu_): a refresh that re-schedules either stores
+  // its handle before the activation ends (and the end cancels it) or sees
+  // the new generation (and cancels it itself).
+  IdleSpinLock refresh_lock_;
+  uint64_t generation_ ABSL_GUARDED_BY(refresh_lock_) = 0;
+  Timeout refresh_ ABSL_GUARDED_BY(refresh_lock_);
+
   mutable Mutex mu_;
   int64_t active_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  std::unique_ptr<Timer> timer_ ABSL_GUARDED_BY(mu_);
+  // The timer of the current activation: owned_timer_, or the shared one;
+  // null while inactive.
+  Timer* timer_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::unique_ptr<Timer> owned_timer_ ABSL_GUARDED_BY(mu_);
   TimerMetrics last_timer_metrics_ ABSL_GUARDED_BY(mu_);
   IdleEntry* registry_head_ ABSL_GUARDED_BY(mu_) = nullptr;
 };

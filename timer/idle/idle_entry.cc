@@ -121,6 +121,14 @@ void IdleEntry::Rearm(Timer* timer, int64_t now) {
   ArmLocked(timer, SaturatingAdd(from, timeout_nanos_) - now);
 }
 
+void IdleEntry::Disarm() {
+  IdleSpinLockGuard l(&lock_);
+  if (state_.load(std::memory_order_relaxed) != IdleState::kArmed) return;
+  ++version_;
+  SetStateLocked(IdleState::kDormant);
+  CancelAndCount(TakeArmedLocked());
+}
+
 absl::AnyInvocable<void()> IdleEntry::Detach(bool* was_tracked) {
   IdleSpinLockGuard l(&lock_);
   const IdleState s = state_.load(std::memory_order_relaxed);
@@ -168,7 +176,7 @@ void IdleEntry::FinishUnregister(Ended ended) {
 void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
   IdleCore* core = core_.get();
   IdleCounters& counters = core->counters();
-  const int64_t now = core->clock().NowNanos();
+  const int64_t now = core->NowNanos();
   core->RefreshCoarse(now);
   absl::AnyInvocable<void()> on_idle;
   uint64_t fired_version = 0;

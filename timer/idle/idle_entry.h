@@ -20,10 +20,10 @@
 //                then notified); unregister() waits on it.
 //   version_ (L) bumped by every transition that makes the wheel entry in
 //                flight obsolete: a re-arm, a fire, unregister, re-register,
-//                Activate's re-arm, detach. A timer task carries the version it
-//                was armed with; when it comes up with another one it is stale
-//                and is dropped (counted in stale_dropped) without a look at
-//                anything else.
+//                Activate's re-arm, a disarm, detach. A timer task carries
+//                the version it was armed with; when it comes up with another
+//                one it is stale and is dropped (counted in stale_dropped)
+//                without a look at anything else.
 //   armed_ (L)   the one wheel timeout carrying the current version while
 //                kArmed; cancelled on unregister/re-register so that the Timer
 //                frees its node at its next tick.
@@ -42,6 +42,7 @@
 //   kQueued  --closure dropped--------> kFired     (on_idle destroyed unrun)
 //   kRunning --on_idle returns--------> kFired
 //   kArmed   --newTimeout fails-------> kDormant   (the timer is stopping)
+//   kArmed   --Deactivate, shared timer-> kDormant (check cancelled)
 //   kDormant/kArmed/kQueued --unregister()--> kUnregistered (on_idle destroyed)
 //   kRunning --unregister()-----------> waits for on_idle, then kUnregistered
 //   any but kDetached --re-register---> kArmed or kDormant (new version)
@@ -191,6 +192,12 @@ class IdleEntry {
   // its idle time from max(stamp, now) (time spent inactive is never idle
   // time). Other states are left alone.
   void Rearm(Timer* timer, int64_t now);
+
+  // The last Deactivate() on an application's Timer, which keeps running: a
+  // kArmed entry's check is cancelled and the entry goes kDormant (new
+  // version, so a check already running finds itself stale). Other states
+  // are left alone.
+  void Disarm();
 
   // The tracker is being destroyed: ends any registration. Returns on_idle
   // (to be destroyed by the caller with no lock held) and whether the entry
