@@ -402,7 +402,8 @@ std::string CompareStop(const TimerModel& model, Code code,
                        fmt::join(real_ids, ","), fmt::join(model_ids, ","));
   }
   for (size_t i = 1; i < real_ids.size(); ++i) {
-    if (model.Deadline(real_ids[i - 1]) > model.Deadline(real_ids[i])) {
+    if (model.ClockDeadline(real_ids[i - 1]) >
+        model.ClockDeadline(real_ids[i])) {
       return fmt::format("stop() not in deadline order: [{}]",
                          fmt::join(real_ids, ","));
     }

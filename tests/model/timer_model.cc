@@ -244,6 +244,10 @@ void TimerModel::Destroy() {
   destroyed_ = true;
 }
 
+int64_t TimerModel::ClockDeadline(int64_t id) const {
+  return SatAdd(start_, nodes_[id].deadline);
+}
+
 bool TimerModel::IsCancelled(int64_t id) const {
   switch (state(id)) {
     case State::kCancelled:

@@ -154,6 +154,10 @@ class TimerModel {
   // True while the task's captures must still exist.
   bool CapturesAlive(int64_t id) const;
   int64_t Deadline(int64_t id) const { return nodes_[id].deadline; }
+  // The deadline as a clock reading, saturated as the timer stores it:
+  // deadlines past the end of the clock's range all read as its end, so
+  // they tie (stop() may return them in any order).
+  int64_t ClockDeadline(int64_t id) const;
 
   // "" when the model's own history obeys the contract; else what broke.
   std::string CheckContract() const;
