@@ -491,5 +491,60 @@ TEST(WheelTest, MatchesSortedModelOnRandomOperations) {
   }
 }
 
+
+// A worker that wakes within ticks: Advance() with SortEachTick() plus
+// ExpireFiledBy() for the tick in progress hand out every node whose
+// deadline has come, in deadline order (ties in insertion order), and no
+// other.
+TEST(WheelTest, WithinTickExpiryIsInDeadlineOrder) {
+  for (int wheel_bits : {0, 2, 6}) {
+    std::mt19937_64 rng(wheel_bits + 11);
+    Nodes nodes;
+    constexpr int64_t kTick = 10;
+    Wheel wheel(1 << wheel_bits, kTick);
+    wheel.SortEachTick();
+    std::map<std::pair<int64_t, int>, TimeoutNode*> model;  // (filed, seq)
+    int seq = 0;
+    int64_t now = 0;
+    for (int step = 0; step < 20000; ++step) {
+      const int op = rng() % 10;
+      if (op < 5) {
+        const int64_t span = (rng() % 8 == 0) ? 100000 : 300;
+        TimeoutNode* n = nodes.New();
+        n->filed = now + 1 + static_cast<int64_t>(rng() % span);
+        wheel.Insert(n);
+        model[{n->filed, seq++}] = n;
+      } else if (op < 7 && !model.empty()) {
+        auto it = model.begin();
+        std::advance(it, rng() % model.size());
+        wheel.Remove(it->second);
+        model.erase(it);
+      } else {
+        now += static_cast<int64_t>(rng() % 40);
+        std::vector<TimeoutNode*> expected;
+        while (!model.empty() && model.begin()->first.first <= now) {
+          expected.push_back(model.begin()->second);
+          model.erase(model.begin());
+        }
+        std::vector<TimeoutNode*> got;
+        auto take = [&](TimeoutNode* n) {
+          got.push_back(n);
+          return true;
+        };
+        ASSERT_TRUE(wheel.Advance(now / kTick - 1, INT64_MAX, take));
+        if (wheel.EarliestFiledAt(wheel.elapsed()) <= now) {
+          ASSERT_TRUE(wheel.ExpireFiledBy(now, INT64_MAX, take));
+        }
+        ASSERT_EQ(got, expected) << "bits=" << wheel_bits << " step=" << step;
+        ASSERT_GT(wheel.EarliestFiledAt(wheel.elapsed()), now);
+      }
+      ASSERT_EQ(wheel.size(), static_cast<int64_t>(model.size()));
+      if (step % 97 == 0) {
+        ASSERT_EQ(WheelTestPeer::CheckInvariants(wheel), "");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tickwheel::internal

@@ -1,5 +1,6 @@
 #include "tickwheel/timer/timer.h"
 
+#include <algorithm>
 #include <new>
 #include <utility>
 
@@ -10,16 +11,17 @@
 
 namespace tickwheel {
 
-Timer::Timer(absl::Duration tick, int ticks_per_wheel)
-    : tick_duration_(tick), ticks_per_wheel_(ticks_per_wheel) {}
+Timer::Timer(absl::Duration tick, int ticks_per_wheel, absl::Duration slack)
+    : tick_duration_(tick), ticks_per_wheel_(ticks_per_wheel), slack_(slack) {}
 
 namespace {
 
-// The options' wheel, checked: the tick in nanoseconds and ticks_per_wheel
-// rounded up to a power of two.
+// The options' wheel, checked: the tick in nanoseconds, ticks_per_wheel
+// rounded up to a power of two, and the slack in [0, tick] nanoseconds.
 struct WheelShape {
   int64_t tick_nanos;
   int ticks_per_wheel;
+  int64_t slack_nanos;
 };
 
 absl::StatusOr<WheelShape> CheckWheel(const TimerOptions& options) {
@@ -51,7 +53,19 @@ absl::StatusOr<WheelShape> CheckWheel(const TimerOptions& options) {
         absl::FormatDuration(options.tick_duration), wheel,
         options.ticks_per_wheel));
   }
-  return WheelShape{tick_nanos, wheel};
+  int64_t slack_nanos = tick_nanos;
+  if (options.slack.has_value()) {
+    if (*options.slack < absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(
+          fmt::format("slack must be >= 0, got {}",
+                      absl::FormatDuration(*options.slack)));
+    }
+    // Whole nanoseconds, rounded down: never later than asked.
+    slack_nanos = std::min(
+        tick_nanos, absl::ToInt64Nanoseconds(absl::Trunc(*options.slack,
+                                                         absl::Nanoseconds(1))));
+  }
+  return WheelShape{tick_nanos, wheel, slack_nanos};
 }
 
 }  // namespace
@@ -67,10 +81,12 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
   const int wheel = shape->ticks_per_wheel;
   if (absl::Status s = internal::AcquireInstanceSlot(); !s.ok()) return s;
 
-  std::unique_ptr<Timer> timer(new Timer(absl::Nanoseconds(tick_nanos), wheel));
+  std::unique_ptr<Timer> timer(new Timer(absl::Nanoseconds(tick_nanos), wheel,
+                                         absl::Nanoseconds(shape->slack_nanos)));
   internal::WorkerConfig config;
   config.tick_nanos = tick_nanos;
   config.ticks_per_wheel = wheel;
+  config.slack_nanos = shape->slack_nanos;
   config.max_pending_timeouts = options.max_pending_timeouts;
   config.thread_name = std::move(options.thread_name);
   config.task_executor = std::move(options.task_executor);

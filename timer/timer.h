@@ -77,6 +77,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -128,6 +129,20 @@ struct TimerOptions {
   // clock (RealClock::Shared()); tests pass a ManualClock
   // (timer/manual_clock.h).
   std::shared_ptr<Clock> clock;
+  // How late past its deadline a task may run, unless the worker is busy:
+  // no earlier than its deadline and no later than deadline + slack, plus
+  // the operating system's wake-up latency. Empty (the default) or
+  // anything at or above tick_duration means one tick: tasks run at the
+  // first tick end at or after their deadline, and the worker wakes only at
+  // tick ends. Below a tick, the worker wakes for the earliest deadline it
+  // holds plus the slack and runs everything due by then, so deadlines
+  // within the slack of each other share one wake-up; 0 runs each task as
+  // close to its deadline as the OS allows, and tasks due within one tick
+  // run in deadline order. The tick and ticks_per_wheel still decide where
+  // a timeout is filed (and so the cost of scheduling and cancelling, which
+  // does not change with the slack); the slack decides only when the worker
+  // wakes. With nothing due it still never wakes. Must be >= 0.
+  std::optional<absl::Duration> slack;
 };
 
 class Timer {
@@ -136,7 +151,7 @@ class Timer {
   // timeout is scheduled.
   // InvalidArgument: tick_duration <= 0, below 1 ns or infinite;
   //   ticks_per_wheel <= 0 or > 2^30; tick_duration * (ticks_per_wheel
-  //   rounded up) overflows int64 nanoseconds.
+  //   rounded up) overflows int64 nanoseconds; slack < 0.
   // ResourceExhausted: more live timers than the instance limit when it is
   //   set to fail (timer/instance_limit.h), or no memory for the wheel.
   static absl::StatusOr<std::unique_ptr<Timer>> Create(TimerOptions options = {});
@@ -303,9 +318,11 @@ class Timer {
   // rounding up to a power of two.
   absl::Duration tickDuration() const { return tick_duration_; }
   int ticksPerWheel() const { return ticks_per_wheel_; }
+  // The effective slack: TimerOptions::slack, or one tick.
+  absl::Duration slack() const { return slack_; }
 
  private:
-  Timer(absl::Duration tick, int ticks_per_wheel);
+  Timer(absl::Duration tick, int ticks_per_wheel, absl::Duration slack);
 
   template <typename F>
   absl::StatusOr<Timeout> ScheduleTask(F&& task, internal::DeadlineSpec when) {
@@ -331,6 +348,7 @@ class Timer {
   std::shared_ptr<internal::Worker> worker_;
   absl::Duration tick_duration_;
   int ticks_per_wheel_;
+  absl::Duration slack_;
   std::atomic<bool> counted_{true};  // holds an instance-limit slot
 };
 

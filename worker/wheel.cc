@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <bit>
 #include <cassert>
 #include <cstdio>
@@ -150,6 +151,7 @@ void Wheel::Remove(TimeoutNode* node) {
 void Wheel::Tidy(Bucket& b, int level, int64_t slot) {
   if (b.live == 0) {
     b.size = b.begin = 0;
+    if (sorted_bucket_ == &b) sorted_bucket_ = nullptr;
     if (b.capacity > kKeptSlots) {
       FreeSlots(b);
       SetAllocated(level, slot, false);
@@ -162,6 +164,7 @@ void Wheel::Tidy(Bucket& b, int level, int64_t slot) {
 }
 
 void Wheel::Compact(Bucket& b) {
+  const bool sorted = sorted_bucket_ == &b && sorted_size_ == b.size;
   uint32_t out = 0;
   for (uint32_t i = b.begin; i < b.size; ++i) {
     TimeoutNode* n = b.slots[i];
@@ -171,6 +174,38 @@ void Wheel::Compact(Bucket& b) {
   }
   b.begin = 0;
   b.size = out;
+  if (sorted) sorted_size_ = out;  // the order is kept
+}
+
+void Wheel::SortBucket(Bucket& b) {
+  if (sorted_bucket_ == &b && sorted_size_ == b.size) return;
+  Compact(b);
+  // By deadline, ties in insertion order: `where` still holds each node's
+  // index from before the sort.
+  std::sort(b.slots, b.slots + b.size,
+            [](const TimeoutNode* x, const TimeoutNode* y) {
+              return x->filed != y->filed
+                         ? x->filed < y->filed
+                         : (x->where & kIndexMask) < (y->where & kIndexMask);
+            });
+  for (uint32_t i = 0; i < b.size; ++i) {
+    b.slots[i]->where = (b.slots[i]->where & ~kIndexMask) | i;
+  }
+  sorted_bucket_ = &b;
+  sorted_size_ = b.size;
+}
+
+int64_t Wheel::EarliestFiledAt(int64_t tick) {
+  if (size_ == 0 || tick < elapsed_ ||
+      (tick >> bits0_) != (elapsed_ >> bits0_)) {
+    return kNever;
+  }
+  Bucket& b = levels_[0].buckets[SlotOf(0, tick)];
+  if (b.live == 0) return kNever;
+  SortBucket(b);
+  // Removals since the sort may have left tombstones in front.
+  while (b.slots[b.begin] == nullptr) ++b.begin;
+  return b.slots[b.begin]->filed;
 }
 
 int64_t Wheel::NextOccupied(int level) const {

@@ -210,6 +210,28 @@ class Wheel {
   template <typename F>
   bool Advance(int64_t last_tick, int64_t budget, F&& expire);
 
+  // Expiry within a tick, for a worker that wakes for deadlines rather than
+  // tick ends (TimerOptions::slack below one tick).
+  //
+  // The earliest `filed` deadline among the nodes due at `tick`, which must
+  // be elapsed() or later in elapsed()'s turn of level 0 (after Advance()
+  // has returned true, I4 puts every node due there in its level-0 bucket),
+  // or kNever when that bucket holds none or `tick` is outside the turn.
+  // Sorts the bucket by `filed` (ties in insertion order) when nodes were
+  // added since it was last sorted: O(k log k) for k nodes then, else O(1).
+  int64_t EarliestFiledAt(int64_t tick);
+  // From now on Advance() also expires each tick's nodes in deadline order
+  // (sorting each level-0 bucket before it expires it), as a worker that
+  // wakes within ticks does.
+  void SortEachTick() { sort_each_tick_ = true; }
+  // Hands `expire` the nodes of elapsed()'s level-0 bucket whose `filed`
+  // deadline is at or before `deadline`, earliest first, unlinking each;
+  // elapsed() does not move, and the later nodes stay for a later call or
+  // for Advance(). Call EarliestFiledAt(elapsed()) first (it sorts). Budget
+  // and result as for Advance(); `expire` must not Insert or Remove.
+  template <typename F>
+  bool ExpireFiledBy(int64_t deadline, int64_t budget, F&& expire);
+
   // Unlinks every node, calling `f(node)` for each.
   template <typename F>
   void DrainAll(F&& f);
@@ -302,9 +324,9 @@ class Wheel {
   void Prefetch(const Bucket& b, uint32_t i) const {
     if (i + kPrefetchDistance < b.size) {
       // Write intent: the callbacks write `where` (and an expiry the
-      // state). Both ends of an expiring node: half of the 48-byte nodes
-      // straddle two cache lines. Integer arithmetic, since the slot may be
-      // a tombstone (null).
+      // state). Both ends of an expiring node, in case it straddles two
+      // cache lines (an unpooled node need not be aligned to its size).
+      // Integer arithmetic, since the slot may be a tombstone (null).
       const auto n = reinterpret_cast<uintptr_t>(b.slots[i + kPrefetchDistance]);
       __builtin_prefetch(reinterpret_cast<const void*>(n), 1);
       if constexpr (kWholeNode) {
@@ -343,6 +365,15 @@ class Wheel {
   int64_t elapsed_ = 0;
   int64_t size_ = 0;
   int64_t origin_ = 0;
+  // The level-0 bucket EarliestFiledAt() last sorted, and its size then: an
+  // append changes the size (sort again); removals leave the order intact,
+  // a compaction keeps it (Compact() follows), an emptied bucket forgets it.
+  const Bucket* sorted_bucket_ = nullptr;
+  uint32_t sorted_size_ = 0;
+  bool sort_each_tick_ = false;
+  // Sorts level-0 bucket `b` by `filed` (ties in insertion order) unless it
+  // is sorted already.
+  void SortBucket(Bucket& b);
 };
 
 [[gnu::always_inline]] inline void Wheel::Insert(TimeoutNode* node) {
@@ -380,6 +411,32 @@ bool Wheel::Sweep(Bucket& b, int level, int64_t slot, int64_t budget,
 }
 
 template <typename F>
+bool Wheel::ExpireFiledBy(int64_t deadline, int64_t budget, F&& expire) {
+  const int64_t slot = SlotOf(0, elapsed_);
+  Bucket& b = levels_[0].buckets[slot];
+  assert(sorted_bucket_ == &b && sorted_size_ == b.size);
+  int64_t ops = 0;
+  for (uint32_t i = b.begin; i < b.size; ++i) {
+    TimeoutNode* n = b.slots[i];
+    if (n == nullptr) continue;
+    if (n->filed > deadline) break;  // sorted: the rest are later
+    if (ops == budget) {
+      b.begin = i;
+      return false;
+    }
+    ++ops;
+    TakeSlot(b, i);
+    b.begin = i + 1;
+    if (!expire(n)) {
+      Tidy(b, 0, slot);
+      return false;
+    }
+  }
+  Tidy(b, 0, slot);
+  return true;
+}
+
+template <typename F>
 bool Wheel::Advance(int64_t last_tick, int64_t budget, F&& expire) {
   int64_t ops = 0;
   int level;
@@ -392,6 +449,7 @@ bool Wheel::Advance(int64_t last_tick, int64_t budget, F&& expire) {
     if (tick > elapsed_) elapsed_ = tick;  // nothing to do in between
     Bucket& b = levels_[level].buckets[slot];
     if (level == 0) {
+      if (sort_each_tick_) SortBucket(b);
       if (!Sweep<true>(b, 0, slot, budget, ops, expire)) return false;
       continue;
     }

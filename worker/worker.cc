@@ -32,6 +32,7 @@ Worker::Worker(WorkerConfig config)
   shared_.waker = this;
   shared_.clock = config_.clock.get();
   shared_.monotonic_clock = config_.monotonic_clock;
+  if (within_tick_) wheel_.SortEachTick();
 }
 
 Worker::~Worker() {
@@ -354,11 +355,50 @@ bool Worker::Pass(int64_t now) {
     return Expire(node, now, wheel_.elapsed());
   });
   FlushRefiles();
+  if (within_tick_ && done && !shutdown_.load(std::memory_order_acquire)) {
+    done &= ExpireWithinTick(now);
+  }
   ticks_.store(wheel_.elapsed(), std::memory_order_relaxed);
   // Fault in node memory ahead of the producers while we have the time
   // (worker/cell_pool.h): a relaxed load unless they are close to a new chunk.
   if constexpr (TimeoutNode::kPooled) NodePool::Depot().Replenish();
   return done;
+}
+
+bool Worker::ExpireWithinTick(int64_t now) {
+  const int64_t tick = wheel_.elapsed();
+  if (wheel_.EarliestFiledAt(tick) > now) return true;  // kNever: nothing
+  const bool done =
+      wheel_.ExpireFiledBy(now, kSliceBudget, [&](TimeoutNode* node) {
+        if (node->deadline.load(std::memory_order_relaxed) > now) {
+          refile_.push_back(node);  // a reset() moved it past now
+          return true;
+        }
+        return Expire(node, now, tick);
+      });
+  FlushRefiles();
+  return done;
+}
+
+int64_t Worker::PlanWake(int64_t next, int64_t* limit) {
+  // A node is due before tick `next` iff its deadline is at or before the
+  // start of tick `next`: producers compare clock readings, without
+  // dividing.
+  *limit = SaturatingAdd(start_nanos_, SaturatingMul(next, config_.tick_nanos));
+  int64_t wake_at =
+      SaturatingAdd(start_nanos_, SaturatingMul(next + 1, config_.tick_nanos));
+  if (!within_tick_) return wake_at;
+  // Wake for the earliest deadline due then, plus the slack, if that comes
+  // before the tick ends: every deadline within the slack of it runs in the
+  // same wake-up. A new deadline wakes us if waiting for this plan would
+  // make it later than its own slack allows. The limit stays at or above
+  // the start of tick `next`, since the slack is below one tick.
+  const int64_t first = wheel_.EarliestFiledAt(next);
+  if (first != Wheel::kNever) {
+    wake_at = std::min(wake_at, SaturatingAdd(first, config_.slack_nanos));
+  }
+  *limit = std::max(*limit, SaturatingSub(wake_at, config_.slack_nanos + 1));
+  return wake_at;
 }
 
 void Worker::Sleep() {
@@ -374,14 +414,12 @@ void Worker::Sleep() {
   if (queue_traffic_ || !NoticeQueuesEmpty()) {
     next = std::min(next, wheel_.elapsed());
   }
-  // A node is due before tick `next` iff its deadline is at or before the
-  // start of tick `next`: producers compare clock readings, without dividing.
-  wake_limit_.store(
-      next == Wheel::kNever
-          ? INT64_MAX
-          : SaturatingAdd(start_nanos_,
-                          SaturatingMul(next, config_.tick_nanos)),
-      std::memory_order_seq_cst);
+  int64_t limit = INT64_MAX;
+  // A tick end the clock cannot express (past INT64_MAX) never comes: sleep
+  // until woken, which is what the deadline INT64_MAX means to a Sleeper.
+  const int64_t wake_at =
+      next == Wheel::kNever ? INT64_MAX : PlanWake(next, &limit);
+  wake_limit_.store(limit, std::memory_order_seq_cst);
   // Dekker with Schedule(): a node pushed before our store is seen here; one
   // pushed after it sees our plan and wakes us if it is due earlier.
   TICKWHEEL_INTERLEAVE_POINT();
@@ -390,13 +428,6 @@ void Worker::Sleep() {
     wake_limit_.store(kAwake, std::memory_order_seq_cst);
     return;
   }
-  // A tick end the clock cannot express (past INT64_MAX) never comes: sleep
-  // until woken, which is what the deadline INT64_MAX means to a Sleeper.
-  const int64_t wake_at =
-      next == Wheel::kNever
-          ? INT64_MAX
-          : SaturatingAdd(start_nanos_,
-                          SaturatingMul(next + 1, config_.tick_nanos));
   OwnSleeper().SleepUntil(wake_at);
   Bump(wakeups_);
   wake_limit_.store(kAwake, std::memory_order_seq_cst);

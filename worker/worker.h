@@ -151,6 +151,9 @@ namespace tickwheel::internal {
 struct WorkerConfig {
   int64_t tick_nanos = 0;   // > 0
   int ticks_per_wheel = 0;  // a power of two
+  // How late past its deadline a task may run (TimerOptions::slack), in
+  // [0, tick_nanos]; tick_nanos: tasks run at tick ends.
+  int64_t slack_nanos = 0;
   int64_t max_pending_timeouts = 0;
   std::string thread_name;
   std::function<void(absl::AnyInvocable<void()>)> task_executor;
@@ -284,6 +287,14 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // run is over. `refile_` collects them while the wheel is being advanced
   // (Advance's callback must not insert), FlushRefiles() inserts them.
   void FlushRefiles();
+  // With a slack below one tick: expires the nodes of the tick in progress
+  // whose deadline the clock has reached, without waiting for the tick to
+  // end. A node a reset() moved past `now` is filed again instead.
+  bool ExpireWithinTick(int64_t now);
+  // The clock reading to sleep until for the wheel's next work at tick
+  // `next` (not kNever), and in *limit the latest deadline whose
+  // newTimeout() or reset() must wake us.
+  int64_t PlanWake(int64_t next, int64_t* limit);
   // Claims and runs `node` as part of tick `tick`: the bucket's, which
   // Advance() has made elapsed(), or an overdue node's own (ended) tick. The
   // tick is what metrics().ticks shows while the task runs; it may step back
@@ -364,6 +375,9 @@ class Worker : public std::enable_shared_from_this<Worker>,
   }
 
   const WorkerConfig config_;
+  // The slack is below one tick: the worker wakes for deadlines, not for
+  // tick ends (ExpireWithinTick(), PlanWake()).
+  const bool within_tick_ = config_.slack_nanos < config_.tick_nanos;
   SharedTimerState shared_;
   // Deadlines (clock readings) at or below this must wake the sleeping
   // worker: the end of the tick before the one it plans to wake for;
