@@ -7,10 +7,10 @@
 # passed (exit status 0: no early fire, stop() returned what it should,
 # pending 0 after cancelling, every task ran), that the table, the target
 # lines (issues #3 and #6), the JSON file and the SVG picture are all there,
-# and that flag errors are reported. Then the same for the machine-floors
-# probe (//tools/bench:floors). It never asserts on a duration or a
-# rate: the sizes are far too small to measure anything, and it runs under
-# ASan, TSan and UBSan too.
+# and that flag errors are reported. Then the lab's pool-reuse check
+# (//tools/bench/lab:pool_reuse) with a tiny N. It never asserts on a
+# duration or a rate: the sizes are far too small to measure anything, and it
+# runs under ASan, TSan and UBSan too.
 set -euo pipefail
 
 bench="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/bench"
@@ -104,20 +104,11 @@ lines=$(grep -c "<polyline" "$out/w3.svg" || true)
 [[ $lines -eq 6 ]] || fail "expected 6 curves (3 models x 2 panels), got $lines"
 tail -n 1 "$out/w3.svg" | grep -q "</svg>" || fail "SVG not closed"
 
-# The machine floors (tools/bench/floors.cc), tiny sizes: every probe (the
-# first-touch one with a token idle time), the memory environment and every
-# target line are printed, and a bad flag exits with 2.
-floors="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/floors"
-"$floors" --quick --reps=1 --first_touch=0.01 > "$out/floors.txt" 2>> "$out/stderr.txt" \
-  || fail "floors --quick exited with status $?"
-for row in "clock " "rmw " "cas " "fresh node" "warm node" "stream 1M" "random 1M" \
-           "scaling, arithmetic" "scaling, fresh memory" "first touch, idle" \
-           "first touch, reused" "memory: THP" "  T1 " "  T5 " "  T6 " "  T7 "; do
-  grep -qF "$row" "$out/floors.txt" || fail "floors output lacks '$row'"
-done
-set +e
-"$floors" --reps=0 > /dev/null 2>&1; status=$?
-set -e
-[[ $status -eq 2 ]] || fail "floors --reps=0: exit status $status, expected 2"
+# The lab's pool-reuse check, tiny: every round runs and reports.
+pool_reuse="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/lab/pool_reuse"
+"$pool_reuse" 2000 2 > "$out/pool_reuse.txt" 2>> "$out/stderr.txt" \
+  || fail "pool_reuse exited with status $?"
+grep -q "^round 2: .* per newTimeout (2000 returned by stop)" "$out/pool_reuse.txt" \
+  || fail "pool_reuse output: $(cat "$out/pool_reuse.txt")"
 
 echo "PASS"
