@@ -18,15 +18,16 @@ const Flag kFlags[] = {
     {"only", "", "comma-separated workloads to run; empty: all"},
     {"impls", "tickwheel,asio,heap", "comma-separated timers to run"},
     {"seed", "42", "seed of the random delays"},
-    {"tick_ms", "1", "tickwheel's tick"},
+    {"warmup", "10000", "timeouts run and cancelled on a throwaway timer before each run"},
+    {"tick_ms", "1", "tickwheel's tick in lateness, idle, mass_expiry and burst"},
     {"n", "1000000",
      "timeouts per run of schedule, schedule_cancel, memory, idle, mass_expiry, burst"},
     {"producers", "1,2", "producer threads of schedule and schedule_cancel, a run each"},
     {"depth_pending", "1000,1000000", "timeouts pending in schedule_depth, a run each"},
     {"isolate", "1", "1: each run in a fresh child process; 0: all in this one"},
-    {"prime_mb", "256",
-     "MiB touched and freed before each child, so that it finds host-backed pages on a VM; "
-     "0: off"},
+    {"prime_mb", "0",
+     "LAB MODE: MiB touched and freed before each child, so that it finds "
+     "host-backed pages on a VM; 0: off, as for a user's process"},
     {"quick", "0", "1: tiny sizes and short waits, to check the program, not to measure it"},
     {"json", "", "write the results to this file as JSON"},
 };
@@ -66,6 +67,7 @@ std::string Convert(BenchConfig& c) {
     };
     if (name == "reps") num(c.reps, int64_t{1});
     if (name == "seed") num(c.seed, int64_t{0});
+    if (name == "warmup") num(c.warmup, int64_t{0});
     if (name == "tick_ms") num(c.tick_ms, 1e-6);
     if (name == "n") num(c.n, int64_t{1});
     if (name == "prime_mb") num(c.prime_mb, int64_t{0});

@@ -2,8 +2,11 @@
 // -----------------------------------------------------------------------------
 // The benchmark's sizes and switches. ParseFlags fills the flag fields from
 // the command line (--name=value or --name value) over the defaults in its
-// table, which --help lists. By default each run is a fresh process whose
-// parent first primes --prime_mb of memory, and tickwheel runs at --tick_ms.
+// table, which --help lists. The defaults are what a user would see: each run
+// in a fresh process after a short warm-up, tickwheel with default
+// TimerOptions except in the workloads about timing, which run at --tick_ms.
+// LAB MODE flags change the conditions away from a user's, to study the
+// machine rather than the timers.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_BENCH_CONFIG_H_
 #define TICKWHEEL_TOOLS_BENCH_BENCH_CONFIG_H_
@@ -17,7 +20,7 @@ namespace tickwheel::bench {
 
 struct BenchConfig {
   // Flags (defaults: --help).
-  int64_t reps = 0, seed = 0, n = 0, prime_mb = 0;
+  int64_t reps = 0, seed = 0, warmup = 0, n = 0, prime_mb = 0;
   double tick_ms = 0;
   bool isolate = true, quick = false;
   std::vector<std::string> only, impls;  // only: empty runs every workload

@@ -44,7 +44,7 @@ RepOutput Deserialize(const std::string& text) {
   return out;
 }
 
-// Touches `mb` MiB advised for huge pages, as tickwheel's node pool
+// Lab mode: touches `mb` MiB advised for huge pages, as tickwheel's node pool
 // maps its chunks, and gives it back, so the next process gets pages the host
 // still backs.
 void PrimeMemory(int64_t mb) {

@@ -8,11 +8,11 @@
 // next to nothing from its second repetition on, and later runs allocate from
 // memory earlier runs scattered. --isolate=0 runs everything in the parent.
 //
-// Priming (--prime_mb > 0): right before each fork the parent touches and
+// Lab mode (--prime_mb > 0): right before each fork the parent touches and
 // releases that much memory, advised for huge pages. On a VM whose guest
 // reports free memory to its host, memory that sat free for a few seconds is
 // several times slower to touch first; priming hands the child pages the
-// host still backs.
+// host still backs. No user's process is primed, so it is off by default.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_ISOLATION_H_
 #define TICKWHEEL_TOOLS_BENCH_ISOLATION_H_

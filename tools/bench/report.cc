@@ -35,10 +35,10 @@ void PrintHeader(std::FILE* out, const BenchConfig& c, const RunInfo& info) {
   if (!PrimingText(c).empty()) fmt::print(out, "{}\n", PrimingText(c));
   fmt::print(out, "command: {}\n", c.command_line);
   fmt::print(out,
-             "R={}, {}; timers in turns. Total {:.0f} s.\n"
+             "R={}, {}, each after a warm-up of {} timeouts; timers in turns. Total {:.0f} s.\n"
              "median [min-max]; tw/x = tickwheel / x from the medians.\n\n",
              c.reps, c.isolate ? "each run in a fresh process" : "all runs in this process",
-             info.elapsed_s);
+             c.warmup, info.elapsed_s);
 }
 
 void PrintTable(std::FILE* out, const Results& r) {
@@ -108,7 +108,7 @@ RunInfo CollectRunInfo() {
 
 std::string PrimingText(const BenchConfig& c) {
   if (c.prime_mb <= 0) return "";
-  return fmt::format("memory primed: {} MiB before each run (--prime_mb)", c.prime_mb);
+  return fmt::format("memory primed: {} MiB before each run (lab mode, --prime_mb)", c.prime_mb);
 }
 
 void PrintReport(std::FILE* out, const Results& r, const std::vector<GoalResult>& goals,

@@ -1,7 +1,7 @@
 // tools/bench/workload_common.h
 // -----------------------------------------------------------------------------
 // What the workloads share: a run's output, random delays, producer threads
-// released together and timed, waits, and the check at Stop().
+// released together and timed, waits, the check at Stop(), and the warm-up.
 // Every task captures exactly 16 bytes, so that all three timers store it
 // inline and none pays an extra allocation.
 
@@ -130,6 +130,22 @@ void StopAndCheck(T& timer, int64_t pending, const std::atomic<int64_t>& runs, R
     out.failures.push_back(fmt::format("stop returned {} pending, expected {}", left, pending));
   }
   if (runs.load() != 0) out.failures.push_back(fmt::format("{} tasks ran", runs.load()));
+}
+
+// Before each run, a throwaway timer of the same model runs `warmup`
+// timeouts, half due in 1 ms and half cancelled at once, and stops: the run
+// meets warm code and a warm allocator, as in a process that has used its
+// timer before, and no thread of the warm-up is left.
+template <BenchTimer T>
+void WarmUp(const BenchConfig& c) {
+  std::atomic<int64_t> runs{0};
+  T timer(TickOptions(c));
+  for (int64_t i = 0; i < c.warmup; ++i) {
+    typename T::Handle h =
+        timer.Schedule(CountingTask{&runs, i}, i % 2 == 0 ? Ms(1) : Seconds(3600));
+    if (i % 2 == 1) timer.Cancel(h);
+  }
+  WaitFor([&] { return runs.load() >= (c.warmup + 1) / 2; }, 5'000'000'000);
 }
 
 }  // namespace tickwheel::bench

@@ -18,7 +18,8 @@ namespace tickwheel::bench {
 namespace {
 
 template <typename W, BenchTimer T>
-RepOutput Run(const BenchConfig& config, int64_t variant, uint64_t seed) {
+RepOutput WarmThenRun(const BenchConfig& config, int64_t variant, uint64_t seed) {
+  WarmUp<T>(config);
   return W::template Run<T>(config, variant, seed);
 }
 
@@ -29,9 +30,9 @@ Workload Entry() {
           {std::begin(W::kMetrics), std::end(W::kMetrics)},
           W::kRatioMetric,
           &W::Variants,
-          {{"tickwheel", &Run<W, TickwheelBench>},
-           {"asio", &Run<W, AsioBench>},
-           {"heap", &Run<W, HeapBench>}}};
+          {{"tickwheel", &WarmThenRun<W, TickwheelBench>},
+           {"asio", &WarmThenRun<W, AsioBench>},
+           {"heap", &WarmThenRun<W, HeapBench>}}};
 }
 
 }  // namespace

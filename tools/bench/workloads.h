@@ -48,7 +48,7 @@ struct Workload {
   std::vector<Metric> metrics;
   std::string ratio_metric;
   std::vector<Variant> (*variants)(const BenchConfig&);
-  std::map<std::string, RunFn> run;  // by timer name
+  std::map<std::string, RunFn> run;  // by timer name; warms up first
 };
 
 struct Row {

@@ -27,7 +27,7 @@ struct Memory {
     std::atomic<int64_t> runs{0};
     TrimMalloc();
     const int64_t rss0 = ResidentBytes();
-    T timer(TickOptions(c));
+    T timer(BenchTimerOptions{});
     for (int64_t d : delays) timer.Schedule(CountingTask{&runs, d}, std::chrono::nanoseconds(d));
     WaitArmed(timer, c.n, out);
     WaitUntilIdle(out);

@@ -29,7 +29,7 @@ struct Schedule {
     RepOutput out;
     const auto delays = FarDelays(c, c.n, static_cast<int>(producers), seed);
     std::atomic<int64_t> runs{0};
-    T timer(TickOptions(c));
+    T timer(BenchTimerOptions{});
     const double cpu0 = ProcessCpuSeconds();
     const ProducerTimes t = RunProducers(static_cast<int>(producers), [&](int p) {
       for (int64_t d : delays[p])

@@ -31,7 +31,7 @@ struct ScheduleCancel {
     std::atomic<int64_t> runs{0}, cancelled{0};
     TrimMalloc();
     const int64_t rss0 = ResidentBytes();
-    T timer(TickOptions(c));
+    T timer(BenchTimerOptions{});
     const ProducerTimes t = RunProducers(static_cast<int>(producers), [&](int p) {
       int64_t ok = 0;  // added up once per thread: no shared write while timed
       for (int64_t d : delays[p]) {

@@ -29,7 +29,7 @@ struct ScheduleDepth {
     RepOutput out;
     const auto delays = FarDelays(c, depth + c.depth_calls, 1, seed)[0];
     std::atomic<int64_t> runs{0};
-    T timer(TickOptions(c));
+    T timer(BenchTimerOptions{});
     const auto schedule = [&](int64_t from, int64_t to) {
       for (int64_t i = from; i < to; ++i) {
         timer.Schedule(CountingTask{&runs, i}, std::chrono::nanoseconds(delays[i]));
