@@ -1,5 +1,7 @@
 #include "tools/bench/goals.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace tickwheel::bench {
@@ -75,6 +77,10 @@ namespace {
 std::string WithUnit(const std::string& number, const std::string& unit) {
   return unit == "x" ? number + unit : number + " " + unit;
 }
+// Three significant digits, never in exponent form: "248", "21.4", "0.00094".
+std::string Figure(double v) {
+  return std::abs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
+}
 }  // namespace
 
 std::string GoalText(const Goal& g) {
@@ -89,8 +95,9 @@ std::string MeasuredText(const GoalResult& r) {
     return fmt::format("{:.2f}x ({} {:.1f}, tickwheel {:.1f})", *r.value, r.goal->baseline,
                        r.baseline->median, tw.median);
   }
-  if (tw.count == 1) return WithUnit(fmt::format("{:.4g}", tw.median), r.goal->unit);
-  return WithUnit(fmt::format("{:.4g} [{:.4g}-{:.4g}]", tw.median, tw.min, tw.max), r.goal->unit);
+  if (tw.count == 1) return WithUnit(Figure(tw.median), r.goal->unit);
+  return WithUnit(fmt::format("{} [{}-{}]", Figure(tw.median), Figure(tw.min), Figure(tw.max)),
+                  r.goal->unit);
 }
 
 }  // namespace tickwheel::bench

@@ -98,10 +98,15 @@ RunInfo CollectRunInfo() {
   uname(&u);
   info.host = fmt::format("{} cores, {} {} {}", sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release,
                           u.machine);
-#ifdef NDEBUG
-  info.compiler = fmt::format("compiler {}, NDEBUG", __VERSION__);
+#ifdef __clang__
+  info.compiler = __VERSION__;  // "Clang 14.0.6 ..."
 #else
-  info.compiler = fmt::format("compiler {}, asserts on (not an optimised build?)", __VERSION__);
+  info.compiler = fmt::format("gcc {}", __VERSION__);
+#endif
+#ifdef NDEBUG
+  info.compiler += ", NDEBUG";
+#else
+  info.compiler += ", asserts on (not an optimised build?)";
 #endif
   return info;
 }
