@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # tests/bench_smoke_test.sh
 # -----------------------------------------------------------------------------
-# Smoke run of //tools/bench:bench with tiny sizes, so the benchmark cannot
-# rot: every workload (W1..W9) on every implementation (tickwheel, Boost.Asio,
-# heap), one repetition, then checks that the program's own correctness checks
-# passed (exit status 0: no early fire, stop() returned what it should,
-# pending 0 after cancelling, every task ran), that the table, the target
-# lines (issues #3 and #6), the JSON file and the SVG picture are all there,
-# and that flag errors are reported. Then the same for the machine-floors
-# probe (//tools/bench:floors). It never asserts on a duration or a
-# rate: the sizes are far too small to measure anything, and it runs under
-# ASan, TSan and UBSan too.
+# Smoke run of //tools/bench:bench with tiny sizes, so that the benchmark
+# cannot rot: every workload on every timer (tickwheel, Boost.Asio, heap), one
+# repetition, each in its own child process; then checks that the program's
+# correctness checks passed (exit status 0: no early run, stop() returned
+# what it should, nothing pending after cancelling, every task ran), that
+# every table row, every goal line and the JSON keys are there, that flag
+# errors exit with 2, that the in-process path and the lab mode (--prime_mb)
+# work, and that the lab's pool-reuse check runs. It never asserts on a
+# duration or a rate: the sizes are far too small to measure anything, and it
+# runs under ASan, TSan and UBSan too.
 set -euo pipefail
 
 bench="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/bench"
+pool_reuse="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/lab/pool_reuse"
 out="${TEST_TMPDIR:-$(mktemp -d)}"
 
 fail() {
@@ -23,101 +24,91 @@ fail() {
   exit 1
 }
 
-# Flags: --help succeeds, an unknown flag and a bad value exit with 2.
-"$bench" --help > "$out/help.txt" || fail "--help failed"
-grep -q -- "--w3_k" "$out/help.txt" || fail "--help does not list --w3_k"
-set +e
-"$bench" --no_such_flag=1 > /dev/null 2>&1; status=$?
-[[ $status -eq 2 ]] || fail "unknown flag: exit status $status, expected 2"
-"$bench" --only=W0 > /dev/null 2>&1; status=$?
-[[ $status -eq 2 ]] || fail "--only=W0: exit status $status, expected 2"
-set -e
+workloads=(schedule schedule_cancel schedule_depth memory lateness idle mass_expiry burst)
 
-# The tiny run.
+# Flags: --help lists every workload and labels the lab flag; an unknown
+# flag, a bad value and an unknown workload exit with 2.
+"$bench" --help > "$out/help.txt" || fail "--help failed"
+for w in "${workloads[@]}"; do
+  grep -q "^  $w " "$out/help.txt" || fail "--help does not list workload $w"
+done
+grep -q -- "--prime_mb .*LAB MODE" "$out/help.txt" || fail "--help does not label --prime_mb as lab mode"
+for bad in --no_such_flag=1 --reps=0 --only=no_such_workload --impls=boost --quick=2; do
+  set +e
+  "$bench" "$bad" > /dev/null 2>&1; status=$?
+  set -e
+  [[ $status -eq 2 ]] || fail "$bad: exit status $status, expected 2"
+done
+
+tiny=(--quick=1 --reps=1 --warmup=100)
+
+# The tiny run, defaults otherwise: child processes, no priming.
 set +e
-"$bench" --reps=1 --n=3000 --tick_ms=10 \
-  --w3_k=300 --w3_tick_ms=1 --w3_min_ms=1 --w3_max_ms=40 \
-  --w5_idle_s=0.2 --w6_window_ms=20 --w6_lead_ms=300 \
-  --w7_depths=100,3000 --w7_m=2000 --w8_lead_ms=200 --w8_delay_ms=20 \
-  --w9_settle_s=0.1 --w9_idle_s=0.2 --prime_mb=16 \
-  --json="$out/bench.json" --svg="$out/w3.svg" \
-  > "$out/stdout.txt" 2> "$out/stderr.txt"
+"$bench" "${tiny[@]}" --json="$out/bench.json" > "$out/stdout.txt" 2> "$out/stderr.txt"
 status=$?
 set -e
 [[ $status -eq 0 ]] || fail "bench exited with status $status"
-
 grep -q "Correctness checks: all passed" "$out/stdout.txt" || fail "checks did not pass"
-grep -q "^memory: .*16 MiB primed before each cell" "$out/stdout.txt" \
-  || fail "the header does not give the memory environment and priming"
-for row in "W1 schedule, P=1" "W1 schedule, P=2" "W2 schedule+cancel, P=2" \
-           "W2 pending after 3 ticks, P=1" "W3 lateness p99" "W3 early fires" \
-           "W4 memory per pending timeout" "W5 idle wake-ups" "W6 expiries per worker CPU second" \
-           "W1 aggregate throughput, P=2" "W1 throughput P=2 / P=1" \
-           "W1 timer's own threads, P=2, CPU" \
-           "W7 schedule, D=3000 pending" "W7 schedule, D=3000 / D=100" \
-           "W8 same deadline: last run - deadline" "W8 same delay: lateness max" \
-           "W8 same deadline, counted: last run - deadline" \
-           "W9 idle CPU, N pending"; do
-  grep -q "^$row " "$out/stdout.txt" || fail "table row '$row' missing"
+grep -q "^memory: THP" "$out/stdout.txt" || fail "the header lacks the memory environment"
+if grep -q "memory primed" "$out/stdout.txt"; then fail "primed without --prime_mb"; fi
+
+rows=("schedule, 1 producer: ns per call" "schedule, 2 producers: ns per call"
+      "schedule, 1 producer: caller CPU per call" "schedule, 2 producers: timer threads' CPU per call"
+      "schedule, 2 producers: throughput" "schedule, 2 producers / 1 producer: throughput"
+      "schedule_cancel, 1 producer: ns per schedule+cancel" "schedule_cancel, 2 producers: caller CPU per pair"
+      "schedule_cancel, 2 producers: RSS held afterwards"
+      "schedule_depth, 100 pending: ns per call" "schedule_depth, 3k pending: ns per call"
+      "schedule_depth, 3k pending / 100 pending: ns per call" "memory: bytes per pending timeout"
+      "lateness: p50" "lateness: p99" "lateness: max" "lateness: early fires"
+      "idle, 1 pending: CPU" "idle, 3k pending: wake-ups per second"
+      "mass_expiry: expiries per worker CPU second" "mass_expiry: expiries per wall second"
+      "mass_expiry: last deadline to last run" "burst, same deadline: lateness max"
+      "burst, same delay: lateness p99")
+for row in "${rows[@]}"; do
+  grep -qF -- "$row  " "$out/stdout.txt" || fail "table row '$row' missing"
 done
-grep -q "tw/asio" "$out/stdout.txt" || fail "ratio column missing"
-grep -q "W6 expiry rate  *>= 5 M/s" "$out/stdout.txt" || fail "target lines missing"
-grep -q "Targets for tickwheel (issue #6)" "$out/stdout.txt" || fail "issue #6 targets missing"
-for t in "T1 schedule, deep" "T1 depth scaling" "T2 schedule+cancel" "T3 memory" \
-         "T4 idle, 1 pending" "T4 idle, N pending" "T5 burst accuracy" "T6 mass expiry" \
-         "T7 two producers"; do
-  grep -qF -e "  MET     $t " -e "  MISSED  $t " "$out/stdout.txt" \
-    || fail "issue #6 target '$t' missing or not measured"
-done
-# One progress line per run: 9 workloads, W1, W2 (P=1,2) and W7 (two depths)
-# twice each, W8 (same deadline, same deadline counted, same delay) three
-# times, 3 models.
+grep -q "tw/asio  *tw/heap" "$out/stdout.txt" || fail "ratio columns missing"
+grep -q "^Goals for tickwheel" "$out/stdout.txt" || fail "goals missing"
+goals=$(grep -cE "^  (MET   |MISSED|n/a   )  " "$out/stdout.txt" || true)
+[[ $goals -eq 18 ]] || fail "expected 18 goal lines, got $goals"
+grep -qE "^  (MET   |MISSED)  memory: bytes per pending timeout <= 64 B" "$out/stdout.txt" \
+  || fail "the memory goal was not judged"
+# One progress line per run: 13 workload variants, 3 timers.
 runs=$(grep -c '^\[' "$out/stderr.txt" || true)
-[[ $runs -eq 42 ]] || fail "expected 42 progress lines, got $runs"
+[[ $runs -eq 39 ]] || fail "expected 39 progress lines, got $runs"
 
 [[ -s "$out/bench.json" ]] || fail "no JSON file"
-for key in '"run"' '"metrics"' '"targets"' '"w3_lateness_us"' '"failures": [' \
-           '"W1.ns_per_op.P1"' '"tickwheel"' '"asio"' '"heap"' '"issue": 6' \
-           '"W7.ns_per_op.D3000"' '"W8.same_deadline.last_run_late_ms"' \
-           '"W8.same_deadline_counted.last_run_late_ms"' \
-           '"W9.cpu_percent_of_core"' '"W1.throughput_scaling.P2"'; do
-  grep -qF "$key" "$out/bench.json" || fail "JSON lacks $key"
+for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '"notes": [' \
+           '"memory_primed_mib": 0' '"schedule.p1.ns_per_call"' '"schedule.p2_over_p1.throughput_mps"' \
+           '"schedule_cancel.p2.rss_held_mb"' '"schedule_depth.pending3000_over_pending100.ns_per_call"' \
+           '"memory.bytes_per_pending"' '"lateness.p99_us"' '"idle.pending1.wakeups_per_s"' \
+           '"mass_expiry.per_worker_cpu_mps"' '"burst.same_deadline.max_ms"' \
+           '"tickwheel": {' '"asio": {' '"heap": {' '"reason": '; do
+  grep -qF -- "$key" "$out/bench.json" || fail "JSON lacks $key"
 done
-# A JSON syntax check when python3 is there (it is on Debian CI images).
 if command -v python3 > /dev/null; then
   python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out/bench.json" \
     || fail "JSON does not parse"
 fi
 
-# By default every run is a child process (tools/bench/isolation.h); the
-# in-process path must work too.
+# Everything in this one process (--isolate=0), and the lab mode, which says so.
 set +e
-"$bench" --isolate=0 --reps=1 --only=W2,W3 --n=2000 --tick_ms=10 \
-  --w3_k=100 --w3_min_ms=1 --w3_max_ms=20 > "$out/inprocess.txt" 2>> "$out/stderr.txt"
+"$bench" "${tiny[@]}" --isolate=0 --only=schedule_cancel,lateness \
+  > "$out/inprocess.txt" 2>> "$out/stderr.txt"
 status=$?
+"$bench" "${tiny[@]}" --only=memory --impls=tickwheel --prime_mb=16 \
+  > "$out/lab.txt" 2>> "$out/stderr.txt"
+status_lab=$?
 set -e
 [[ $status -eq 0 ]] || fail "--isolate=0 run exited with status $status"
 grep -q "Correctness checks: all passed" "$out/inprocess.txt" || fail "--isolate=0 checks"
+[[ $status_lab -eq 0 ]] || fail "--prime_mb run exited with status $status_lab"
+grep -q "^memory primed: 16 MiB .*(lab mode" "$out/lab.txt" || fail "lab mode not labelled"
 
-head -c 5 "$out/w3.svg" | grep -q "<svg" || fail "SVG does not start with <svg"
-lines=$(grep -c "<polyline" "$out/w3.svg" || true)
-[[ $lines -eq 6 ]] || fail "expected 6 curves (3 models x 2 panels), got $lines"
-tail -n 1 "$out/w3.svg" | grep -q "</svg>" || fail "SVG not closed"
-
-# The machine floors (tools/bench/floors.cc), tiny sizes: every probe (the
-# first-touch one with a token idle time), the memory environment and every
-# target line are printed, and a bad flag exits with 2.
-floors="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/floors"
-"$floors" --quick --reps=1 --first_touch=0.01 > "$out/floors.txt" 2>> "$out/stderr.txt" \
-  || fail "floors --quick exited with status $?"
-for row in "clock " "rmw " "cas " "fresh node" "warm node" "stream 1M" "random 1M" \
-           "scaling, arithmetic" "scaling, fresh memory" "first touch, idle" \
-           "first touch, reused" "memory: THP" "  T1 " "  T5 " "  T6 " "  T7 "; do
-  grep -qF "$row" "$out/floors.txt" || fail "floors output lacks '$row'"
-done
-set +e
-"$floors" --reps=0 > /dev/null 2>&1; status=$?
-set -e
-[[ $status -eq 2 ]] || fail "floors --reps=0: exit status $status, expected 2"
+# The lab's pool-reuse check, tiny: every round runs and reports.
+"$pool_reuse" 2000 2 > "$out/pool_reuse.txt" 2>> "$out/stderr.txt" \
+  || fail "pool_reuse exited with status $?"
+grep -q "^round 2: .* per newTimeout (2000 returned by stop)" "$out/pool_reuse.txt" \
+  || fail "pool_reuse output: $(cat "$out/pool_reuse.txt")"
 
 echo "PASS"

@@ -1,42 +1,24 @@
 // tools/bench/asio_bench.h
 // -----------------------------------------------------------------------------
-// AsioBench: boost::asio::steady_timer on one io_context thread, behind the
-// benchmark's BenchTimer concept (bench_timer.h), used as a real Asio user
-// would: timers belong to the io_context thread, so producers never touch one.
-//
-//   Schedule(f, delay): reads the clock (deadline = now + delay, so the post's
-//     queueing delay does not push the deadline out), makes a shared State
-//     holding the task, and posts to the io_context a handler that creates the
-//     steady_timer, sets it to expire at the deadline and starts async_wait.
-//   Cancel(h): posts a handler that calls steady_timer::cancel(). Asio can
-//     only tell on the io thread whether that cancelled anything, so Cancel()
-//     returns true once the request is posted.
-//   The wait handler runs the task on success, then destroys the timer on the
-//     io thread (so no State ever destroys a timer elsewhere).
-//
-// Counting: pending_, fired_ and cancelled_ are written by the io thread only.
-// Pending() therefore counts what the io thread has armed and not resolved
-// yet, and lags requests still queued in the io_context. Stop() first lets
-// every posted request run, so its count is exact. Wakeups() is the io
-// thread's voluntary context switches (/proc/self/task/<tid>/status): the
-// thread blocks in epoll_wait, so every return from a sleep is one of them;
-// Asio offers no hook inside io_context::run() to count them otherwise.
-//
-// Handles must be dropped before the AsioBench is destroyed (a State outliving
-// its io_context would hold a dangling timer).
-//
-// This class is thread-safe.
+// boost::asio::steady_timer on one io_context thread, used as an Asio user
+// would: timers belong to the io thread, so producers only post to it.
+// Schedule() reads the clock (so that the post's delay does not move the
+// deadline) and posts the arming; Cancel() posts steady_timer::cancel() and
+// returns true once posted, as only the io thread can tell. pending_ is kept
+// on the io thread, so Pending() lags queued requests; Stop() first lets
+// every posted request run. Wakeups() counts the io thread's voluntary
+// context switches: it blocks in epoll_wait, and Asio offers no hook.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_ASIO_BENCH_H_
 #define TICKWHEEL_TOOLS_BENCH_ASIO_BENCH_H_
 
+#include <unistd.h>
+
 #include <atomic>
-#include <chrono>
-#include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
-#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -46,6 +28,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "tools/bench/bench_timer.h"
+#include "tools/bench/proc_stats.h"
 
 namespace tickwheel::bench {
 
@@ -53,19 +36,25 @@ class AsioBench {
  public:
   static constexpr std::string_view kName = "asio";
   static constexpr bool kExactPending = false;
-
-  // One scheduled task. `timer` exists from the arming handler until the wait
-  // handler has run; both only on the io thread.
-  struct State {
+  struct State {  // one timeout; `timer` lives on the io thread only
     std::optional<boost::asio::steady_timer> timer;
     std::function<void()> task;
   };
   using Handle = std::shared_ptr<State>;
 
-  explicit AsioBench(const BenchTimerOptions& options);
-  ~AsioBench();
-  AsioBench(const AsioBench&) = delete;
-  AsioBench& operator=(const AsioBench&) = delete;
+  // The promises are shared: the io thread may still be inside set_value()
+  // when the waiting thread wakes and would destroy them.
+  explicit AsioBench(const BenchTimerOptions&) : work_(boost::asio::make_work_guard(io_)) {
+    auto started = std::make_shared<std::promise<void>>();
+    std::future<void> ready = started->get_future();
+    thread_ = std::thread([this, started] {
+      io_tid_ = static_cast<int>(gettid());
+      started->set_value();
+      io_.run();
+    });
+    ready.wait();
+  }
+  ~AsioBench() { Stop(); }  // io_'s destructor destroys the waits left
 
   template <typename F>
   Handle Schedule(F&& f, std::chrono::nanoseconds delay) {
@@ -76,31 +65,56 @@ class AsioBench {
     return state;
   }
 
-  // Posts the cancellation; true once posted (see the file comment).
-  bool Cancel(const Handle& h);
+  bool Cancel(const Handle& h) {
+    boost::asio::post(io_, [this, h] {
+      if (h->timer && h->timer->cancel() > 0) {
+        AddPending(-1);
+        h->task = nullptr;  // captures die at cancellation
+      }
+    });
+    return true;
+  }
+
   int64_t Pending() { return pending_.load(std::memory_order_relaxed); }
-  int64_t Stop();
-  int64_t Wakeups();
-  CounterMap Counters();
+  int64_t Wakeups() { return ThreadVoluntarySwitches(io_tid_); }
+
+  int64_t Stop() {
+    if (thread_.joinable()) {
+      // One io thread runs handlers in order: this one sees every request.
+      auto count = std::make_shared<std::promise<int64_t>>();
+      std::future<int64_t> pending = count->get_future();
+      boost::asio::post(io_, [this, count] { count->set_value(Pending()); });
+      unprocessed_ = pending.get();
+      work_.reset();
+      io_.stop();
+      thread_.join();
+    }
+    return unprocessed_;
+  }
 
  private:
-  void Arm(const Handle& state, std::chrono::steady_clock::time_point deadline);
-  // Single writer (the io thread): a load and a store.
-  static void Add(std::atomic<int64_t>& c, int64_t by) {
-    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  void Arm(const Handle& state, std::chrono::steady_clock::time_point deadline) {
+    state->timer.emplace(io_, deadline);
+    AddPending(1);
+    state->timer->async_wait([this, state](const boost::system::error_code& ec) {
+      if (!ec) {
+        AddPending(-1);
+        state->task();
+        state->task = nullptr;
+      }
+      state->timer.reset();  // on the io thread, where it belongs
+    });
+  }
+  void AddPending(int64_t by) {  // single writer: the io thread
+    pending_.store(pending_.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   }
 
   boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type>
-      work_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::thread thread_;
-  std::atomic<int> io_tid_{0};
-  bool stopped_ = false;      // Stop() is called from one thread at a time
-  int64_t unprocessed_ = 0;   // what the first Stop() saw
-
+  int io_tid_ = 0;
+  int64_t unprocessed_ = 0;
   std::atomic<int64_t> pending_{0};
-  std::atomic<int64_t> fired_{0};
-  std::atomic<int64_t> cancelled_{0};
 };
 
 static_assert(BenchTimer<AsioBench>);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <functional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -11,217 +10,143 @@ namespace tickwheel::bench {
 namespace {
 
 struct Flag {
-  const char* name;
-  const char* help;
-  // Parses the value into the config; false if malformed.
-  std::function<bool(std::string_view, BenchConfig&)> set;
-  std::function<std::string(const BenchConfig&)> get;
+  const char *name, *value, *help;  // value: the default
 };
 
-template <typename T>
-bool ParseNumber(std::string_view s, T& out) {
-  T v{};
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return false;
-  out = v;
-  return true;
-}
+const Flag kFlags[] = {
+    {"reps", "5", "repetitions of each run"},
+    {"only", "", "comma-separated workloads to run; empty: all"},
+    {"impls", "tickwheel,asio,heap", "comma-separated timers to run"},
+    {"seed", "42", "seed of the random delays"},
+    {"warmup", "10000", "timeouts run and cancelled on a throwaway timer before each run"},
+    {"tick_ms", "1", "tickwheel's tick in lateness, idle, mass_expiry and burst"},
+    {"n", "1000000",
+     "timeouts per run of schedule, schedule_cancel, memory, idle, mass_expiry, burst"},
+    {"producers", "1,2", "producer threads of schedule and schedule_cancel, a run each"},
+    {"depth_pending", "1000,1000000", "timeouts pending in schedule_depth, a run each"},
+    {"isolate", "1", "1: each run in a fresh child process; 0: all in this one"},
+    {"prime_mb", "0",
+     "LAB MODE: MiB touched and freed before each child, so that it finds "
+     "host-backed pages on a VM; 0: off, as for a user's process"},
+    {"quick", "0", "1: tiny sizes and short waits, to check the program, not to measure it"},
+    {"json", "", "write the results to this file as JSON"},
+};
 
-std::vector<std::string> SplitList(std::string_view s) {
+std::vector<std::string> Split(std::string_view s) {
   std::vector<std::string> out;
-  while (!s.empty()) {
-    const size_t comma = s.find(',');
-    std::string_view item = s.substr(0, comma);
-    if (!item.empty()) out.emplace_back(item);
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
+  for (size_t start = 0, comma = 0; comma != s.npos; start = comma + 1) {
+    comma = s.find(',', start);
+    if (start < s.size() && comma != start) out.emplace_back(s.substr(start, comma - start));
   }
   return out;
 }
 
-// A flag bound to one numeric field, positive unless `allow_zero`.
+// Parses `s` into `out`; false unless it is a number >= `min`.
 template <typename T>
-Flag Number(const char* name, const char* help, T BenchConfig::*field,
-            bool allow_zero = false) {
-  return Flag{
-      name, help,
-      [field, allow_zero](std::string_view s, BenchConfig& c) {
-        T v{};
-        if (!ParseNumber(s, v) || v < 0 || (v == 0 && !allow_zero)) return false;
-        c.*field = v;
-        return true;
-      },
-      [field](const BenchConfig& c) { return fmt::format("{}", c.*field); }};
+bool Number(std::string_view s, T& out, T min) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size() && out >= min;
 }
 
-const std::vector<Flag>& Flags() {
-  static const std::vector<Flag> flags = {
-      Number("reps", "repetitions R of each workload", &BenchConfig::reps),
-      {"only", "comma-separated workloads to run (W1..W9); default all",
-       [](std::string_view s, BenchConfig& c) {
-         c.only = SplitList(s);
-         for (std::string& w : c.only) {
-           std::transform(w.begin(), w.end(), w.begin(), ::toupper);
-           if (w.size() != 2 || w[0] != 'W' || w[1] < '1' || w[1] > '9') return false;
-         }
-         return true;
-       },
-       [](const BenchConfig& c) { return fmt::format("{}", fmt::join(c.only, ",")); }},
-      {"impls", "comma-separated implementations (tickwheel,asio,heap)",
-       [](std::string_view s, BenchConfig& c) {
-         c.impls = SplitList(s);
-         for (const std::string& i : c.impls) {
-           if (i != "tickwheel" && i != "asio" && i != "heap") return false;
-         }
-         return !c.impls.empty();
-       },
-       [](const BenchConfig& c) { return fmt::format("{}", fmt::join(c.impls, ",")); }},
-      {"producers", "comma-separated producer thread counts for W1 and W2",
-       [](std::string_view s, BenchConfig& c) {
-         c.producers.clear();
-         for (const std::string& p : SplitList(s)) {
-           int v = 0;
-           if (!ParseNumber(std::string_view(p), v) || v <= 0) return false;
-           c.producers.push_back(v);
-         }
-         return !c.producers.empty();
-       },
-       [](const BenchConfig& c) { return fmt::format("{}", fmt::join(c.producers, ",")); }},
-      Number("seed", "seed of the random delays", &BenchConfig::seed, true),
-      {"n", "sets w1_n, w2_n, w4_n, w6_n, w8_n and w9_n at once",
-       [](std::string_view s, BenchConfig& c) {
-         int64_t v = 0;
-         if (!ParseNumber(s, v) || v <= 0) return false;
-         c.w1_n = c.w2_n = c.w4_n = c.w6_n = c.w8_n = c.w9_n = v;
-         return true;
-       },
-       [](const BenchConfig&) { return std::string("-"); }},
-      Number("tick_ms", "tickwheel tick for W1, W2, W4, W7 (ms)", &BenchConfig::tick_ms),
-      Number("ticks_per_wheel", "tickwheel wheel size", &BenchConfig::ticks_per_wheel),
-      Number("far_min_s", "W1/W2/W4/W7/W9 delays: minimum (s)", &BenchConfig::far_min_s),
-      Number("far_max_s", "W1/W2/W4/W7/W9 delays: maximum (s)", &BenchConfig::far_max_s),
-      Number("w1_n", "W1: timeouts per run, over all producers", &BenchConfig::w1_n),
-      Number("w2_n", "W2: schedule+cancel pairs per run", &BenchConfig::w2_n),
-      Number("w4_n", "W4: pending timeouts", &BenchConfig::w4_n),
-      Number("w3_tick_ms", "W3: tickwheel tick (ms)", &BenchConfig::w3_tick_ms),
-      Number("w3_k", "W3: timeouts", &BenchConfig::w3_k),
-      Number("w3_min_ms", "W3: minimum delay (ms)", &BenchConfig::w3_min_ms),
-      Number("w3_max_ms", "W3: maximum delay (ms)", &BenchConfig::w3_max_ms),
-      Number("w5_tick_ms", "W5: tickwheel tick (ms)", &BenchConfig::w5_tick_ms),
-      Number("w5_idle_s", "W5: idle time measured (s)", &BenchConfig::w5_idle_s),
-      Number("w6_tick_ms", "W6: tickwheel tick (ms)", &BenchConfig::w6_tick_ms),
-      Number("w6_n", "W6: timeouts", &BenchConfig::w6_n),
-      Number("w6_window_ms", "W6: width of the window they are due in (ms)",
-             &BenchConfig::w6_window_ms),
-      Number("w6_lead_ms", "W6: from the first schedule to the window (ms)",
-             &BenchConfig::w6_lead_ms),
-      {"w7_depths", "W7: comma-separated pending depths D, one run each",
-       [](std::string_view s, BenchConfig& c) {
-         c.w7_depths.clear();
-         for (const std::string& d : SplitList(s)) {
-           int v = 0;
-           if (!ParseNumber(std::string_view(d), v) || v <= 0) return false;
-           c.w7_depths.push_back(v);
-         }
-         std::sort(c.w7_depths.begin(), c.w7_depths.end());
-         c.w7_depths.erase(std::unique(c.w7_depths.begin(), c.w7_depths.end()),
-                           c.w7_depths.end());
-         return !c.w7_depths.empty();
-       },
-       [](const BenchConfig& c) { return fmt::format("{}", fmt::join(c.w7_depths, ",")); }},
-      Number("w7_m", "W7: timed schedules on top of the D pending", &BenchConfig::w7_m),
-      Number("w8_tick_ms", "W8: tickwheel tick (ms)", &BenchConfig::w8_tick_ms),
-      Number("w8_n", "W8: timeouts in the burst", &BenchConfig::w8_n),
-      Number("w8_lead_ms", "W8 same deadline: from the first schedule to the deadline (ms)",
-             &BenchConfig::w8_lead_ms),
-      Number("w8_delay_ms", "W8 same delay: the delay of every call (ms)",
-             &BenchConfig::w8_delay_ms),
-      Number("w9_tick_ms", "W9: tickwheel tick (ms)", &BenchConfig::w9_tick_ms),
-      Number("w9_n", "W9: pending timeouts", &BenchConfig::w9_n),
-      Number("w9_settle_s", "W9: settling time after all are armed (s)",
-             &BenchConfig::w9_settle_s, true),
-      Number("w9_idle_s", "W9: idle time measured, at most (s)", &BenchConfig::w9_idle_s),
-      {"isolate", "1: each run in a fresh child process; 0: all in this one",
-       [](std::string_view s, BenchConfig& c) {
-         if (s != "0" && s != "1") return false;
-         c.isolate = s == "1";
-         return true;
-       },
-       [](const BenchConfig& c) { return std::string(c.isolate ? "1" : "0"); }},
-      Number("prime_mb",
-             "MiB touched and released before each child process, so that "
-             "its fresh memory is host-backed on a VM (0: off)",
-             &BenchConfig::prime_mb, true),
-      {"child", "internal: run one workload in this process and print it",
-       [](std::string_view s, BenchConfig& c) { c.child = s; return !s.empty(); },
-       [](const BenchConfig&) { return std::string("-"); }},
-      {"json", "write machine-readable results to FILE",
-       [](std::string_view s, BenchConfig& c) { c.json_path = s; return !s.empty(); },
-       [](const BenchConfig& c) { return c.json_path; }},
-      {"svg", "write the W3 lateness CDF picture to FILE",
-       [](std::string_view s, BenchConfig& c) { c.svg_path = s; return !s.empty(); },
-       [](const BenchConfig& c) { return c.svg_path; }},
-  };
-  return flags;
+// Fills the typed fields from c.flags; "" or the first bad flag's message.
+std::string Convert(BenchConfig& c) {
+  std::string err;
+  for (const auto& [name, text] : c.flags) {
+    const auto num = [&](auto& out, auto min) {
+      if (!Number(std::string_view(text), out, min)) err = fmt::format("bad --{}={}", name, text);
+    };
+    const auto counts = [&](std::vector<int64_t>& out) {
+      out.clear();
+      for (const std::string& item : Split(text)) {
+        if (!Number(std::string_view(item), out.emplace_back(), int64_t{1})) out.clear();
+      }
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+      if (out.empty() || out.size() != Split(text).size())
+        err = fmt::format("bad --{}={}", name, text);
+    };
+    if (name == "reps") num(c.reps, int64_t{1});
+    if (name == "seed") num(c.seed, int64_t{0});
+    if (name == "warmup") num(c.warmup, int64_t{0});
+    if (name == "tick_ms") num(c.tick_ms, 1e-6);
+    if (name == "n") num(c.n, int64_t{1});
+    if (name == "prime_mb") num(c.prime_mb, int64_t{0});
+    if (name == "producers") counts(c.producers);
+    if (name == "depth_pending") counts(c.depth_pending);
+    if (name == "isolate" || name == "quick") {
+      if (text != "0" && text != "1") err = fmt::format("--{} is 0 or 1", name);
+      (name == "quick" ? c.quick : c.isolate) = text == "1";
+    }
+    if (name == "only") c.only = Split(text);
+    if (name == "impls") c.impls = Split(text);
+    if (name == "json") c.json_path = text;
+  }
+  for (const std::string& i : c.impls) {
+    if (i != "tickwheel" && i != "asio" && i != "heap") err = "unknown timer " + i;
+  }
+  return err;
+}
+
+void ApplyQuick(BenchConfig& c) {
+  c.n = std::min<int64_t>(c.n, 3000);
+  c.depth_pending = {100, 3000};
+  c.depth_calls = 2000, c.lateness_n = 300;
+  c.lateness_min_ms = 1, c.lateness_max_ms = 40;
+  c.idle_settle_s = 0.1, c.idle_s = 0.2;
+  c.mass_expiry_window_ms = 20, c.mass_expiry_lead_ms = 300;
+  c.burst_lead_ms = 200, c.burst_delay_ms = 20;
 }
 
 }  // namespace
 
-bool BenchConfig::Runs(const std::string& workload) const {
-  return only.empty() ||
-         std::find(only.begin(), only.end(), workload) != only.end();
+bool BenchConfig::Runs(const std::string& w) const {
+  return only.empty() || std::find(only.begin(), only.end(), w) != only.end();
+}
+bool BenchConfig::Uses(const std::string& i) const {
+  return std::find(impls.begin(), impls.end(), i) != impls.end();
 }
 
-bool BenchConfig::Uses(const std::string& impl) const {
-  return std::find(impls.begin(), impls.end(), impl) != impls.end();
-}
-
-std::string ParseFlags(int argc, char** argv, BenchConfig& config) {
-  config.command_line = argv[0];
-  config.args.clear();
+std::string ParseFlags(int argc, char** argv, BenchConfig& c) {
+  c.command_line = argv[0];
+  for (const Flag& f : kFlags) c.flags.emplace_back(f.name, f.value);
   for (int i = 1; i < argc; ++i) {
-    config.command_line += fmt::format(" {}", argv[i]);
-    config.args.emplace_back(argv[i]);
-  }
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
+    const std::string_view arg = argv[i];
+    c.command_line += fmt::format(" {}", arg);
     if (arg == "--help" || arg == "-h") return "help";
-    if (arg.substr(0, 2) != "--") return fmt::format("unexpected argument '{}'", arg);
-    arg.remove_prefix(2);
-    std::string_view name = arg, value;
-    bool has_value = false;
-    if (const size_t eq = arg.find('='); eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    const auto& flags = Flags();
-    auto it = std::find_if(flags.begin(), flags.end(),
-                           [&](const Flag& f) { return name == f.name; });
-    if (it == flags.end()) return fmt::format("unknown flag --{}", name);
-    if (!has_value) {
-      if (i + 1 >= argc) return fmt::format("flag --{} needs a value", name);
-      value = argv[++i];
-    }
-    if (!it->set(value, config)) {
-      return fmt::format("bad value '{}' for --{} ({})", value, name, it->help);
-    }
+    const size_t eq = arg.find('=');
+    const std::string_view name = arg.substr(2, eq == arg.npos ? arg.npos : eq - 2);
+    const auto flag = std::find_if(c.flags.begin(), c.flags.end(),
+                                   [&](const auto& f) { return f.first == name; });
+    if (!arg.starts_with("--") || flag == c.flags.end()) return fmt::format("unknown flag {}", arg);
+    if (eq == arg.npos && i + 1 == argc) return fmt::format("--{} needs a value", name);
+    flag->second = eq == arg.npos ? argv[++i] : arg.substr(eq + 1);
+    if (eq == arg.npos) c.command_line += fmt::format(" {}", flag->second);
   }
-  if (config.far_min_s > config.far_max_s || config.w3_min_ms > config.w3_max_ms) {
-    return "a minimum delay exceeds its maximum";
-  }
-  return "";
+  std::string err = Convert(c);
+  if (c.quick) ApplyQuick(c);
+  return err;
 }
 
 std::string Usage() {
   std::string out =
       "Usage: bench [--flag=value ...]\n"
-      "Runs workloads W1..W9 against tickwheel, Boost.Asio and a heap timer\n"
-      "thread, R times each, and prints median [min-max] per implementation.\n\n";
-  const BenchConfig defaults;
-  for (const Flag& f : Flags()) {
-    out += fmt::format("  --{:<16} {} (default: {})\n", f.name, f.help,
-                       f.get(defaults));
+      "Runs each workload on tickwheel, Boost.Asio and a heap timer thread, R times in\n"
+      "turns, and prints median [min-max] per timer and the goals' verdicts.\n\n";
+  for (const Flag& f : kFlags) {
+    out += fmt::format("  --{:<14} {}{}\n", f.name, f.help,
+                       *f.value ? fmt::format(" (default: {})", f.value) : "");
+  }
+  return out;
+}
+
+std::vector<std::string> NonDefaultFlags(const BenchConfig& c) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < c.flags.size(); ++i) {
+    const auto& [name, text] = c.flags[i];
+    if (name != "only" && name != "impls" && name != "seed" && name != "json" &&
+        text != kFlags[i].value) {
+      out.push_back(fmt::format("--{}={}", name, text));
+    }
   }
   return out;
 }

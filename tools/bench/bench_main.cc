@@ -1,29 +1,16 @@
 // tools/bench/bench_main.cc
 // -----------------------------------------------------------------------------
-// //tools/bench:bench — tickwheel side by side with Boost.Asio and a heap
-// timer thread, in one process run (issues #3 and #6). See
-// docs/PERFORMANCE.md.
+// //tools/bench:bench: tickwheel side by side with Boost.Asio and a heap timer
+// thread in one invocation; docs/BENCHMARKS.md says what each workload
+// measures and how to read the output.
 //
-//   bazel build -c opt --config=opt //tools/bench:bench
-//   bazel-bin/tools/bench/bench --json=bench.json --svg=w3.svg
-//
-// Isolation: by default every run (one workload, one implementation, one
-// repetition) happens in a fresh child process (isolation.h), so that none
-// inherits the heap or the node pool an earlier run left behind;
-// --isolate=0 runs them all in this process.
-//
-// Order: workload by workload (W4 first, while the heap is fresh, then W1,
-// W2, W3, W5, W6, W7, W8, W9); within a workload, variant by variant
-// (runners.h: W1/W2 per producer count, W7 per depth, W8 per kind of burst),
-// within a variant repetition by repetition, and within a repetition every
-// model once. So the models of one row are measured minutes apart at most and
-// drift on a noisy machine hits them alike. Each model gets the same random
-// delays in a repetition (the seed depends on the repetition only).
-//
-// stdout: the report (report.h). stderr: one progress line per run.
-// Exit status: 0, or 1 if a correctness check failed (never for a missed
-// performance target: those are measurements, reported in the table), or 2
-// for a bad flag.
+// Order: workload by workload (workloads.h), variant by variant, repetition
+// by repetition, and within a repetition each timer once, so that the timers
+// of a row are measured seconds apart and drift on a noisy machine hits them
+// alike; in a repetition every timer gets the same random delays.
+// stdout: the report; stderr: a progress line per run. Exit status 0; 1 if a
+// correctness check failed (a missed goal is a measurement, not a failure);
+// 2 for a bad flag.
 
 #include <unistd.h>
 
@@ -34,126 +21,79 @@
 #include <fmt/format.h>
 
 #include "tools/bench/bench_config.h"
+#include "tools/bench/goals.h"
 #include "tools/bench/isolation.h"
-#include "tools/bench/json_report.h"
 #include "tools/bench/proc_stats.h"
 #include "tools/bench/report.h"
 #include "tools/bench/results.h"
-#include "tools/bench/runners.h"
-#include "tools/bench/svg_plot.h"
-#include "tools/bench/targets.h"
+#include "tools/bench/workloads.h"
 
 namespace tickwheel::bench {
 namespace {
 
 // One line per finished run on stderr; on a terminal each replaces the last.
-class Progress {
- public:
-  explicit Progress(int total) : total_(total), tty_(isatty(2) == 1) {}
-
-  void Report(const std::string& what, const RepOutput& out, int64_t ns) {
-    ++done_;
-    std::string values;
-    for (const auto& [key, value] : out.values) {
-      values += fmt::format(" {}={:.6g}", key.substr(key.find('.') + 1), value);
-    }
-    const std::string line = fmt::format("[{:>3}/{}] {} ({:.1f} s){}{}", done_, total_,
-                                         what, static_cast<double>(ns) / 1e9, values,
-                                         out.failures.empty() ? "" : " CHECK FAILED");
-    if (tty_) {
-      fmt::print(stderr, "\r\033[K{}", line.substr(0, 160));
-      if (done_ == total_) fmt::print(stderr, "\n");
-    } else {
-      fmt::print(stderr, "{}\n", line);
-    }
-    std::fflush(stderr);
+void Progress(int done, int total, const std::string& what, const RepOutput& out, int64_t ns) {
+  std::string line = fmt::format("[{:>3}/{}] {} ({:.1f} s)", done, total, what, ns / 1e9);
+  for (const auto& [name, value] : out.values) line += fmt::format(" {}={:.4g}", name, value);
+  if (!out.failures.empty()) line += " CHECK FAILED";
+  if (isatty(2) == 1) {
+    fmt::print(stderr, "\r\033[K{}{}", line.substr(0, 160), done == total ? "\n" : "");
+  } else {
+    fmt::print(stderr, "{}\n", line);
   }
+}
 
- private:
-  int total_;
-  int done_ = 0;
-  bool tty_;
-};
-
-int Main(int argc, char** argv) {
-  BenchConfig config;
-  if (std::string err = ParseFlags(argc, argv, config); !err.empty()) {
-    if (err == "help") {
-      fmt::print("{}", Usage());
-      return 0;
-    }
-    fmt::print(stderr, "bench: {}\n\n{}", err, Usage());
-    return 2;
+void RunAll(const BenchConfig& c, const std::vector<std::string>& impls, Results& results) {
+  int total = 0, done = 0;
+  for (const Workload& w : Workloads()) {
+    if (c.Runs(w.name)) total += static_cast<int>(w.variants(c).size() * impls.size()) * c.reps;
   }
-  if (!config.child.empty()) return RunChild(config);
-  // Table order: tickwheel first, then the others as listed.
-  std::vector<std::string> impls;
-  for (const char* name : {"tickwheel", "asio", "heap"}) {
-    if (config.Uses(name)) impls.push_back(name);
-  }
-  Results results(config, impls);
-  RunInfo info = CollectRunInfo();
-
-  const std::vector<std::string> order = {"W4", "W1", "W2", "W3", "W5",
-                                          "W6", "W7", "W8", "W9"};
-  int total = 0;
-  for (const std::string& w : order) {
-    if (!config.Runs(w)) continue;
-    const int variants = static_cast<int>(Variants(w, config).size());
-    total += variants * config.reps * static_cast<int>(impls.size());
-  }
-  Progress progress(total);
-  const int64_t start = NowNanos();
-  for (const std::string& w : order) {
-    if (!config.Runs(w)) continue;
-    for (int variant : Variants(w, config)) {
-      const std::string label = VariantLabel(w, variant);
-      for (int rep = 1; rep <= config.reps; ++rep) {
-        const uint64_t seed = config.seed + 1000 * static_cast<uint64_t>(rep);
+  for (const Workload& w : Workloads()) {
+    if (!c.Runs(w.name)) continue;
+    for (const Variant& v : w.variants(c)) {
+      for (int rep = 1; rep <= c.reps; ++rep) {
+        const uint64_t seed = static_cast<uint64_t>(c.seed + 1000 * rep);
         for (const std::string& impl : impls) {
           const int64_t t0 = NowNanos();
-          RepOutput out = config.isolate
-                              ? RunInChild(config, w, impl, variant, seed)
-                              : Runner(impl)(w, config, variant, seed);
-          const std::string what = fmt::format(
-              "{}{} {:<9} rep {}/{}", w, label.empty() ? "" : " " + label, impl,
-              rep, config.reps);
-          progress.Report(what, out, NowNanos() - t0);
-          // "W1 P=2": failures, notes and counters of one variant keep their
-          // own names (counters of P=1 and P=2 used to share one key).
-          results.Record(label.empty() ? w : w + " " + label, impl, rep,
-                         std::move(out));
+          const RepOutput out = RunIsolated(c, [&] { return w.run.at(impl)(c, v.value, seed); });
+          Progress(++done, total, fmt::format("{}, {}, rep {}", RunLabel(w, v), impl, rep), out,
+                   NowNanos() - t0);
+          results.Record(RunLabel(w, v), KeyPrefix(w, v), impl, rep, out);
         }
       }
     }
   }
+}
+
+int Main(int argc, char** argv) {
+  BenchConfig config;
+  std::string err = ParseFlags(argc, argv, config);
+  for (const std::string& w : config.only) {
+    if (err.empty() && FindWorkload(w) == nullptr) err = "unknown workload " + w;
+  }
+  std::string help = Usage() + "\nWorkloads, in run order:\n";
+  for (const Workload& w : Workloads()) help += fmt::format("  {:<16} {}\n", w.name, w.what);
+  if (err == "help") fmt::print("{}", help);
+  if (!err.empty() && err != "help") fmt::print(stderr, "bench: {}\n\n{}", err, help);
+  if (!err.empty()) return err == "help" ? 0 : 2;
+
+  std::vector<std::string> impls;  // tickwheel first, then the baselines
+  for (const char* name : {"tickwheel", "asio", "heap"}) {
+    if (config.Uses(name)) impls.push_back(name);
+  }
+  Results results(Rows(config), impls);
+  RunInfo info = CollectRunInfo();
+  const int64_t start = NowNanos();
+  RunAll(config, impls, results);
   info.elapsed_s = static_cast<double>(NowNanos() - start) / 1e9;
   info.load_end = LoadAverage();
-
-  const std::vector<TargetResult> targets = EvaluateTargets(results, config);
-  PrintReport(stdout, results, targets, config, info);
-  int status = results.failures().empty() ? 0 : 1;
-  std::string error;
-  if (!config.json_path.empty() &&
-      !WriteJson(config.json_path, results, targets, config, info, error)) {
-    fmt::print(stderr, "bench: {}\n", error);
-    status = 1;
+  const std::vector<GoalResult> goals = EvaluateGoals(results);
+  PrintReport(stdout, results, goals, config, info);
+  if (!config.json_path.empty() && !WriteJson(config.json_path, results, goals, config, info)) {
+    fmt::print(stderr, "bench: cannot write {}\n", config.json_path);
+    return 1;
   }
-  if (!config.svg_path.empty() && config.Runs("W3")) {
-    std::vector<LatenessSeries> series;
-    for (const std::string& impl : impls) series.push_back({impl, results.Lateness(impl)});
-    const std::string title = fmt::format(
-        "W3 lateness: {} timeouts x {} reps per implementation, delays {:g}-{:g} ms",
-        config.w3_k, config.reps, config.w3_min_ms, config.w3_max_ms);
-    const std::string subtitle = fmt::format(
-        "tickwheel tick {:g} ms; {}; {}", config.w3_tick_ms, info.host, info.date);
-    if (!WriteLatenessSvg(config.svg_path, series, title, subtitle,
-                          (config.w3_tick_ms + 2) * 1e3, error)) {
-      fmt::print(stderr, "bench: {}\n", error);
-      status = 1;
-    }
-  }
-  return status;
+  return results.failures().empty() ? 0 : 1;
 }
 
 }  // namespace

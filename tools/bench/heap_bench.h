@@ -1,49 +1,24 @@
 // tools/bench/heap_bench.h
 // -----------------------------------------------------------------------------
-// HeapBench: the timer thread most people write by hand, the baseline of the
-// benchmark (BenchTimer concept, bench_timer.h). Written to be reasonable,
-// not a straw man:
-//
-//   * std::priority_queue of {deadline, shared_ptr<Entry>} (a min-heap on the
-//     deadline, which sits in the heap item so comparisons touch no Entry);
-//     one std::mutex, one std::condition_variable, one worker thread.
-//   * The worker sleeps until the earliest deadline (wait_until on
-//     steady_clock), not on a fixed tick. Schedule() notifies only when the
-//     new deadline is earlier than the one the worker sleeps until.
-//   * The worker pops every due entry under one lock acquisition, then runs
-//     the tasks with the lock released, so tasks and producers do not
-//     serialise on the mutex.
-//   * Cancel() is lock-free: a CAS on the shared entry's state (pending ->
-//     cancelled), exact like tickwheel's. The entry stays in the heap (lazy
-//     deletion) until it reaches the top or until Schedule() compacts the
-//     heap, which it does when more than half of it (and at least
-//     kCompactMin entries) is cancelled. So a schedule-then-cancel workload
-//     keeps the heap small, and the amortised cost of compaction is O(1) per
-//     cancel.
-//
-// Ground rules
-//   heap_, sleeping_until_, stopping_ are guarded by mu_. Entry::state is the
-//   only field several threads race on: exactly one of Cancel() (pending ->
-//   cancelled) and the worker's claim (pending -> fired) wins, and only the
-//   worker touches Entry::task (it runs it, or destroys it with the entry).
-//   cancelled_in_heap_ is an approximate count (Cancel increments it after its
-//   CAS, the worker and compaction decrement it): it only steers compaction
-//   and Pending().
-//
-// This class is thread-safe.
+// The timer thread people write by hand, reasonable rather than a straw man:
+// a min-heap of {deadline, entry} under one mutex, one worker that sleeps
+// until the earliest deadline (Schedule() notifies only for an earlier one)
+// and runs every due entry with the lock released; Cancel() is a lock-free
+// CAS on the entry's state, exact, and the entry stays in the heap until it
+// reaches the top or Schedule() compacts a heap more than half cancelled.
+// Entry::state is the only field threads race on; only the worker touches
+// Entry::task. cancelled_in_heap_ is approximate: it steers compaction only.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_HEAP_BENCH_H_
 #define TICKWHEEL_TOOLS_BENCH_HEAP_BENCH_H_
 
+#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <queue>
-#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -57,9 +32,7 @@ class HeapBench {
  public:
   static constexpr std::string_view kName = "heap";
   static constexpr bool kExactPending = true;
-  // Compaction does not pay below this many entries.
-  static constexpr size_t kCompactMin = 1024;
-
+  static constexpr size_t kCompactMin = 1024;  // below it, compaction does not pay
   struct Entry {
     enum State : uint8_t { kPending, kCancelled, kFired };
     std::atomic<uint8_t> state{kPending};
@@ -67,10 +40,8 @@ class HeapBench {
   };
   using Handle = std::shared_ptr<Entry>;
 
-  explicit HeapBench(const BenchTimerOptions& options);
+  explicit HeapBench(const BenchTimerOptions&) : thread_([this] { Run(); }) {}
   ~HeapBench() { Stop(); }
-  HeapBench(const HeapBench&) = delete;
-  HeapBench& operator=(const HeapBench&) = delete;
 
   template <typename F>
   Handle Schedule(F&& f, std::chrono::nanoseconds delay) {
@@ -82,52 +53,117 @@ class HeapBench {
       std::lock_guard<std::mutex> lock(mu_);
       MaybeCompactLocked();
       heap_.push(Item{deadline, entry});
-      if (deadline < sleeping_until_) {
-        sleeping_until_ = deadline;  // one notify per earlier deadline
-        notify = true;
-      }
+      notify = deadline < sleeping_until_;
+      if (notify) sleeping_until_ = deadline;  // one notify per earlier deadline
     }
     if (notify) cv_.notify_one();
     return entry;
   }
 
-  // True iff this call cancelled a pending entry; its task will not run.
-  bool Cancel(const Handle& h);
-  int64_t Pending();
-  int64_t Stop();
+  bool Cancel(const Handle& h) {  // true iff this call cancelled it
+    uint8_t expected = Entry::kPending;
+    if (!h->state.compare_exchange_strong(expected, Entry::kCancelled)) return false;
+    cancelled_in_heap_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  int64_t Pending() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int64_t>(heap_.size()) - cancelled_in_heap_.load();
+  }
   int64_t Wakeups() { return wakeups_.load(std::memory_order_relaxed); }
-  CounterMap Counters();
+
+  int64_t Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return unprocessed_;
+      stopping_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+    std::lock_guard<std::mutex> lock(mu_);
+    unprocessed_ = std::count_if(heap_.items().begin(), heap_.items().end(), [](const Item& i) {
+      return i.entry->state.load() == Entry::kPending;
+    });
+    heap_ = Heap();  // destroys the tasks, never run
+    return unprocessed_;
+  }
 
  private:
   struct Item {
     int64_t deadline;
     std::shared_ptr<Entry> entry;
-    // std::priority_queue is a max-heap: "less" means "later".
-    bool operator<(const Item& o) const { return deadline > o.deadline; }
+    bool operator<(const Item& o) const { return deadline > o.deadline; }  // min-heap
   };
-  // Exposes the container so that compaction can filter it in place.
-  struct Heap : std::priority_queue<Item> {
+  struct Heap : std::priority_queue<Item> {  // exposes the items to compaction
     std::vector<Item>& items() { return c; }
   };
 
-  void Run();
-  void MaybeCompactLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeCompactLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const int64_t cancelled = cancelled_in_heap_.load(std::memory_order_relaxed);
+    if (heap_.size() < kCompactMin || cancelled * 2 <= static_cast<int64_t>(heap_.size())) return;
+    const size_t removed = std::erase_if(heap_.items(), [](const Item& i) {
+      return i.entry->state.load(std::memory_order_acquire) == Entry::kCancelled;
+    });
+    std::make_heap(heap_.items().begin(), heap_.items().end());  // the queue's order
+    cancelled_in_heap_.fetch_sub(static_cast<int64_t>(removed), std::memory_order_relaxed);
+  }
+
+  // Pops what is due (and cancelled entries that reach the top) into `due`;
+  // returns the deadline to sleep until, INT64_MAX if the heap is empty.
+  int64_t PopDueLocked(std::vector<std::shared_ptr<Entry>>& due)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const int64_t now = NowNanos();
+    while (!heap_.empty()) {
+      Item& top = const_cast<Item&>(heap_.top());  // popped right below
+      uint8_t state = top.entry->state.load(std::memory_order_acquire);
+      if (state == Entry::kPending) {
+        if (top.deadline > now) return top.deadline;
+        if (top.entry->state.compare_exchange_strong(state, Entry::kFired)) {
+          due.push_back(std::move(top.entry));
+        }
+      }
+      if (state == Entry::kCancelled) cancelled_in_heap_.fetch_sub(1, std::memory_order_relaxed);
+      heap_.pop();
+    }
+    return INT64_MAX;
+  }
+
+  void Run() {
+    std::vector<std::shared_ptr<Entry>> due;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      const int64_t next = PopDueLocked(due);
+      if (!due.empty()) {  // run unlocked; the loop looks again before sleeping
+        sleeping_until_ = INT64_MIN;
+        lock.unlock();
+        for (const std::shared_ptr<Entry>& e : due) std::exchange(e->task, nullptr)();
+        due.clear();
+        lock.lock();
+        continue;
+      }
+      sleeping_until_ = next;
+      if (next == INT64_MAX) {
+        cv_.wait(lock);
+      } else {
+        cv_.wait_until(lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next)));
+      }
+      sleeping_until_ = INT64_MIN;
+      wakeups_.store(wakeups_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+  }
 
   std::mutex mu_;
   std::condition_variable cv_;
   Heap heap_ ABSL_GUARDED_BY(mu_);
-  // The deadline the worker sleeps until; INT64_MAX when it waits for work,
-  // INT64_MIN while it is running (then nobody needs a notify).
+  // The deadline the worker sleeps until: INT64_MAX while it waits for work,
+  // INT64_MIN while it runs (then nobody needs to notify it).
   int64_t sleeping_until_ ABSL_GUARDED_BY(mu_) = INT64_MIN;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t unprocessed_ = -1;  // set by the first Stop()
-
+  int64_t unprocessed_ = 0;
   std::atomic<int64_t> cancelled_in_heap_{0};
-  std::atomic<int64_t> wakeups_{0};      // written by the worker only
-  std::atomic<int64_t> fired_{0};        // written by the worker only
-  std::atomic<int64_t> compactions_{0};  // written under mu_
-  std::atomic<int> worker_tid_{0};
-  std::thread thread_;
+  std::atomic<int64_t> wakeups_{0};  // written by the worker only
+  std::thread thread_;               // last: starts once the members above exist
 };
 
 static_assert(BenchTimer<HeapBench>);

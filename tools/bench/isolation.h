@@ -1,54 +1,32 @@
 // tools/bench/isolation.h
 // -----------------------------------------------------------------------------
-// Runs one (workload, implementation, repetition) in a fresh child process:
-// the benchmark re-executes itself (/proc/self/exe) with the same flags plus
-// --child=<workload>:<impl>:<variant>:<seed>; the child runs that one
-// repetition and writes its RepOutput to stdout in a line format; the parent
-// parses it. The child's stderr is the parent's.
+// Each run in a fresh process: the parent, which never runs a workload
+// itself, forks a child per run; the child makes the run, writes its
+// RepOutput to a pipe ("V <name> <value>", "F <failure>", "N <note>", one a
+// line) and exits. A run must not inherit what earlier runs left behind:
+// allocators keep freed memory, so in one process the memory workload reads
+// next to nothing from its second repetition on, and later runs allocate from
+// memory earlier runs scattered. --isolate=0 runs everything in the parent.
 //
-// Why: a run must not inherit the state earlier runs left in the process.
-// glibc keeps freed memory, so in one process W4's RSS delta drops to ~0
-// bytes per timeout from the second repetition on, and later runs allocate
-// from memory that earlier runs scattered (see docs/PERFORMANCE.md). Every
-// run in its own process starts every
-// implementation from the same state. The runs still alternate between the
-// implementations within seconds, so the ratios keep their meaning on a noisy
-// machine. Before each child starts, the parent touches and releases
-// --prime_mb MiB (default 256), so that the child's fresh memory comes from
-// pages the host still backs (on a VM with free page reporting, memory that
-// sat free for a few seconds is 4-13x slower to touch first).
-//
-// Line format, one item per line, tab-separated (tabs and newlines in texts
-// become spaces):
-//   V <key> <value>      RepOutput::values
-//   F <message>          failures
-//   N <note>             notes
-//   C <name> <value>     counters
-//   L <value>            lateness_us, in order
+// Lab mode (--prime_mb > 0): right before each fork the parent touches and
+// releases that much memory, advised for huge pages. On a VM whose guest
+// reports free memory to its host, memory that sat free for a few seconds is
+// several times slower to touch first; priming hands the child pages the
+// host still backs. No user's process is primed, so it is off by default.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_ISOLATION_H_
 #define TICKWHEEL_TOOLS_BENCH_ISOLATION_H_
 
-#include <cstdint>
-#include <string>
+#include <functional>
 
 #include "tools/bench/bench_config.h"
 #include "tools/bench/workload_common.h"
 
 namespace tickwheel::bench {
 
-// Parent side: runs the repetition in a child and returns what it reported;
-// a child that fails or prints garbage yields a RepOutput with a failure.
-RepOutput RunInChild(const BenchConfig& config, const std::string& workload,
-                     const std::string& impl, int variant, uint64_t seed);
-
-// Child side: parses config.child, runs the repetition in this process and
-// prints it to stdout. Returns the process exit status.
-int RunChild(const BenchConfig& config);
-
-// The line format both ways (exposed for tests).
-std::string Serialize(const RepOutput& out);
-bool Deserialize(const std::string& text, RepOutput& out, std::string& error);
+// Runs `run` as configured (in a child by default); a child that fails or
+// reports garbage yields a RepOutput with a failure.
+RepOutput RunIsolated(const BenchConfig& config, const std::function<RepOutput()>& run);
 
 }  // namespace tickwheel::bench
 

@@ -1,34 +1,22 @@
 // tools/bench/micro_bench.cc
 // -----------------------------------------------------------------------------
-// //tools/bench:micro — Google Benchmark micro-benchmarks of tickwheel's hot
-// paths (issue #3). Build with -c opt --config=opt; run
-//   bazel-bin/tools/bench/micro --benchmark_min_time=0.5
-//
-// BM_NewTimeout         Timer::newTimeout() of a 16-byte task 30 s away, the
-//                       handle dropped. Every 64 Ki calls the timer is
-//                       replaced (untimed) so memory stays bounded.
-// BM_NewTimeoutCancel   newTimeout() then cancel() on the handle (W2's pair).
-// BM_Cancel             cancel() alone: batches of 1024 timeouts scheduled
-//                       untimed, then cancelled timed (manual time); the
-//                       "per_cancel" counter is the cost of one.
-// BM_ExpireTick/N      one tick over a level-0 bucket of the internal
-//                       hierarchical Wheel holding N due nodes: what the
-//                       worker does for a tick, minus running the tasks
-//                       (unlink + callback per node, Wheel::Advance). Nodes
-//                       are re-linked untimed between iterations, in
-//                       allocation order.
-// BM_ExpireTickRandomOrder/N   the same, nodes linked in random memory
-//                       order, as a bucket fed by random delays is (W6): the
-//                       walk becomes a chain of cache misses.
-// BM_CascadeAndExpire/N   N nodes (random order) one wheel turn ahead, in a
-//                       level-1 bucket: Advance() moves each down to level 0
-//                       and then expires it.
-// BM_ExpireBurst/N     a real Timer on a ManualClock: N timeouts with one
-//                       deadline (untimed, filed into the wheel), then one
-//                       clock step past it; timed until the worker has run
-//                       all N tasks (each bumps a counter). The worker's
-//                       whole expiry path per timeout (claim, run, free the
-//                       node), W8's burst without its bench's clock reads.
+// //tools/bench:micro: Google Benchmark micro-benchmarks of tickwheel's hot
+// paths. Build with -c opt --config=opt; run with --benchmark_min_time=0.5.
+//   BM_NewTimeout        newTimeout() of a 16-byte task 30 s away, handle
+//                        dropped; the timer is replaced (untimed) every 64 Ki
+//                        calls so that memory stays bounded.
+//   BM_NewTimeoutCancel  newTimeout() then cancel(): schedule_cancel's pair.
+//   BM_Cancel            cancel() alone, over batches of 1024 (manual time).
+//   BM_ExpireTick/N      one Advance() of the internal Wheel over a level-0
+//                        bucket of N due nodes, in allocation order: a tick's
+//                        work minus running the tasks.
+//   BM_ExpireTickRandomOrder/N  the same in random memory order, as a bucket
+//                        fed by random delays is (mass_expiry).
+//   BM_CascadeAndExpire/N  N nodes a wheel turn ahead: each moves down a
+//                        level and then expires.
+//   BM_ExpireBurst/N     a real Timer on a ManualClock: N timeouts due at one
+//                        instant, one clock step, timed until the worker has
+//                        run them all: the whole expiry path per timeout.
 // The timers use a 1 ms tick so that the worker frees cancelled nodes quickly.
 
 #include <benchmark/benchmark.h>
@@ -42,10 +30,10 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "tickwheel/worker/timeout_node.h"
-#include "tickwheel/timer/timer.h"
-#include "tickwheel/worker/wheel.h"
 #include "tickwheel/timer/manual_clock.h"
+#include "tickwheel/timer/timer.h"
+#include "tickwheel/worker/timeout_node.h"
+#include "tickwheel/worker/wheel.h"
 
 namespace {
 
@@ -73,8 +61,7 @@ void BM_NewTimeout(benchmark::State& state) {
   auto timer = MakeTimer();
   int64_t batch = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(
-        timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)));
+    benchmark::DoNotOptimize(timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)));
     if (++batch == 65536) {
       state.PauseTiming();
       timer.reset();  // stops it; pending tasks are destroyed
@@ -160,14 +147,10 @@ void AdvanceOverBucket(benchmark::State& state, bool shuffled, int64_t ahead) {
 void BM_ExpireTick(benchmark::State& state) { AdvanceOverBucket(state, false, 0); }
 BENCHMARK(BM_ExpireTick)->Arg(1 << 10)->Arg(1 << 14)->Arg(1 << 17)->Arg(1 << 20);
 
-void BM_ExpireTickRandomOrder(benchmark::State& state) {
-  AdvanceOverBucket(state, true, 0);
-}
+void BM_ExpireTickRandomOrder(benchmark::State& state) { AdvanceOverBucket(state, true, 0); }
 BENCHMARK(BM_ExpireTickRandomOrder)->Arg(1 << 10)->Arg(1 << 14)->Arg(1 << 17)->Arg(1 << 20);
 
-void BM_CascadeAndExpire(benchmark::State& state) {
-  AdvanceOverBucket(state, true, 512);
-}
+void BM_CascadeAndExpire(benchmark::State& state) { AdvanceOverBucket(state, true, 512); }
 BENCHMARK(BM_CascadeAndExpire)->Arg(1 << 10)->Arg(1 << 14)->Arg(1 << 17)->Arg(1 << 20);
 
 // Bumps a counter that only the worker writes: a load and a store, so that

@@ -6,63 +6,37 @@
 
 #include <filesystem>
 #include <fstream>
-#include <string>
-#include <string_view>
 
 #include <fmt/format.h>
 
 namespace tickwheel::bench {
 namespace {
 
-// The number after "`key`:" in a /proc status file, or -1.
+// The number after "<key>:" in a /proc status file, or -1.
 int64_t StatusField(const std::string& path, const std::string& key) {
   std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.compare(0, key.size(), key) == 0 && line.size() > key.size() &&
-        line[key.size()] == ':') {
-      return std::stoll(line.substr(key.size() + 1));
-    }
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(key + ":")) return std::stoll(line.substr(key.size() + 1));
   }
   return -1;
 }
 
-// The first line of `path`, or "?".
-std::string FirstLine(const char* path) {
+std::string FirstLine(const std::filesystem::path& path) {  // or "?"
   std::ifstream in(path);
   std::string line;
   return std::getline(in, line) ? line : "?";
 }
 
-// The bracketed choice of a sysfs mode file ("always [madvise] never").
-std::string Chosen(const std::string& modes) {
+std::string Chosen(const std::string& modes) {  // "always [madvise] never" -> "madvise"
   const size_t open = modes.find('['), close = modes.find(']');
-  if (open == std::string::npos || close == std::string::npos || close < open) {
-    return modes;
-  }
-  return modes.substr(open + 1, close - open - 1);
+  return open < close && close != modes.npos ? modes.substr(open + 1, close - open - 1) : modes;
 }
 
 }  // namespace
 
 int64_t ResidentBytes() {
-  // smaps_rollup sums the page tables; VmRSS comes from counters that the
-  // kernel updates lazily per CPU and can lag by megabytes after another
-  // thread's (huge) page faults. Fall back to VmRSS on kernels before 4.14.
-  int64_t kb = StatusField("/proc/self/smaps_rollup", "Rss");
+  int64_t kb = StatusField("/proc/self/smaps_rollup", "Rss");  // Linux 4.14+
   if (kb < 0) kb = StatusField("/proc/self/status", "VmRSS");
-  return kb < 0 ? -1 : kb * 1024;
-}
-
-bool ResetPeakResident() {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-  out.flush();
-  return static_cast<bool>(out);
-}
-
-int64_t PeakResidentBytes() {
-  const int64_t kb = StatusField("/proc/self/status", "VmHWM");
   return kb < 0 ? -1 : kb * 1024;
 }
 
@@ -70,66 +44,47 @@ void TrimMalloc() { malloc_trim(0); }
 
 double ProcessCpuSeconds() {
   rusage u{};
-  if (getrusage(RUSAGE_SELF, &u) != 0) return -1;
-  auto seconds = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
-  };
-  return seconds(u.ru_utime) + seconds(u.ru_stime);
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 int64_t ThreadCpuNanos() {
   timespec ts{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+int64_t ThreadVoluntarySwitches(int tid) {
+  return StatusField(fmt::format("/proc/self/task/{}/status", tid), "voluntary_ctxt_switches");
 }
 
 std::string LoadAverage() {
   std::ifstream in("/proc/loadavg");
   std::string a, b, c;
-  if (!(in >> a >> b >> c)) return "?";
-  return a + " " + b + " " + c;
+  return in >> a >> b >> c ? a + " " + b + " " + c : "?";
 }
 
 std::string MemoryEnvironment() {
-  const std::string thp =
-      Chosen(FirstLine("/sys/kernel/mm/transparent_hugepage/enabled"));
-  const std::string defrag =
-      Chosen(FirstLine("/sys/kernel/mm/transparent_hugepage/defrag"));
-  const std::string clock = FirstLine(
-      "/sys/devices/system/clocksource/clocksource0/current_clocksource");
-  // Free page reporting (Linux 5.7+) is on when a virtio-balloon device
-  // offers feature bit 5 (VIRTIO_BALLOON_F_REPORTING); the kernel command
-  // line may set the smallest block it reports.
-  bool reporting = false;
+  const std::string thp = "/sys/kernel/mm/transparent_hugepage/";
+  // Free page reporting (Linux 5.7+) is on when a virtio-balloon device (id 5)
+  // offers feature bit 5; the kernel command line may set its smallest order.
+  std::string reporting = "off";
   std::error_code ec;
-  const std::filesystem::path devices = "/sys/bus/virtio/devices";
-  if (std::filesystem::is_directory(devices, ec)) {
-    for (const auto& dev : std::filesystem::directory_iterator(devices, ec)) {
-      const std::string id = FirstLine((dev.path() / "device").c_str());
-      const std::string features = FirstLine((dev.path() / "features").c_str());
-      if (id == "0x0005" && features.size() > 5 && features[5] == '1') {
-        reporting = true;
-      }
+  for (const auto& dev : std::filesystem::directory_iterator("/sys/bus/virtio/devices", ec)) {
+    const std::string features = FirstLine(dev.path() / "features");
+    if (FirstLine(dev.path() / "device") == "0x0005" && features.size() > 5 && features[5] == '1') {
+      reporting = "on";
     }
   }
-  std::string order;
-  const std::string cmdline = FirstLine("/proc/cmdline");
-  constexpr std::string_view kOrder = "page_reporting.page_reporting_order=";
-  if (const size_t at = cmdline.find(kOrder); at != std::string::npos) {
-    const size_t from = at + kOrder.size();
-    order = cmdline.substr(from, cmdline.find(' ', from) - from);
+  const std::string cmdline = FirstLine("/proc/cmdline"), key = "page_reporting_order=";
+  if (const size_t at = cmdline.find(key); reporting == "on" && at != cmdline.npos) {
+    reporting =
+        "from order " + cmdline.substr(at + key.size(), cmdline.find(' ', at) - at - key.size());
   }
   return fmt::format("THP {} (defrag {}); clocksource {}; free page reporting {}",
-                     thp, defrag, clock,
-                     !reporting        ? std::string("off")
-                     : order.empty()   ? std::string("on")
-                                       : fmt::format("from order {}", order));
-}
-
-int64_t ThreadVoluntarySwitches(int tid) {
-  if (tid <= 0) return -1;
-  return StatusField(fmt::format("/proc/self/task/{}/status", tid),
-                     "voluntary_ctxt_switches");
+                     Chosen(FirstLine(thp + "enabled")), Chosen(FirstLine(thp + "defrag")),
+                     FirstLine("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+                     reporting);
 }
 
 }  // namespace tickwheel::bench

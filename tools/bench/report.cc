@@ -3,8 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <cmath>
-#include <ctime>
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -13,151 +12,120 @@
 namespace tickwheel::bench {
 namespace {
 
-std::string Number(double v, int decimals) {
-  return fmt::format("{:.{}f}", v, decimals);
-}
-
-std::string Cell(const std::optional<Summary>& s, int decimals) {
+std::string Cell(const std::optional<Summary>& s, int d) {
   if (!s) return "-";
-  if (s->count == 1) return Number(s->median, decimals);
-  return fmt::format("{} [{}-{}]", Number(s->median, decimals),
-                     Number(s->min, decimals), Number(s->max, decimals));
+  if (s->count == 1) return fmt::format("{:.{}f}", s->median, d);
+  return fmt::format("{:.{}f} [{:.{}f}-{:.{}f}]", s->median, d, s->min, d, s->max, d);
 }
 
-std::string Ratio(const std::optional<Summary>& tw,
-                  const std::optional<Summary>& other, Better better) {
-  if (!tw || !other || better == Better::kNeither) return "-";
-  if (tw->median < 0 || other->median < 0) return "-";  // e.g. RSS noise
+std::string Ratio(const std::optional<Summary>& tw, const std::optional<Summary>& other,
+                  Better better) {
+  if (!tw || !other || better == Better::kNeither || tw->median < 0 || other->median < 0) {
+    return "-";
+  }
   if (other->median == 0) return tw->median == 0 ? "1.00x" : "inf";
   return fmt::format("{:.2f}x", tw->median / other->median);
 }
 
-const char* BetterText(Better b) {
-  switch (b) {
-    case Better::kLower: return "lower";
-    case Better::kHigher: return "higher";
-    case Better::kNeither: return "-";
+void PrintHeader(std::FILE* out, const BenchConfig& c, const RunInfo& info) {
+  fmt::print(out, "tickwheel benchmark\nhost: {}; {}\n", info.host, info.compiler);
+  fmt::print(out, "load average (1/5/15 min): {} at start, {} at end\n", info.load_start,
+             info.load_end);
+  fmt::print(out, "memory: {}\n", info.memory);
+  if (!PrimingText(c).empty()) fmt::print(out, "{}\n", PrimingText(c));
+  fmt::print(out, "command: {}\n", c.command_line);
+  fmt::print(out,
+             "R={}, {}, each after a warm-up of {} timeouts; timers in turns. Total {:.0f} s.\n"
+             "median [min-max]; tw/x = tickwheel / x from the medians.\n\n",
+             c.reps, c.isolate ? "each run in a fresh process" : "all runs in this process",
+             c.warmup, info.elapsed_s);
+}
+
+void PrintTable(std::FILE* out, const Results& r) {
+  std::vector<std::string> others(r.impls().begin() + (r.impls()[0] == "tickwheel"),
+                                  r.impls().end());
+  if (others.size() == r.impls().size()) others.clear();  // no tickwheel: no ratios
+  std::vector<std::vector<std::string>> rows = {{"metric", "unit", "better"}};
+  for (const std::string& i : r.impls()) rows[0].push_back(i);
+  for (const std::string& o : others) rows[0].push_back("tw/" + o);
+  for (const Row& d : r.rows()) {
+    const char* better[] = {"lower", "higher", "-"};
+    rows.push_back({d.label, d.unit, better[static_cast<int>(d.better)]});
+    for (const std::string& i : r.impls())
+      rows.back().push_back(Cell(r.Summarize(i, d.key), d.decimals));
+    for (const std::string& o : others) {
+      rows.back().push_back(
+          Ratio(r.Summarize("tickwheel", d.key), r.Summarize(o, d.key), d.better));
+    }
   }
-  return "-";
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size() + 2);
+  }
+  for (size_t k = 0; k < rows.size(); ++k) {
+    std::string line;
+    for (size_t i = 0; i < rows[k].size(); ++i) line += fmt::format("{:<{}}", rows[k][i], width[i]);
+    fmt::print(out, "{}\n", line.substr(0, line.find_last_not_of(' ') + 1));
+    if (k == 0) fmt::print(out, "{:-<{}}\n", "", line.find_last_not_of(' ') + 1);
+  }
+}
+
+void PrintGoals(std::FILE* out, const std::vector<GoalResult>& goals, const BenchConfig& c) {
+  fmt::print(out, "\nGoals for tickwheel, judged on this run's medians:\n");
+  std::vector<std::string> differs = NonDefaultFlags(c);
+#ifndef NDEBUG
+  differs.push_back("not an optimised build");
+#endif
+  if (!differs.empty()) {
+    fmt::print(out, "  (the goals are stated for the defaults; this run has {})\n",
+               fmt::join(differs, " "));
+  }
+  size_t width = 0;
+  for (const GoalResult& g : goals) width = std::max(width, GoalText(*g.goal).size());
+  for (const GoalResult& g : goals) {
+    const char* verdict = !g.met ? "n/a" : *g.met ? "MET" : "MISSED";
+    fmt::print(out, "  {:<6}  {:<{}}  {}\n", verdict, GoalText(*g.goal), width, MeasuredText(g));
+  }
 }
 
 }  // namespace
 
 RunInfo CollectRunInfo() {
   RunInfo info;
-  const std::time_t now = std::time(nullptr);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S %Z", std::localtime(&now));
-  info.date = buf;
   info.load_start = LoadAverage();
   info.memory = MemoryEnvironment();
   utsname u{};
   uname(&u);
-  info.host = fmt::format("{} cores, {} {} {}", sysconf(_SC_NPROCESSORS_ONLN),
-                          u.sysname, u.release, u.machine);
-#ifdef NDEBUG
-  const char* ndebug = "NDEBUG";
-#else
-  const char* ndebug = "asserts on (not an optimised build?)";
-#endif
-  info.compiler = fmt::format("{} {}, {}",
+  info.host = fmt::format("{} cores, {} {} {}", sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release,
+                          u.machine);
 #ifdef __clang__
-                              "clang",
+  info.compiler = __VERSION__;  // "Clang 14.0.6 ..."
 #else
-                              "gcc",
+  info.compiler = fmt::format("gcc {}", __VERSION__);
 #endif
-                              __VERSION__, ndebug);
+#ifdef NDEBUG
+  info.compiler += ", NDEBUG";
+#else
+  info.compiler += ", asserts on (not an optimised build?)";
+#endif
   return info;
 }
 
-void PrintReport(std::FILE* out, const Results& r,
-                 const std::vector<TargetResult>& targets,
+std::string PrimingText(const BenchConfig& c) {
+  if (c.prime_mb <= 0) return "";
+  return fmt::format("memory primed: {} MiB before each run (lab mode, --prime_mb)", c.prime_mb);
+}
+
+void PrintReport(std::FILE* out, const Results& r, const std::vector<GoalResult>& goals,
                  const BenchConfig& c, const RunInfo& info) {
-  fmt::print(out, "tickwheel benchmark, {}\n", info.date);
-  fmt::print(out, "host: {}; {}\n", info.host, info.compiler);
-  fmt::print(out, "load average (1/5/15 min): {} at start, {} at end\n",
-             info.load_start, info.load_end);
-  fmt::print(out, "memory: {}; {}\n", info.memory,
-             c.prime_mb > 0 ? fmt::format("{} MiB primed before each cell "
-                                          "(--prime_mb)", c.prime_mb)
-                            : std::string("not primed (--prime_mb=0)"));
-  fmt::print(out, "command: {}\n", c.command_line);
-  fmt::print(out,
-             "R={} repetitions per cell: median [min-max]. "
-             "tw/x = tickwheel / x from the medians;\n"
-             "for 'lower' rows < 1.00x favours tickwheel, for 'higher' rows "
-             "> 1.00x does. Total time {:.0f} s.\n\n",
-             c.reps, info.elapsed_s);
-
-  // Build every cell first, then size the columns.
-  std::vector<std::string> header = {"metric", "unit", "better"};
-  const std::vector<std::string>& impls = r.impls();
-  for (const std::string& i : impls) header.push_back(i);
-  std::vector<std::string> others;
-  const bool has_tw = !impls.empty() && impls.front() == "tickwheel";
-  if (has_tw) {
-    for (size_t i = 1; i < impls.size(); ++i) {
-      others.push_back(impls[i]);
-      header.push_back(fmt::format("tw/{}", impls[i]));
-    }
-  }
-  std::vector<std::vector<std::string>> rows = {header};
-  for (const MetricDef& d : r.defs()) {
-    std::vector<std::string> row = {d.label, d.unit, BetterText(d.better)};
-    for (const std::string& i : impls) row.push_back(Cell(r.Summarize(i, d.key), d.decimals));
-    for (const std::string& o : others) {
-      row.push_back(Ratio(r.Summarize("tickwheel", d.key), r.Summarize(o, d.key), d.better));
-    }
-    rows.push_back(std::move(row));
-  }
-  std::vector<size_t> width(header.size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  auto print_row = [&](const std::vector<std::string>& row) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += fmt::format("{:<{}}", row[i], width[i]);
-      if (i + 1 < row.size()) line += "  ";
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    fmt::print(out, "{}\n", line);
-  };
-  print_row(rows[0]);
-  size_t total = 0;
-  for (size_t w : width) total += w + 2;
-  fmt::print(out, "{}\n", std::string(total - 2, '-'));
-  for (size_t i = 1; i < rows.size(); ++i) print_row(rows[i]);
-
-  auto print_targets = [&](int issue) {
-    for (const TargetResult& t : targets) {
-      if (t.issue != issue) continue;
-      const char* verdict = !t.met ? "n/a   " : (*t.met ? "MET   " : "MISSED");
-      fmt::print(out, "  {}  {:<20} {:<30} {}\n", verdict, t.id, t.requirement,
-                 t.measured);
-    }
-  };
-  fmt::print(out, "\nTargets for tickwheel (issue #3), from the medians:\n");
-  print_targets(3);
-  fmt::print(out,
-             "\nTargets for tickwheel (issue #6), from the medians: median "
-             "[min-max]; heap median, tw/heap:\n");
-  const std::vector<std::string> gaps = Issue6ConditionGaps(c);
-  if (!gaps.empty()) {
-    fmt::print(out, "  (this run differs from the conditions of issue #6: {})\n",
-               fmt::join(gaps, "; "));
-  }
-  print_targets(6);
-  if (!r.notes().empty()) {
-    fmt::print(out, "\nNotes:\n");
-    for (const std::string& n : r.notes()) fmt::print(out, "  {}\n", n);
-  }
+  PrintHeader(out, c, info);
+  PrintTable(out, r);
+  PrintGoals(out, goals, c);
+  if (!r.notes().empty()) fmt::print(out, "\nNotes:\n  {}\n", fmt::join(r.notes(), "\n  "));
   fmt::print(out, "\nCorrectness checks: {}\n",
-             r.failures().empty() ? "all passed"
-                                  : fmt::format("{} FAILED", r.failures().size()));
+             r.failures().empty() ? "all passed" : fmt::format("{} FAILED", r.failures().size()));
   for (const Failure& f : r.failures()) {
-    fmt::print(out, "  FAILED {} {} rep {}: {}\n", f.workload, f.impl, f.rep,
-               f.message);
+    fmt::print(out, "  FAILED {}, {}, rep {}: {}\n", f.run, f.impl, f.rep, f.message);
   }
 }
 

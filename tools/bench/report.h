@@ -1,43 +1,43 @@
 // tools/bench/report.h
 // -----------------------------------------------------------------------------
-// The human-readable output of the benchmark (fmt): a header saying when,
-// where and how it ran; the table, one row per metric and one column per
-// model ("median [min-max]" over the R repetitions), plus one ratio column
-// "tickwheel / other" per other model, computed from the medians; the target
-// check (targets.h); failed correctness checks and notes.
-//
-// Reading a ratio: the "better" column says which direction is better for
-// the row. For "lower" rows a ratio below 1 means tickwheel is better (0.25x
-// = tickwheel needs a quarter of the other's time); for "higher" rows above 1.
+// The run's output. PrintReport: where and how the run was made; a row per
+// metric and a column per timer, "median [min-max]" over the repetitions,
+// plus "tw/<other>", tickwheel's median over the other's from the same run
+// (for "lower" rows below 1.00x favours tickwheel, for "higher" rows above
+// 1.00x does); the goals' verdicts; notes; the correctness checks.
+// WriteJson (json_report.cc): the same as one JSON object with the members
+// run {host, compiler, memory, memory_primed_mib, load_average_start/end,
+// elapsed_s, command, flags}, metrics [{key, workload, label, unit, better,
+// results {<timer>: {median, min, max, samples}}}], goals [{workload, metric,
+// baseline, comparison, bound, unit, name, reason, value, met}] (value and
+// met null if not measured), failures [{run, impl, rep, message}], notes.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_REPORT_H_
 #define TICKWHEEL_TOOLS_BENCH_REPORT_H_
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "tools/bench/bench_config.h"
+#include "tools/bench/goals.h"
 #include "tools/bench/results.h"
-#include "tools/bench/targets.h"
 
 namespace tickwheel::bench {
 
-// Facts about the run, for the header and the JSON file.
 struct RunInfo {
-  std::string date;       // local time when the run started
-  std::string host;       // "2 cores, Linux 6.1.0"
-  std::string compiler;   // __VERSION__ and whether NDEBUG is set
-  double elapsed_s = 0;   // wall time of all workloads
-  std::string load_start;  // /proc/loadavg 1/5/15 min, before the workloads
-  std::string load_end;    // ... and after
-  std::string memory;      // MemoryEnvironment() (proc_stats.h)
+  std::string host, compiler, memory;  // memory: MemoryEnvironment()
+  std::string load_start, load_end;    // 1/5/15 min
+  double elapsed_s = 0;
 };
 
 RunInfo CollectRunInfo();
-
-void PrintReport(std::FILE* out, const Results& results,
-                 const std::vector<TargetResult>& targets,
+std::string PrimingText(const BenchConfig& config);  // "" unless in lab mode
+void PrintReport(std::FILE* out, const Results& results, const std::vector<GoalResult>& goals,
                  const BenchConfig& config, const RunInfo& info);
+bool WriteJson(const std::string& path, const Results& results,
+               const std::vector<GoalResult>& goals, const BenchConfig& config,
+               const RunInfo& info);  // false if the file cannot be written
 
 }  // namespace tickwheel::bench
 

@@ -1,14 +1,9 @@
 // tools/bench/workload_common.h
 // -----------------------------------------------------------------------------
-// What the workloads (workloads_throughput.h, workloads_timing.h) share: the
-// result of one run, the 16-byte tasks they schedule, random delays, the
-// helper that starts producer threads together and times them, and two
-// waits.
-//
-// Every task captures exactly 16 bytes (a pointer and an integer), the size
-// issue #3 fixes for W4, so that in every workload all three models store the
-// task inline in their type-erased holder (absl::AnyInvocable for tickwheel,
-// std::function for the other two) and nobody pays an extra allocation.
+// What the workloads share: a run's output, random delays, producer threads
+// released together and timed, waits, the check at Stop(), and the warm-up.
+// Every task captures exactly 16 bytes, so that all three timers store it
+// inline and none pays an extra allocation.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_WORKLOAD_COMMON_H_
 #define TICKWHEEL_TOOLS_BENCH_WORKLOAD_COMMON_H_
@@ -23,22 +18,19 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "tools/bench/bench_config.h"
 #include "tools/bench/bench_timer.h"
 #include "tools/bench/proc_stats.h"
 
 namespace tickwheel::bench {
 
-// One run (one repetition) of one workload on one implementation.
-struct RepOutput {
-  std::map<std::string, double> values;  // metric key (results.h) -> value
-  std::vector<std::string> failures;     // correctness checks that failed
-  std::vector<double> lateness_us;       // W3 only: every sample
-  CounterMap counters;                   // the model's Counters() at the end
-  std::vector<std::string> notes;        // e.g. W6 scheduling overran the lead
+struct RepOutput {                           // one repetition of one workload variant on one timer
+  std::map<std::string, double> values;      // by metric name
+  std::vector<std::string> failures, notes;  // failures: checks that failed
 };
 
-// Counts its runs; a second field brings the capture to 16 bytes.
 struct CountingTask {
   std::atomic<int64_t>* runs;
   int64_t payload;
@@ -49,106 +41,111 @@ static_assert(sizeof(CountingTask) == 16);
 inline std::chrono::nanoseconds Ms(double ms) {
   return std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6));
 }
+inline std::chrono::nanoseconds Seconds(double s) { return Ms(s * 1e3); }
+inline void SleepNanos(int64_t ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
 
-inline void SleepNanos(int64_t ns) {
-  std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
-}
+inline BenchTimerOptions TickOptions(const BenchConfig& c) { return {Ms(c.tick_ms)}; }
 
-// `n` delays in nanoseconds, uniform in [min_ns, max_ns], split round-robin
-// into `parts` vectors (one per producer).
+// `n` delays (ns) uniform in [min, max], dealt round-robin into `parts`.
 inline std::vector<std::vector<int64_t>> RandomDelays(int64_t n, int parts,
-                                                      int64_t min_ns,
-                                                      int64_t max_ns,
-                                                      uint64_t seed) {
+                                                      std::chrono::nanoseconds min,
+                                                      std::chrono::nanoseconds max, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> dist(min_ns, max_ns);
+  std::uniform_int_distribution<int64_t> dist(min.count(), max.count());
   std::vector<std::vector<int64_t>> out(static_cast<size_t>(parts));
-  for (auto& v : out) v.reserve(static_cast<size_t>(n / parts + 1));
   for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i % parts)].push_back(dist(rng));
   return out;
 }
+inline std::vector<std::vector<int64_t>> FarDelays(const BenchConfig& c, int64_t n, int parts,
+                                                   uint64_t seed) {
+  return RandomDelays(n, parts, Seconds(c.far_min_s), Seconds(c.far_max_s), seed);
+}
 
-// What RunProducers measured.
+// Summed over the threads, wall time (what callers wait, preemption and lock
+// waits included) and CPU time inside body; span: first in to last out.
 struct ProducerTimes {
-  int64_t wall_ns = 0;  // each thread's wall time inside body, summed
-  int64_t cpu_ns = 0;   // each thread's CPU time inside body, summed
-  // Elapsed wall time of the whole phase: from the earliest moment a thread
-  // entered body to the latest moment one left it. Operations / span_ns is
-  // the aggregate throughput of all producers together.
-  int64_t span_ns = 0;
+  int64_t wall_ns = 0, cpu_ns = 0, span_ns = 1;
 };
 
-// Starts `producers` threads, releases them together, runs body(p) on thread
-// p and sums, over the threads, the wall time and the CPU time each spent in
-// body. Divided by the operation count, wall_ns is the mean cost of one call
-// as its caller sees it (preemption and blocking on a lock included), cpu_ns
-// the mean CPU the caller spent (neither included). With P threads these
-// are per-call costs, not throughput: P threads each taking T for N/P calls
-// give wall_ns = P*T, i.e. T/(N/P) per call. Throughput is N / span_ns.
+// Runs body(p) on `producers` threads released together.
 template <typename Body>
 ProducerTimes RunProducers(int producers, Body&& body) {
-  struct Times {
-    int64_t start_ns, end_ns, cpu_ns;
-  };
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
-  std::vector<Times> times(static_cast<size_t>(producers));
+  std::vector<int64_t> start(producers), end(producers), cpu(producers);
   std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(producers));
   for (int p = 0; p < producers; ++p) {
     threads.emplace_back([&, p] {
-      ready.fetch_add(1, std::memory_order_acq_rel);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      const int64_t t0 = NowNanos();
-      const int64_t c0 = ThreadCpuNanos();
+      ready.fetch_add(1);
+      while (!go.load()) std::this_thread::yield();
+      start[p] = NowNanos();
+      const int64_t cpu0 = ThreadCpuNanos();
       body(p);
-      const int64_t c1 = ThreadCpuNanos();
-      times[static_cast<size_t>(p)] = {t0, NowNanos(), c1 - c0};
+      cpu[p] = ThreadCpuNanos() - cpu0;
+      end[p] = NowNanos();
     });
   }
-  while (ready.load(std::memory_order_acquire) < producers) std::this_thread::yield();
-  go.store(true, std::memory_order_release);
+  while (ready.load() < producers) std::this_thread::yield();
+  go.store(true);
   for (std::thread& t : threads) t.join();
-  ProducerTimes sum;
-  int64_t first_start = INT64_MAX, last_end = INT64_MIN;
-  for (const Times& t : times) {
-    sum.wall_ns += t.end_ns - t.start_ns;
-    sum.cpu_ns += t.cpu_ns;
-    first_start = std::min(first_start, t.start_ns);
-    last_end = std::max(last_end, t.end_ns);
-  }
-  sum.span_ns = last_end - first_start;
+  ProducerTimes sum{
+      0, 0,
+      *std::max_element(end.begin(), end.end()) - *std::min_element(start.begin(), start.end())};
+  for (int p = 0; p < producers; ++p) sum.wall_ns += end[p] - start[p], sum.cpu_ns += cpu[p];
   return sum;
 }
 
-// Polls `done()` every millisecond until it is true or `timeout_ns` passed.
+// Polls done() every millisecond until it holds or `timeout_ns` passed.
 template <typename Done>
 bool WaitFor(Done&& done, int64_t timeout_ns) {
-  const int64_t until = NowNanos() + timeout_ns;
-  while (!done()) {
+  for (const int64_t until = NowNanos() + timeout_ns; !done(); SleepNanos(1000000)) {
     if (NowNanos() >= until) return false;
-    SleepNanos(1000000);
   }
   return true;
 }
 
-// Waits until the process has been (nearly) idle for one `window_ns`: its
-// CPU time (every thread; the caller sleeps meanwhile) grew by at most
-// `max_busy` of the window. Lets a model's thread finish a backlog that its
-// Pending() count does not show (tickwheel counts a timeout at newTimeout(),
-// before its worker has filed it into the wheel). Returns the time waited,
-// or -1 if the process was still busy after `timeout_ns`.
-inline int64_t WaitUntilIdle(int64_t window_ns, double max_busy, int64_t timeout_ns) {
-  const int64_t start = NowNanos();
-  while (NowNanos() - start < timeout_ns) {
+// Waits until the process used at most 10% of a core over 10 ms, so that a
+// timer's thread has finished the backlog its Pending() does not show
+// (tickwheel counts a timeout at newTimeout(), before its worker files it).
+inline void WaitUntilIdle(RepOutput& out) {
+  const auto busy = [] {
     const double cpu0 = ProcessCpuSeconds();
-    const int64_t t0 = NowNanos();
-    SleepNanos(window_ns);
-    const double busy = (ProcessCpuSeconds() - cpu0) * 1e9 /
-                        static_cast<double>(NowNanos() - t0);
-    if (busy <= max_busy) return NowNanos() - start;
+    SleepNanos(10'000'000);
+    return ProcessCpuSeconds() - cpu0 > 0.001;
+  };
+  if (!WaitFor([&] { return !busy(); }, 60'000'000'000)) out.notes.push_back("busy for 60 s");
+}
+
+template <BenchTimer T>  // Asio arms on its own thread
+void WaitArmed(T& timer, int64_t n, RepOutput& out) {
+  if (!WaitFor([&] { return timer.Pending() >= n; }, 120'000'000'000)) {
+    out.failures.push_back(fmt::format("only {} of {} armed after 120 s", timer.Pending(), n));
   }
-  return -1;
+}
+
+// Stops the timer; a failure unless it returned `pending` or if a task ran.
+template <BenchTimer T>
+void StopAndCheck(T& timer, int64_t pending, const std::atomic<int64_t>& runs, RepOutput& out) {
+  if (const int64_t left = timer.Stop(); left != pending) {
+    out.failures.push_back(fmt::format("stop returned {} pending, expected {}", left, pending));
+  }
+  if (runs.load() != 0) out.failures.push_back(fmt::format("{} tasks ran", runs.load()));
+}
+
+// Before each run, a throwaway timer of the same model runs `warmup`
+// timeouts, half due in 1 ms and half cancelled at once, and stops: the run
+// meets warm code and a warm allocator, as in a process that has used its
+// timer before, and no thread of the warm-up is left.
+template <BenchTimer T>
+void WarmUp(const BenchConfig& c) {
+  std::atomic<int64_t> runs{0};
+  T timer(TickOptions(c));
+  for (int64_t i = 0; i < c.warmup; ++i) {
+    typename T::Handle h =
+        timer.Schedule(CountingTask{&runs, i}, i % 2 == 0 ? Ms(1) : Seconds(3600));
+    if (i % 2 == 1) timer.Cancel(h);
+  }
+  WaitFor([&] { return runs.load() >= (c.warmup + 1) / 2; }, 5'000'000'000);
 }
 
 }  // namespace tickwheel::bench

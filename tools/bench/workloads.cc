@@ -1,0 +1,97 @@
+#include "tools/bench/workloads.h"
+
+#include <iterator>
+
+#include "tools/bench/asio_bench.h"
+#include "tools/bench/heap_bench.h"
+#include "tools/bench/tickwheel_bench.h"
+#include "tools/bench/workloads/burst.h"
+#include "tools/bench/workloads/idle.h"
+#include "tools/bench/workloads/lateness.h"
+#include "tools/bench/workloads/mass_expiry.h"
+#include "tools/bench/workloads/memory.h"
+#include "tools/bench/workloads/schedule.h"
+#include "tools/bench/workloads/schedule_cancel.h"
+#include "tools/bench/workloads/schedule_depth.h"
+
+namespace tickwheel::bench {
+namespace {
+
+template <typename W, BenchTimer T>
+RepOutput WarmThenRun(const BenchConfig& config, int64_t variant, uint64_t seed) {
+  WarmUp<T>(config);
+  return W::template Run<T>(config, variant, seed);
+}
+
+template <typename W>
+Workload Entry() {
+  return {W::kName,
+          W::kWhat,
+          {std::begin(W::kMetrics), std::end(W::kMetrics)},
+          W::kRatioMetric,
+          &W::Variants,
+          {{"tickwheel", &WarmThenRun<W, TickwheelBench>},
+           {"asio", &WarmThenRun<W, AsioBench>},
+           {"heap", &WarmThenRun<W, HeapBench>}}};
+}
+
+}  // namespace
+
+std::vector<Variant> ProducerVariants(const BenchConfig& c) {
+  std::vector<Variant> v;
+  for (int64_t p : c.producers) {
+    v.push_back({fmt::format("p{}", p), fmt::format("{} producer{}", p, p == 1 ? "" : "s"), p});
+  }
+  return v;
+}
+
+Variant PendingVariant(int64_t n) {
+  const std::string count = n % 1000000 == 0 ? fmt::format("{}M", n / 1000000)
+                            : n % 1000 == 0  ? fmt::format("{}k", n / 1000)
+                                             : fmt::format("{}", n);
+  return {fmt::format("pending{}", n), count + " pending", n};
+}
+
+const std::vector<Workload>& Workloads() {
+  static const std::vector<Workload> workloads = {
+      Entry<Schedule>(), Entry<ScheduleCancel>(), Entry<ScheduleDepth>(), Entry<Memory>(),
+      Entry<Lateness>(), Entry<Idle>(),           Entry<MassExpiry>(),    Entry<Burst>()};
+  return workloads;
+}
+
+const Workload* FindWorkload(const std::string& name) {
+  for (const Workload& w : Workloads()) {
+    if (w.name == name) return &w;
+  }
+  return nullptr;
+}
+
+std::string KeyPrefix(const Workload& w, const Variant& v) {
+  return v.key.empty() ? w.name + "." : fmt::format("{}.{}.", w.name, v.key);
+}
+
+std::string RunLabel(const Workload& w, const Variant& v) {
+  return v.label.empty() ? w.name : fmt::format("{}, {}", w.name, v.label);
+}
+
+std::vector<Row> Rows(const BenchConfig& config) {
+  std::vector<Row> rows;
+  for (const Workload& w : Workloads()) {
+    if (!config.Runs(w.name)) continue;
+    const std::vector<Variant> vs = w.variants(config);
+    for (const Metric& m : w.metrics) {
+      for (const Variant& v : vs) {
+        rows.push_back({KeyPrefix(w, v) + m.name, w.name, RunLabel(w, v) + ": " + m.label, m.unit,
+                        m.better, m.decimals, "", ""});
+      }
+      if (m.name != w.ratio_metric || vs.size() < 2) continue;
+      rows.push_back(
+          {fmt::format("{}.{}_over_{}.{}", w.name, vs.back().key, vs[0].key, m.name), w.name,
+           fmt::format("{}, {} / {}: {}", w.name, vs.back().label, vs[0].label, m.label), "x",
+           m.better, 2, KeyPrefix(w, vs.back()) + m.name, KeyPrefix(w, vs[0]) + m.name});
+    }
+  }
+  return rows;
+}
+
+}  // namespace tickwheel::bench
