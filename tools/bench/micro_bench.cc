@@ -7,6 +7,17 @@
 //                        calls so that memory stays bounded.
 //   BM_NewTimeoutCancel  newTimeout() then cancel(): schedule_cancel's pair.
 //   BM_Cancel            cancel() alone, over batches of 1024 (manual time).
+//   BM_ResetLater        reset() of a pending timeout to a later deadline:
+//                        re-arming a keep-alive in place.
+//   BM_ResetEarlier      reset() to an earlier deadline, alternating with a
+//                        later one so that the deadline stays in range: an
+//                        earlier deadline is handed to the worker.
+//   BM_ResetAtLater      resetAt() to a later absolute deadline: reset()
+//                        without its clock read.
+//   BM_RearmByCancelAndNew  the same re-arm done the old way: cancel() and a
+//                        new newTimeout(), the pair BM_ResetLater replaces.
+//   BM_ClockRead         one steady_clock read, which reset() and
+//                        newTimeout() each make: the floor under both.
 //   BM_ExpireTick/N      one Advance() of the internal Wheel over a level-0
 //                        bucket of N due nodes, in allocation order: a tick's
 //                        work minus running the tasks.
@@ -106,6 +117,86 @@ void BM_Cancel(benchmark::State& state) {
       kBatch, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_Cancel)->UseManualTime();
+
+// Re-arming one keep-alive per connection, over 1024 connections so that the
+// handles are not all in one cache line.
+constexpr int kConnections = 1024;
+
+std::vector<Timeout> ArmConnections(Timer& timer, int64_t* counter) {
+  std::vector<Timeout> conns;
+  conns.reserve(kConnections);
+  for (int i = 0; i < kConnections; ++i) {
+    conns.push_back(timer.newTimeout(Task16{counter, 1}, absl::Seconds(30)).value());
+  }
+  return conns;
+}
+
+void BM_ResetLater(benchmark::State& state) {
+  int64_t counter = 0;
+  auto timer = MakeTimer();
+  std::vector<Timeout> conns = ArmConnections(*timer, &counter);
+  size_t i = 0;
+  absl::Duration delay = absl::Seconds(30);
+  for (auto _ : state) {
+    delay += absl::Nanoseconds(1);  // later even if the clock stood still
+    benchmark::DoNotOptimize(conns[i].reset(delay));
+    i = (i + 1) % kConnections;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ResetLater);
+
+void BM_ResetEarlier(benchmark::State& state) {
+  int64_t counter = 0;
+  auto timer = MakeTimer();
+  std::vector<Timeout> conns = ArmConnections(*timer, &counter);
+  size_t i = 0;
+  bool earlier = true;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        conns[i].reset(earlier ? absl::Seconds(20) : absl::Seconds(30)));
+    if (++i == kConnections) {
+      i = 0;
+      earlier = !earlier;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ResetEarlier);
+
+void BM_ResetAtLater(benchmark::State& state) {
+  int64_t counter = 0;
+  auto timer = MakeTimer();
+  std::vector<Timeout> conns = ArmConnections(*timer, &counter);
+  size_t i = 0;
+  tickwheel::TimePoint deadline = timer->now() + std::chrono::seconds(30);
+  for (auto _ : state) {
+    deadline += std::chrono::nanoseconds(1);
+    benchmark::DoNotOptimize(conns[i].resetAt(deadline));
+    i = (i + 1) % kConnections;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ResetAtLater);
+
+void BM_ClockRead(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(std::chrono::steady_clock::now());
+}
+BENCHMARK(BM_ClockRead);
+
+void BM_RearmByCancelAndNew(benchmark::State& state) {
+  int64_t counter = 0;
+  auto timer = MakeTimer();
+  std::vector<Timeout> conns = ArmConnections(*timer, &counter);
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(conns[i].cancel());
+    conns[i] = timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)).value();
+    i = (i + 1) % kConnections;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RearmByCancelAndNew);
 
 // N individually allocated nodes, in allocation order, or shuffled.
 std::vector<std::unique_ptr<TimeoutNode>> MakeNodes(int64_t n, bool shuffled) {
