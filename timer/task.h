@@ -13,7 +13,7 @@
 //
 // Pass the callable itself rather than a TimerTask made from it: a callable
 // of at most 16 bytes and 8-byte alignment whose move constructor does not
-// throw is stored inside the timeout's own 48-byte cell; a TimerTask (whose
+// throw is stored inside the timeout's own 64-byte cell; a TimerTask (whose
 // type is erased already) and other callables take one more allocation, and
 // so does every periodic task (one, for all its runs).
 

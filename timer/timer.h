@@ -26,7 +26,7 @@
 //   std::vector<tickwheel::Timeout> left = timer->stop().value();
 //
 // How it works
-//   newTimeout() takes a 48-byte cell from a thread-local cache of
+//   newTimeout() takes a 64-byte cell from a thread-local cache of
 //   tickwheel's node pool, reads the clock, and hands the node to the worker
 //   through a lock-free ring of its thread's shard (one CAS; a multi-producer
 //   queue when the ring is full). Threads are spread over shards, each with

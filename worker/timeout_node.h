@@ -15,10 +15,10 @@
 // handle, or that no other thread calls through the same handle.
 //
 // The reference count and the state share one atomic word (`refs_state`:
-// low 24 bits references, high 8 bits the TimeoutState), so that a node is
-// 48 bytes, one pool cell. Every change of the word is an RMW whose result
-// decides, with one exception (TransitionHeld, below) whose precondition
-// no other thread can break.
+// low 24 bits references, high 8 bits the TimeoutState), so that a node
+// fits one 64-byte pool cell. Every change of the word is an RMW whose result
+// decides, with one exception (the worker's arm and expiry claim, below)
+// whose precondition no other thread can break.
 //
 // The protocol: each row is one step, who may take it, and how.
 //
@@ -27,7 +27,7 @@
 //   (new)       kQueued,2   newTimeout()   plain store before the node is
 //                                          published: nobody else has it.
 //   kQueued     kArmed      worker         after popping it from its lane or
-//                                          queue: CAS (TransitionHeld: a
+//                                          queue: CAS (Arm(): a
 //                                          plain store when refs == 1, since
 //                                          then no handle exists and none can
 //                                          be made, so nothing can race).
@@ -50,7 +50,7 @@
 //                                          tries the take-back (a racing
 //                                          take-back-first cancel() or the
 //                                          worker may hold the cell instead).
-//   kArmed      kExpired    worker         CAS (TransitionHeld as above).
+//   kArmed      kExpired    worker         CAS (Worker::Expire(): as Arm()).
 //   kQueued,    kStopped    stop()         CAS, after the worker has been
 //   kArmed                                 joined and the node popped.
 //   kStopped    kStoppedTaken takeTask()   CAS: of racing calls one wins.
@@ -159,11 +159,10 @@ struct TimeoutNode {
   // (the count would spill into the state byte).
   static constexpr uint32_t kMaxRefs = (uint32_t{1} << 23) - 1;
 
-  // One 48-byte cell of NodePool (worker/cell_pool.h): no malloc header, and
+  // One 64-byte cell of NodePool (worker/cell_pool.h): no malloc header, and
   // an allocation and a free that are a thread-local list pop and push,
-  // whichever thread drops the last reference. Half of the cells straddle
-  // two cache lines; what the wheel touches sits in the first 16 bytes,
-  // which never straddle (see `deadline`).
+  // whichever thread drops the last reference. What the wheel touches sits
+  // in the first 16 bytes (see `deadline`).
 #ifdef ABSL_HAVE_ADDRESS_SANITIZER
   // ASan and LeakSanitizer see every node as its own heap block.
   static constexpr bool kPooled = false;
@@ -445,7 +444,7 @@ class NodeRef {
   TimeoutNode* node_;
 };
 
-// A pending timeout costs one 48-byte cell, plus its 8-byte slot in a wheel
+// A pending timeout costs one 64-byte cell, plus its 8-byte slot in a wheel
 // bucket.
 static_assert(sizeof(TimeoutNode) <= kNodeCellSize,
               "TimeoutNode outgrew its pool cell");
