@@ -59,7 +59,8 @@ rows=("schedule, 1 producer: ns per call" "schedule, 2 producers: ns per call"
       "schedule_cancel, 2 producers: RSS held afterwards"
       "schedule_depth, 100 pending: ns per call" "schedule_depth, 3k pending: ns per call"
       "schedule_depth, 3k pending / 100 pending: ns per call" "memory: bytes per pending timeout"
-      "lateness: p50" "lateness: p99" "lateness: max" "lateness: early fires"
+      "lateness, default slack: p50" "lateness, default slack: p99" "lateness, slack 0: p50"
+      "lateness, slack 0: p99" "lateness, slack 0: max" "lateness, slack 0: early fires"
       "idle, 1 pending: CPU" "idle, 3k pending: wake-ups per second"
       "mass_expiry: expiries per worker CPU second" "mass_expiry: expiries per wall second"
       "mass_expiry: last deadline to last run" "burst, same deadline: lateness max"
@@ -70,18 +71,18 @@ done
 grep -q "tw/asio  *tw/heap" "$out/stdout.txt" || fail "ratio columns missing"
 grep -q "^Goals for tickwheel" "$out/stdout.txt" || fail "goals missing"
 goals=$(grep -cE "^  (MET   |MISSED|n/a   )  " "$out/stdout.txt" || true)
-[[ $goals -eq 18 ]] || fail "expected 18 goal lines, got $goals"
+[[ $goals -eq 20 ]] || fail "expected 20 goal lines, got $goals"
 grep -qE "^  (MET   |MISSED)  memory: bytes per pending timeout <= 64 B" "$out/stdout.txt" \
   || fail "the memory goal was not judged"
-# One progress line per run: 13 workload variants, 3 timers.
+# One progress line per run: 14 workload variants, 3 timers.
 runs=$(grep -c '^\[' "$out/stderr.txt" || true)
-[[ $runs -eq 39 ]] || fail "expected 39 progress lines, got $runs"
+[[ $runs -eq 42 ]] || fail "expected 42 progress lines, got $runs"
 
 [[ -s "$out/bench.json" ]] || fail "no JSON file"
 for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '"notes": [' \
            '"memory_primed_mib": 0' '"schedule.p1.ns_per_call"' '"schedule.p2_over_p1.throughput_mps"' \
            '"schedule_cancel.p2.rss_held_mb"' '"schedule_depth.pending3000_over_pending100.ns_per_call"' \
-           '"memory.bytes_per_pending"' '"lateness.p99_us"' '"idle.pending1.wakeups_per_s"' \
+           '"memory.bytes_per_pending"' '"lateness.slack0.p99_us"' '"idle.pending1.wakeups_per_s"' \
            '"mass_expiry.per_worker_cpu_mps"' '"burst.same_deadline.max_ms"' \
            '"tickwheel": {' '"asio": {' '"heap": {' '"reason": '; do
   grep -qF -- "$key" "$out/bench.json" || fail "JSON lacks $key"

@@ -25,6 +25,9 @@ namespace tickwheel::bench {
 
 struct BenchTimerOptions {
   std::optional<std::chrono::nanoseconds> tick;  // tickwheel's; unset: the default
+  // tickwheel's TimerOptions::slack; unset: the default (one tick). The
+  // other timers run each task as soon as they can and ignore it.
+  std::optional<std::chrono::nanoseconds> slack;
 };
 
 struct ConceptCheckTask {  // 16 bytes of capture, as every workload's task

@@ -6,6 +6,8 @@
 //                        dropped; the timer is replaced (untimed) every 64 Ki
 //                        calls so that memory stays bounded.
 //   BM_NewTimeoutCancel  newTimeout() then cancel(): schedule_cancel's pair.
+//                        Both with the default slack and with slack 0
+//                        (slack0:1), which must cost the same.
 //   BM_Cancel            cancel() alone, over batches of 1024 (manual time).
 //   BM_ResetLater        reset() of a pending timeout to a later deadline:
 //                        re-arming a keep-alive in place.
@@ -54,9 +56,11 @@ using tickwheel::TimerOptions;
 using tickwheel::internal::TimeoutNode;
 using tickwheel::internal::Wheel;
 
-std::unique_ptr<Timer> MakeTimer() {
+// slack0: TimerOptions::slack = 0 instead of the default (one tick).
+std::unique_ptr<Timer> MakeTimer(bool slack0 = false) {
   TimerOptions o;
   o.tick_duration = absl::Milliseconds(1);
+  if (slack0) o.slack = absl::ZeroDuration();
   return Timer::Create(std::move(o)).value();
 }
 
@@ -69,14 +73,15 @@ struct Task16 {
 
 void BM_NewTimeout(benchmark::State& state) {
   int64_t counter = 0;
-  auto timer = MakeTimer();
+  const bool slack0 = state.range(0) != 0;
+  auto timer = MakeTimer(slack0);
   int64_t batch = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)));
     if (++batch == 65536) {
       state.PauseTiming();
       timer.reset();  // stops it; pending tasks are destroyed
-      timer = MakeTimer();
+      timer = MakeTimer(slack0);
       timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)).value();
       batch = 0;
       state.ResumeTiming();
@@ -84,18 +89,18 @@ void BM_NewTimeout(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_NewTimeout);
+BENCHMARK(BM_NewTimeout)->ArgName("slack0")->Arg(0)->Arg(1);
 
 void BM_NewTimeoutCancel(benchmark::State& state) {
   int64_t counter = 0;
-  auto timer = MakeTimer();
+  auto timer = MakeTimer(state.range(0) != 0);
   for (auto _ : state) {
     absl::StatusOr<Timeout> t = timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30));
     benchmark::DoNotOptimize(t->cancel());
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_NewTimeoutCancel);
+BENCHMARK(BM_NewTimeoutCancel)->ArgName("slack0")->Arg(0)->Arg(1);
 
 void BM_Cancel(benchmark::State& state) {
   constexpr int kBatch = 1024;

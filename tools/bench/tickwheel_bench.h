@@ -1,7 +1,8 @@
 // tools/bench/tickwheel_bench.h
 // -----------------------------------------------------------------------------
 // tickwheel::Timer through its public API only, used as the README says:
-// default TimerOptions (but the tick, when a workload asks for one),
+// default TimerOptions (but the tick and the slack, when a workload asks
+// for them),
 // newTimeout() from any thread, the handle kept only to cancel, stop() at the
 // end. The workloads cannot make the API fail; if it does, the run aborts.
 
@@ -30,6 +31,7 @@ class TickwheelBench {
   explicit TickwheelBench(const BenchTimerOptions& options) {
     TimerOptions o;
     if (options.tick) o.tick_duration = absl::Nanoseconds(options.tick->count());
+    if (options.slack) o.slack = absl::Nanoseconds(options.slack->count());
     timer_ = Check(Timer::Create(std::move(o)));
   }
   ~TickwheelBench() { Stop(); }
