@@ -34,16 +34,18 @@
 //   scheduling at once do not contend. A cancel() that comes before the
 //   worker has taken the node takes it back out of the ring, so the worker
 //   never sees it. The worker thread starts on the first newTimeout() and
-//   records startTime; deadlines are nanoseconds after it. The worker drains
-//   the cancellation queues, moves new nodes into the wheel, and runs the
-//   tasks that are due, in slices of a few thousand nodes. The wheel is
+//   records startTime, from which it counts ticks; a deadline is a reading
+//   of the timer's clock. The worker drains the notice queues (cancellations
+//   and deadlines moved earlier), moves new nodes into the wheel, and runs
+//   the tasks that are due, in slices of a few thousand nodes. The wheel is
 //   Netty's power-of-two ring of ticks_per_wheel one-tick buckets (bucket =
 //   due tick & mask, remainingRounds = full turns still to wait), with
 //   coarser levels above it for far deadlines, so that far entries are never
 //   walked and the worker sleeps until the next tick with work instead of
 //   waking every tick. Buckets are arrays walked with prefetching, so a mass
 //   expiry runs at memory speed. A task runs at the first tick boundary at or
-//   after its deadline, never before: normally less than one tick late. A
+//   after its deadline, never before: normally less than one tick late (with
+//   TimerOptions::slack below the tick, within the slack instead). A
 //   worker that falls behind (a slow task, a suspended process) catches up
 //   every missed tick in order. docs/DESIGN.md has the whole story.
 //

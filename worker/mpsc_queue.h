@@ -2,7 +2,8 @@
 // -----------------------------------------------------------------------------
 // An intrusive, unbounded, lock-free multi-producer / single-consumer FIFO queue
 // (Dmitry Vyukov's design). tickwheel uses two of them per timer: the pending
-// queue (newTimeout -> worker) and the cancellation queue (cancel -> worker).
+// queue (newTimeout -> worker) and the notice queue (cancel() and a reset()
+// to an earlier deadline -> worker).
 //
 // "Intrusive" means the queue allocates nothing: each element carries its own
 // link, named by the `Link` template argument, so pushing costs one atomic
@@ -16,7 +17,7 @@
 //     from Push() until Pop() returns it.
 //   * After Pop() returns an element, no producer will ever write its link
 //     again, so the consumer may reuse the link for its own purposes (a timer
-//     node's link then serves the cancellation queue).
+//     node's link then serves the notice queue).
 //
 // Memory ordering
 //   A producer writes the element, then exchanges `head_` (seq_cst) and stores

@@ -41,7 +41,7 @@ class BacklogWaker {
 //
 // Sharding. Producers are spread over kShards shards by thread (a thread keeps
 // its shard for life), each with its own pending count, pending queue and
-// cancellation queue on cache lines of their own, so that two threads
+// notice queue on cache lines of their own, so that two threads
 // scheduling or cancelling at once do not fight over the same lines. The
 // worker drains every shard. Order is kept per thread, not across threads
 // (no call on one thread is ordered against a concurrent call on another).

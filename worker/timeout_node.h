@@ -43,10 +43,13 @@
 //                                          and makes kCancelledAgain, which
 //                                          reads as cancelled and has no way
 //                                          out, and the caller returns false.
-//   kQueued,    kCancelled  cancel()       CAS (TransitionIf). The winner
-//   kArmed                                 destroys the task; for kArmed it
-//                                          pushes the node on the
-//                                          cancellation queue, for kQueued it
+//   kQueued,    kCancelled  cancel()       CAS. The winner destroys the
+//   kArmed,                                task (once kBusy is clear); for
+//   kRunning                               kArmed it pushes the node on the
+//                                          notice queue (kNoticed, below)
+//                                          unless a reset() did; for
+//                                          kRunning the worker sees it when
+//                                          the run returns; for kQueued it
 //                                          tries the take-back (a racing
 //                                          take-back-first cancel() or the
 //                                          worker may hold the cell instead).
@@ -54,6 +57,47 @@
 //   kQueued,    kStopped    stop()         CAS, after the worker has been
 //   kArmed                                 joined and the node popped.
 //   kStopped    kStoppedTaken takeTask()   CAS: of racing calls one wins.
+//   kQueued,    kCancelled  cancelAll()    CAS, by the worker (a cancelAll()
+//   kArmed,                 (on the        from another thread asks it and
+//   kRunning                worker)        waits). No notice: the worker
+//                                          unlinks what it cancels itself.
+//                                          Against a racing cancel() the
+//                                          CAS decides; either may land while
+//                                          a reset() holds kBusy, and the
+//                                          winner waits for kBusy to clear
+//                                          before it destroys the task.
+//
+// reset() and periodic runs never change the state of a node that someone
+// else may claim; they take the kBusy flag instead:
+//
+//   flag        set by         how, and what it means
+//   ----------  -------------  ------------------------------------------
+//   kBusy       reset(),       CAS on a pending state (AcquireBusy), waiting
+//               worker (a      while another holder has it. The holder alone
+//               periodic run)  writes `deadline`; a claim that lands
+//                              meanwhile (cancel(), cancelAll(), arm,
+//                              expiry, stop()) waits for it before touching
+//                              the task or the deadline. Dropped by one RMW
+//                              (ReleaseBusy, release).
+//   kMoved      reset(), with  the deadline changed since the worker filed
+//               kBusy's drop   the node: before it expires or arms one, the
+//                              worker re-reads `deadline` and re-files the
+//                              node if it is later; cleared by Arm().
+//   kNoticed    cancel() or    the node is on its shard's notice queue: set
+//               reset() to an  in the RMW that decides the push (only on a
+//               earlier        kArmed node), so it is pushed once; cleared
+//               deadline       by the worker when it pops it.
+//   kRunning    worker         a periodic run in progress: kArmed -> kRunning
+//   (state)                    with kBusy (the run takes its own reference
+//                              to the callable), then the run with kBusy
+//                              clear; then kRunning -> kArmed at the next
+//                              grid time (or the reset() deadline), unless a
+//                              cancel() won meanwhile, which made this run
+//                              the last. With a task_executor the node stays
+//                              kArmed and filed, kInFlight marks the run, and
+//                              a run that comes while kInFlight is set is
+//                              skipped, so runs never overlap.
+//
 //   refs + 1                copy           fetch_add (Ref): never a store.
 //   refs - 1                drop           fetch_sub, or, when the caller's
 //                                          reference is the only one (refs ==
@@ -81,12 +125,12 @@
 // CAS then fails harmlessly.
 //
 // A node cancelled while kArmed is linked in the wheel, so cancel() pushes it
-// on the cancellation queue, through the same `next` link: the worker's
+// on the notice queue, through the same `next` link: the worker's
 // kQueued -> kArmed CAS comes after it popped the node, and once popped no
 // producer writes the link again (worker/mpsc_queue.h), so a node is never in
 // both queues. The worker's reference keeps a node alive while it sits in
 // either queue: the worker drops it only after it has taken the node out of
-// the wheel and, for a kArmed cancellation, out of the cancellation queue.
+// the wheel and, for a kArmed cancellation, out of the notice queue.
 //
 // The shared state outlives every call that reaches it: newTimeout() and a
 // winning cancel() both hold a pending slot in SharedTimerState while they
@@ -257,7 +301,7 @@ struct TimeoutNode {
   }
   // The cell, or nullptr for a node that went through the pending queue.
   // Only meaningful while the state is kQueued: once armed, `next` belongs
-  // to the cancellation queue.
+  // to the notice queue.
   LaneCellPtr LaneCell() const {
     const auto v = reinterpret_cast<uintptr_t>(
         next.load(std::memory_order_relaxed));

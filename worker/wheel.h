@@ -43,8 +43,8 @@
 //   bucket walks the array and prefetches the nodes a few slots ahead, so a
 //   bucket whose nodes lie scattered over the heap (random delays) costs
 //   memory bandwidth, not one cache miss after another as a linked list
-//   would (measured: about 240 ns per node for a list of a million random
-//   nodes). A node records its level and its index in the array (`where`), so
+//   would, where each node's address is known only once the previous node
+//   has arrived. A node records its level and its index in the array (`where`), so
 //   Remove() is O(1): it clears the slot, leaving a tombstone; a bucket with
 //   more tombstones than live nodes is compacted, which moves each live node
 //   once per compaction, O(1) amortized per removal. An overdue node (one
@@ -185,10 +185,10 @@ class Wheel {
   }
   // Links `node` (unlinked, its `filed` deadline set) to be handed out when
   // the wheel processes its due tick, DueTickOf(node), or elapsed() if that
-  // tick has already been
-  // processed: nothing is scheduled into a tick already processed. Inline:
-  // the worker's transfer loop and cascades call it once per node, and a
-  // call's prologue and epilogue were a sixth of its instructions.
+  // tick has already been processed: nothing is scheduled into a tick
+  // already processed. Inline: the worker's transfer loop and cascades call
+  // it once per node, and the work is a few stores, so a call's own cost
+  // would be a large share of it.
   void Insert(TimeoutNode* node);
 
   // Unlinks `node`, which must be linked.
