@@ -3,8 +3,10 @@
 #
 # Everything comes from Debian's archive: Bazel 4.2.3 (bazel-bootstrap), Abseil,
 # fmt, GoogleTest/GoogleMock, Google Benchmark, Boost (Asio, for the benchmark's
-# baseline) and clang 14 with its sanitizer/libFuzzer runtime. Safe to run
-# repeatedly: when every package is installed it only checks and returns.
+# baseline), clang 14 with its sanitizer/libFuzzer runtime, and CMake, Ninja,
+# pkg-config and make for the CMake build and its consumers
+# (tools/check_cmake.sh). Safe to run repeatedly: when every package is
+# installed it only checks and returns.
 set -euo pipefail
 
 packages=(
@@ -19,6 +21,9 @@ packages=(
   libclang-rt-14-dev
   g++
   pkg-config
+  cmake
+  ninja-build
+  make
   git
 )
 

@@ -10,7 +10,10 @@
 #      ASan and under TSan;
 #   5. check the thread-safety annotations with clang's -Wthread-safety;
 #   6. build and run a consumer workspace that depends on //timer;
-#   7. a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the real timer
+#   7. the CMake build (tools/check_cmake.sh, docs/CMAKE.md): the drift check
+#      against Bazel, ctest, the install, and its add_subdirectory,
+#      FetchContent, find_package and pkg-config consumers;
+#   8. a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the real timer
 #      against the reference model.
 # Options: --quick runs step 3 with the plain build only.
 set -euo pipefail
@@ -69,6 +72,10 @@ passed=$((passed + 1))
 
 echo "== consumer workspace (local_repository)"
 tools/check_consumer.sh
+passed=$((passed + 1))
+
+echo "== cmake"
+tools/check_cmake.sh
 passed=$((passed + 1))
 
 if [[ "${1:-}" != "--quick" ]]; then

@@ -1,0 +1,94 @@
+# Install rules (TICKWHEEL_INSTALL): the libraries, the headers, a CMake
+# package (find_package(tickwheel CONFIG)) and a pkg-config file.
+#
+# Headers go to <prefix>/include/tickwheel/{timer,timer/idle,worker}/, never
+# to <prefix>/include/timer/ or <prefix>/include/worker/: those names are
+# common, and a prefix such as /usr/local is shared with other libraries and
+# with a project's own include folders, so an unprefixed timer/timer.h could
+# shadow or be shadowed by another one depending on the order of -I flags.
+# Consumers include "tickwheel/timer/timer.h", the same path as with Bazel.
+
+include(CMakePackageConfigHelpers)
+
+set(TICKWHEEL_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/tickwheel")
+
+# The public headers are timer/*.h (Bazel's public targets in timer/); what
+# they include of timer/idle/ and worker/ is installed with them, and nothing
+# else: a user's translation unit never sees the rest of the engine
+# (CONTRIBUTING.md, include rule 4).
+file(GLOB _tickwheel_public RELATIVE "${PROJECT_SOURCE_DIR}" CONFIGURE_DEPENDS
+  "${PROJECT_SOURCE_DIR}/timer/*.h")
+tickwheel_header_closure(TICKWHEEL_INSTALLED_HEADERS "${PROJECT_SOURCE_DIR}"
+  ${_tickwheel_public})
+foreach(_header IN LISTS TICKWHEEL_INSTALLED_HEADERS)
+  get_filename_component(_dir "${_header}" DIRECTORY)
+  install(FILES "${PROJECT_SOURCE_DIR}/${_header}"
+    DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/tickwheel/${_dir}"
+    COMPONENT tickwheel_development)
+endforeach()
+
+install(TARGETS tickwheel_timer tickwheel_idle_tracker
+  EXPORT tickwheelTargets
+  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT tickwheel_development
+  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT tickwheel_runtime
+          NAMELINK_COMPONENT tickwheel_development
+  RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT tickwheel_runtime)
+
+install(EXPORT tickwheelTargets
+  NAMESPACE tickwheel::
+  DESTINATION "${TICKWHEEL_CMAKE_DIR}"
+  COMPONENT tickwheel_development)
+
+configure_package_config_file(
+  "${PROJECT_SOURCE_DIR}/cmake/tickwheelConfig.cmake.in"
+  "${PROJECT_BINARY_DIR}/tickwheelConfig.cmake"
+  INSTALL_DESTINATION "${TICKWHEEL_CMAKE_DIR}")
+# While the major version is 0, a minor version may change the API
+# (CHANGELOG.md): find_package(tickwheel 0.1) accepts 0.1.x only.
+write_basic_package_version_file(
+  "${PROJECT_BINARY_DIR}/tickwheelConfigVersion.cmake"
+  COMPATIBILITY SameMinorVersion)
+install(FILES
+  "${PROJECT_BINARY_DIR}/tickwheelConfig.cmake"
+  "${PROJECT_BINARY_DIR}/tickwheelConfigVersion.cmake"
+  DESTINATION "${TICKWHEEL_CMAKE_DIR}"
+  COMPONENT tickwheel_development)
+
+# pkg-config: the Debian modules of what the targets link above. The
+# installed headers include Abseil's any_invocable, status, statusor and time
+# and its thread-safety macros (core_headers), so those are always required;
+# fmt and the thread library are the sources' own, needed by the consumer's
+# link only when the libraries are static (the default).
+set(TICKWHEEL_PC_REQUIRES
+  "absl_any_invocable absl_core_headers absl_status absl_statusor absl_time")
+if(BUILD_SHARED_LIBS)
+  set(TICKWHEEL_PC_LIBS "")
+  set(TICKWHEEL_PC_PRIVATE "Requires.private: fmt\nLibs.private: -pthread\n")
+else()
+  string(APPEND TICKWHEEL_PC_REQUIRES " fmt")
+  set(TICKWHEEL_PC_LIBS " -pthread")
+  set(TICKWHEEL_PC_PRIVATE "")
+endif()
+# The prefix is found relative to the .pc file itself (${pcfiledir}), so an
+# install with `cmake --install --prefix <dir>`, under DESTDIR or moved
+# elsewhere afterwards names the right folders.
+set(TICKWHEEL_PC_DIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+if(IS_ABSOLUTE "${TICKWHEEL_PC_DIR}")
+  set(TICKWHEEL_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _up "/${TICKWHEEL_PC_DIR}" "/")
+  string(REGEX REPLACE "/$" "" _up "${_up}")
+  set(TICKWHEEL_PC_PREFIX "\${pcfiledir}/${_up}")
+endif()
+foreach(_kind LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_kind}}")
+    set(TICKWHEEL_PC_${_kind} "${CMAKE_INSTALL_${_kind}}")
+  else()
+    set(TICKWHEEL_PC_${_kind} "\${prefix}/${CMAKE_INSTALL_${_kind}}")
+  endif()
+endforeach()
+configure_file("${PROJECT_SOURCE_DIR}/cmake/tickwheel.pc.in"
+  "${PROJECT_BINARY_DIR}/tickwheel.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/tickwheel.pc"
+  DESTINATION "${TICKWHEEL_PC_DIR}"
+  COMPONENT tickwheel_development)

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The CMake build, beside Bazel (docs/CMAKE.md), as CI runs it:
+#   1. configure with Ninja in a build folder outside the source tree, and
+#      check that CMake and Bazel build the same library files and tests
+#      (tools/check_cmake_sync.sh);
+#   2. build the libraries and the unit tests, and run the tests once (ctest);
+#   3. install into a temporary prefix: only tickwheel/ headers, the
+#      libraries, the CMake package and tickwheel.pc, and every installed
+#      public header compiles on its own against the prefix;
+#   4. build and run the three ways in of examples/: add_subdirectory() and
+#      FetchContent (examples/cmake_subdirectory, whose install installs
+#      nothing of tickwheel), find_package() of the install
+#      (examples/cmake_installed), pkg-config (examples/pkgconfig).
+# Build folders live under $TICKWHEEL_CMAKE_CACHE (default
+# $HOME/.cache/tickwheel-cmake), one per checkout, and are reused.
+# Needs cmake, ninja, pkg-config and make (tools/setup.sh installs them), and
+# Bazel for step 1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+start=$(date +%s)
+
+jobs=${TICKWHEEL_CMAKE_JOBS:-2}
+cache=${TICKWHEEL_CMAKE_CACHE:-$HOME/.cache/tickwheel-cmake}
+cache="$cache/$(printf '%s' "$root" | md5sum | cut -c1-12)"
+build="$cache/build"
+mkdir -p "$cache"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Runs a command with its output in a log, shown only when it fails.
+quiet() {  # quiet <what> <command...>
+  local what=$1
+  shift
+  if ! "$@" >"$tmp/log" 2>&1; then
+    tail -n 60 "$tmp/log"
+    echo "check_cmake: FAILED: $what"
+    exit 1
+  fi
+}
+
+for tool in cmake ninja pkg-config make; do
+  command -v "$tool" >/dev/null || { echo "check_cmake: $tool not found (tools/setup.sh)"; exit 1; }
+done
+
+# 1. Configure (no CMAKE_BUILD_TYPE: no optimisation flags, as Bazel's
+#    default fastbuild), and the drift check.
+quiet "configure" cmake -S . -B "$build" -G Ninja \
+  -DTICKWHEEL_BUILD_TESTS=ON -DTICKWHEEL_INSTALL=ON
+echo "cmake: configured $build"
+tools/check_cmake_sync.sh "$build"
+
+# 2. Build and test.
+quiet "build" cmake --build "$build" -j "$jobs"
+echo "cmake: built libraries and tests"
+if ! ctest --test-dir "$build" -j "$jobs" --output-on-failure >"$tmp/ctest.log" 2>&1; then
+  cat "$tmp/ctest.log"
+  echo "check_cmake: FAILED: ctest"
+  exit 1
+fi
+echo "cmake: ctest: $(grep -E 'tests passed' "$tmp/ctest.log")"
+
+# 3. Install, and look at what was installed.
+prefix="$tmp/prefix"
+quiet "install" cmake --install "$build" --prefix "$prefix"
+unexpected=$(cd "$prefix" && find . -type f | sed 's#^\./##' | grep -vE \
+  '^include/tickwheel/(timer|timer/idle|worker)/[a-z_]+\.h$|^lib/libtickwheel_(timer|idle_tracker)\.a$|^lib/cmake/tickwheel/tickwheel[A-Za-z-]+\.cmake$|^lib/pkgconfig/tickwheel\.pc$' || true)
+if [[ -n "$unexpected" ]]; then
+  echo "$unexpected"
+  echo "check_cmake: FAILED: the install holds files other than tickwheel's headers, libraries and package files"
+  exit 1
+fi
+for f in lib/cmake/tickwheel/tickwheelConfig.cmake \
+         lib/cmake/tickwheel/tickwheelConfigVersion.cmake lib/pkgconfig/tickwheel.pc; do
+  [[ -f "$prefix/$f" ]] || { echo "check_cmake: FAILED: $f not installed"; exit 1; }
+done
+cxx=${CXX:-c++}
+for header in "$prefix"/include/tickwheel/timer/*.h; do
+  name=${header#"$prefix"/include/}
+  echo "#include \"$name\"" >"$tmp/one_header.cc"
+  if ! "$cxx" -std=c++20 -fsyntax-only -I"$prefix/include" "$tmp/one_header.cc" \
+      >"$tmp/log" 2>&1; then
+    cat "$tmp/log"
+    echo "check_cmake: FAILED: installed $name does not compile on its own"
+    exit 1
+  fi
+done
+echo "cmake: installed $(cd "$prefix" && find include -name '*.h' | wc -l) headers," \
+  "each public one self-contained"
+
+# 4. The three ways in.
+sub="$root/examples/cmake_subdirectory"
+for variant in subdirectory fetchcontent; do
+  fetch=OFF
+  [[ "$variant" == fetchcontent ]] && fetch=ON
+  out="$cache/example_$variant"
+  quiet "configure examples/cmake_subdirectory ($variant)" \
+    cmake -S "$sub" -B "$out" -G Ninja -DUSE_FETCHCONTENT="$fetch"
+  quiet "build examples/cmake_subdirectory ($variant)" \
+    cmake --build "$out" -j "$jobs" --target subdirectory_consumer
+  quiet "run examples/cmake_subdirectory ($variant)" "$out/subdirectory_consumer"
+  echo "cmake: $variant: $(tail -n 1 "$tmp/log")"
+  # Under a parent project tickwheel's install rules are off by default.
+  quiet "install examples/cmake_subdirectory ($variant)" \
+    cmake --install "$out" --prefix "$tmp/parent_install_$variant"
+  if [[ -n "$(find "$tmp/parent_install_$variant" -type f 2>/dev/null)" ]]; then
+    find "$tmp/parent_install_$variant" -type f
+    echo "check_cmake: FAILED: a parent project's install installed tickwheel files"
+    exit 1
+  fi
+done
+
+quiet "configure examples/cmake_installed" \
+  cmake -S examples/cmake_installed -B "$tmp/installed" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$prefix"
+quiet "build examples/cmake_installed" cmake --build "$tmp/installed"
+quiet "run examples/cmake_installed" "$tmp/installed/installed_consumer"
+echo "cmake: find_package: $(tail -n 1 "$tmp/log")"
+
+mkdir -p "$tmp/pkgconfig"
+quiet "build and run examples/pkgconfig" \
+  env PKG_CONFIG_PATH="$prefix/lib/pkgconfig" \
+  make --no-print-directory -C examples/pkgconfig OUT="$tmp/pkgconfig" run
+echo "cmake: pkg-config: $(tail -n 1 "$tmp/log")"
+
+echo "check_cmake: OK in $(( $(date +%s) - start )) s (build, ctest, install, add_subdirectory, FetchContent, find_package, pkg-config)"
