@@ -5,17 +5,28 @@
 // Each round: several producer threads schedule tasks on a real-clock Timer
 // (1 ms tick), cancel random timeouts at random moments, and the tasks
 // themselves reschedule children and cancel other timeouts from the worker (or
-// from a task executor thread); meanwhile a stopper thread calls stop() at a
-// random point (in some rounds two stoppers race). Afterwards every task ever
-// handed to newTimeout() is accounted for:
+// from a task executor thread). Producers also reset() live timeouts to new
+// delays, schedule periodic timeouts (newPeriodic(), which cancel themselves
+// after a few runs, or run until something else ends them), and now and then
+// call cancelAll(), as do a few tasks. Meanwhile a stopper thread calls
+// stop() at a random point (in some rounds two stoppers race). Afterwards
+// every task ever handed to newTimeout() or newPeriodic() is accounted for:
 //
 //   * rejected (FailedPrecondition only after stop() began, ResourceExhausted
 //     only with max_pending_timeouts): never ran, captures destroyed once;
-//   * accepted: exactly one of ran (once), cancelled (cancel() returned true
-//     exactly once) or returned by stop() (isCancelled(), takeTask() gives the
-//     task exactly once), and its captures destroyed exactly once;
-//   * no task ran before its delay had passed (the real clock read before
-//     newTimeout() plus the delay);
+//   * accepted one-shot: exactly one of ran (once), cancelled (cancel()
+//     returned true exactly once), returned by stop() (isCancelled(),
+//     takeTask() gives the task exactly once) or cancelled by a cancelAll(),
+//     and its captures destroyed exactly once;
+//   * accepted periodic: any number of runs, never two at once, and ended by
+//     exactly one of cancel(), stop() or a cancelAll(); without a task
+//     executor, at most the run already claimed begins after a cancel() of
+//     it has returned;
+//   * the counts that cancelAll() calls returned add up to the timeouts that
+//     ended neither way above;
+//   * no task ran before its deadline (the real clock read before
+//     newTimeout() plus the delay, or Timeout::deadline() once a reset()
+//     moved it);
 //   * pendingTimeouts() never exceeded max_pending_timeouts, and is 0 after
 //     stop().
 //
@@ -82,8 +93,16 @@ struct StressCounts {
   int64_t cancelled = 0;
   int64_t stopped = 0;
   int64_t from_tasks = 0;  // newTimeout() calls made inside tasks
+  int64_t periodic = 0;    // accepted newPeriodic() timeouts
+  int64_t periodic_runs = 0;
+  int64_t resets = 0;      // reset() calls that returned true
+  int64_t by_cancel_all = 0;
 
   void Add(const StressCounts& o) {
+    periodic += o.periodic;
+    periodic_runs += o.periodic_runs;
+    resets += o.resets;
+    by_cancel_all += o.by_cancel_all;
     operations += o.operations;
     attempts += o.attempts;
     accepted += o.accepted;
@@ -96,9 +115,10 @@ struct StressCounts {
   std::string ToString() const {
     return fmt::format(
         "{} operations: {} newTimeout ({} from tasks), {} accepted, {} "
-        "rejected; {} ran, {} cancelled, {} returned by stop()",
+        "rejected; {} ran, {} cancelled, {} returned by stop(); {} periodic "
+        "with {} runs; {} resets; {} cancelled by cancelAll()",
         operations, attempts, from_tasks, accepted, rejected, ran, cancelled,
-        stopped);
+        stopped, periodic, periodic_runs, resets, by_cancel_all);
   }
 };
 
@@ -111,6 +131,12 @@ struct Entry {
   std::atomic<int> cancelled{0};  // cancel() calls that returned true
   std::atomic<int> early{0};
   std::atomic<int> bad_code{0};   // rejected with an unexpected status
+  std::atomic<bool> periodic{false};
+  std::atomic<int> resets{0};     // reset() calls that returned true
+  std::atomic<bool> in_run{false};  // a periodic run is in progress
+  std::atomic<int> overlaps{0};     // runs that began during another
+  std::atomic<bool> cancel_returned{false};
+  std::atomic<int> runs_after_cancel{0};  // runs begun after it returned
 };
 
 // A task executor with one thread and a FIFO queue; Finish() runs what is
@@ -290,14 +316,39 @@ class StressRound {
         continue;
       }
       ++counts.accepted;
-      counts.ran += runs;
       counts.cancelled += cancelled;
       counts.stopped += in_stop[id];
-      if (runs + cancelled + in_stop[id] != 1) {
-        report(id, fmt::format("ran {} cancelled {} stopped {} (want exactly one)",
+      counts.resets += e.resets.load();
+      if (e.periodic.load()) {
+        ++counts.periodic;
+        counts.periodic_runs += runs;
+        if (e.overlaps.load() != 0) report(id, "periodic runs overlapped");
+        // The run the worker had claimed when cancel() came may still
+        // begin; no later one.
+        if (e.runs_after_cancel.load() > 1) {
+          report(id, fmt::format("{} periodic runs began after cancel() "
+                                 "returned",
+                                 e.runs_after_cancel.load()));
+        }
+        // Ended by cancel(), stop() or, failing both, a cancelAll().
+        if (cancelled + in_stop[id] > 1) {
+          report(id, fmt::format("periodic: cancelled {} stopped {}",
+                                 cancelled, in_stop[id]));
+        }
+        counts.by_cancel_all += 1 - cancelled - in_stop[id];
+        continue;
+      }
+      counts.ran += runs;
+      if (runs + cancelled + in_stop[id] > 1) {
+        report(id, fmt::format("ran {} cancelled {} stopped {} (want one)",
                                runs, cancelled, in_stop[id]));
       }
+      // Neither ran, nor cancel()ed, nor stopped: a cancelAll() took it.
+      counts.by_cancel_all += 1 - runs - cancelled - in_stop[id];
     }
+    EXPECT_EQ(counts.by_cancel_all, cancelled_by_all_.load())
+        << "timeouts that ended by none of run, cancel() and stop(), against "
+           "the sum of cancelAll()'s counts";
     counts.operations = ops_done_.load() + task_actions_.load();
     counts.from_tasks = from_tasks_.load();
     return counts;
@@ -329,8 +380,17 @@ class StressRound {
       if (stop_started_.load() && ++after_stop > 100) break;
       const uint64_t r = rng();
       switch (r % 10) {
-        case 0: case 1: case 2: case 3: case 4: case 5:
+        case 0: case 1: case 2: case 3: case 4:
           Schedule(timer_.get(), 0, rng());
+          break;
+        case 5:
+          if ((r >> 8) % 8 == 0) {
+            SchedulePeriodic(rng());
+          } else if ((r >> 8) % 1024 == 1) {
+            CancelAll(timer_.get());
+          } else {
+            ResetRandom(rng());
+          }
           break;
         case 6: case 7: case 8:
           CancelRandom(rng());
@@ -350,7 +410,6 @@ class StressRound {
   void Schedule(Timer* timer, int depth, uint64_t r) {
     const int64_t id = next_id_.fetch_add(1);
     if (id >= capacity_) return;
-    Entry& e = entries_[id];
     absl::Duration delay;
     switch (r % 20) {
       case 0:
@@ -371,9 +430,16 @@ class StressRound {
                          const Timeout& self) {
       RunTask(id, depth, not_before, self);
     };
-    absl::StatusOr<Timeout> t = timer->newTimeout(std::move(task), delay);
+    Adopt(id, timer->newTimeout(std::move(task), delay), r);
+  }
+
+  // Records newTimeout()'s or newPeriodic()'s result for task `id`; an
+  // accepted handle goes into a random ring slot.
+  void Adopt(int64_t id, absl::StatusOr<Timeout> t, uint64_t r) {
+    Entry& e = entries_[id];
     if (t.ok()) {
       e.accepted.store(1);
+      Timer* timer = t->timer();
       if (p_.max_pending > 0 && timer->pendingTimeouts() > p_.max_pending) {
         pending_violation_.store(timer->pendingTimeouts());
       }
@@ -388,6 +454,46 @@ class StressRound {
           (code == absl::StatusCode::kResourceExhausted && p_.max_pending > 0);
       if (!ok_code) e.bad_code.store(1);
     }
+  }
+
+  // A periodic timeout, 1-3 ms apart; it cancels itself in its 1st to 6th
+  // run, or (one in four) runs until a cancel(), cancelAll() or stop().
+  void SchedulePeriodic(uint64_t r) {
+    const int64_t id = next_id_.fetch_add(1);
+    if (id >= capacity_) return;
+    Entry& e = entries_[id];
+    e.periodic.store(true);
+    const int last_run =
+        (r >> 4) % 4 == 0 ? 0 : 1 + static_cast<int>((r >> 8) % 6);
+    const absl::Duration period = absl::Milliseconds(1 + (r >> 12) % 3);
+    const absl::Duration initial = absl::Microseconds((r >> 16) % 3000);
+    TimerTask task = [this, id, last_run, capture = Capture(this, id)](
+                         const Timeout& self) {
+      RunPeriodic(id, last_run, self);
+    };
+    absl::StatusOr<Timeout> t =
+        timer_->newPeriodic(std::move(task), initial, period);
+    Adopt(id, std::move(t), r);
+  }
+
+  // reset() on the handle in a random ring slot: a new delay of up to 4 ms.
+  void ResetRandom(uint64_t r) {
+    Shared victim;
+    {
+      std::lock_guard<std::mutex> lock(ring_mu_);
+      victim = ring_[r % ring_.size()];
+    }
+    if (victim.first == nullptr) return;
+    // Counted before the call: the run it moves may come at once.
+    Entry& e = entries_[victim.second];
+    e.resets.fetch_add(1);
+    if (!victim.first->reset(absl::Microseconds((r >> 20) % 4000))) {
+      e.resets.fetch_sub(1);
+    }
+  }
+
+  void CancelAll(Timer* timer) {
+    cancelled_by_all_.fetch_add(timer->cancelAll());
   }
 
   // Cancels (or, one time in four, copies and drops) the handle in a random
@@ -405,13 +511,53 @@ class StressRound {
       if (copy != handle) ADD_FAILURE() << "a copy differs from its handle";
       return;
     }
-    if (handle.cancel()) entries_[victim.second].cancelled.fetch_add(1);
+    if (handle.cancel()) {
+      Entry& e = entries_[victim.second];
+      e.cancelled.fetch_add(1);
+      e.cancel_returned.store(true);
+    }
+  }
+
+  // Whether the clock has reached `self`'s deadline() (as moved by reset()).
+  static bool PastDeadline(const Timeout& self) {
+    return NowNanos() >= self.deadline().time_since_epoch().count();
+  }
+
+  void RunPeriodic(int64_t id, int last_run, const Timeout& self) {
+    Entry& e = entries_[id];
+    if (e.in_run.exchange(true)) e.overlaps.fetch_add(1);
+    // With an executor, deadline() is the next run's by the time this runs,
+    // and a run handed over before a cancel() may still come. A reset()
+    // during the run moves deadline() to the next run: the deadline is read
+    // first, and the check skipped if a reset() was attempted (counted
+    // before the call) by then.
+    if (!p_.use_executor) {
+      if (!PastDeadline(self) && e.resets.load() == 0) e.early.fetch_add(1);
+      if (e.cancel_returned.load()) e.runs_after_cancel.fetch_add(1);
+    }
+    const int run = e.runs.fetch_add(1) + 1;
+    const uint64_t r = Mix(p_.seed * 0x100000001ULL + id * 64 + run);
+    if (r % 32 == 0) {  // a slow run: the next one comes due meanwhile
+      std::this_thread::sleep_for(std::chrono::microseconds(r % 1500));
+    }
+    Timer* timer = self.timer();
+    if (r % 97 == 1 && timer != nullptr) {
+      CancelAll(timer);  // includes this timeout: this run is its last
+      task_actions_.fetch_add(1);
+    }
+    if (run == last_run && self.cancel()) {
+      e.cancelled.fetch_add(1);
+      e.cancel_returned.store(true);
+    }
+    e.in_run.store(false);
   }
 
   void RunTask(int64_t id, int depth, int64_t not_before, const Timeout& self) {
     Entry& e = entries_[id];
     e.runs.fetch_add(1);
-    if (NowNanos() < not_before) e.early.fetch_add(1);
+    if (e.resets.load() == 0 ? NowNanos() < not_before : !PastDeadline(self)) {
+      e.early.fetch_add(1);
+    }
     if (self.cancel()) e.cancelled.fetch_add(1);  // must be false: it expired
     const uint64_t r = Mix(p_.seed * 0x100000001ULL + id);
     // timer() is null once the Timer's destructor has started (not here: the
@@ -424,6 +570,10 @@ class StressRound {
     }
     if (r % 5 == 1) {
       CancelRandom(r >> 7);
+      task_actions_.fetch_add(1);
+    }
+    if (r % 4096 == 7 && timer != nullptr) {
+      CancelAll(timer);
       task_actions_.fetch_add(1);
     }
   }
@@ -445,6 +595,7 @@ class StressRound {
   std::atomic<int> producers_done_{0};
   std::atomic<bool> stop_started_{false};
   std::atomic<int64_t> pending_violation_{0};
+  std::atomic<int64_t> cancelled_by_all_{0};  // the sum of cancelAll()'s counts
 };
 
 StressParams ParamsForSeed(uint32_t seed, int ops_per_producer) {
@@ -473,6 +624,9 @@ TEST(StressTest, ExactlyOnceUnderProducersCancelsAndStop) {
              total.ToString());
   EXPECT_GT(total.ran, 0);
   EXPECT_GT(total.cancelled, 0);
+  EXPECT_GT(total.periodic_runs, 0);
+  EXPECT_GT(total.resets, 0);
+  EXPECT_GT(total.by_cancel_all, 0);
 }
 
 TEST(StressTest, Soak) {

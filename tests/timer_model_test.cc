@@ -92,7 +92,7 @@ TEST(TimerModelTest, OverdueAtScheduleRunsAtOnceOrAtTheNextBoundary) {
     m.Advance(absl::Nanoseconds(30));
     const int64_t id = m.Schedule(false, absl::ZeroDuration(), {}, &code);
     ASSERT_TRUE(m.Overdue(id));  // deadline 30: tick 2, which has ended
-    m.ResolveOverdue(id, at_once);
+    m.ResolveOverdue(id, at_once, /*observed_tick=*/2);
     if (at_once) {
       ASSERT_EQ(m.events().size(), 1u);
       EXPECT_EQ(m.events()[0].tick, 2);

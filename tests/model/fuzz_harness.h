@@ -6,14 +6,16 @@
 // advance so that the comparison is exact) and to the reference TimerModel
 // (tests/model/timer_model.h), and compares after every operation:
 //
-//   * the result of the operation (status code, cancel()'s bool, the ids
-//     returned by stop() and their order by deadline, takeTask());
+//   * the result of the operation (status code, cancel()'s and reset()'s
+//     bool, cancelAll()'s count, the ids returned by stop() and their order
+//     by deadline, takeTask());
 //   * pendingTimeouts();
 //   * everything tasks did, in order: which task ran, in which tick
 //     (metrics().ticks inside the task), at which clock reading, and what it
 //     scheduled, cancelled or tried to stop, with the results;
-//   * for every task ever handed to newTimeout(): whether its captures are
-//     alive (captures are counted objects), isExpired() and isCancelled();
+//   * for every task ever handed to newTimeout(), newTimeoutAt() or
+//     newPeriodic(): whether its captures are alive (captures are counted
+//     objects), isExpired(), isCancelled(), isPeriodic() and deadline();
 //   * how many task exceptions the worker logged.
 //
 // At the end the timer is stopped and destroyed, and every capture must be
@@ -27,10 +29,18 @@
 //            2^60 ns; bit 7: negated, minus one)
 //   then up to kMaxOps operations, each an opcode byte and its arguments; see
 //   fuzz_harness.cc (DecodeDelay, DecodeAction, DecodeAdvance, RunFuzzInput).
-//   An opcode byte of 0xF0 or more is a race operation (RunRace): a second
+//   An opcode byte from 0xF0 to 0xF7 is a race operation (RunRace): a second
 //   thread acts on the same handle object at the same moment (two cancel()s,
 //   cancel() against a copy, an advance, stop() or ~Timer, two takeTask()s),
 //   and the outcome must be one of the orders the two calls could take.
+//   0xF8-0xFF are the later calls (RunLaterOp): newTimeoutAt(), cancelAll()
+//   from the test thread and from a task, reset() and resetAt(),
+//   newPeriodic(), and races of reset() against cancel() and reset(), and of
+//   cancelAll() against cancel() and stop() (RunResetRace), checked by what
+//   every order of the two calls has in common.
+//   An advance stops at the end of each tick where a reset() timeout is still
+//   filed at its old deadline (kSplitAdvancesAtMovedTimeouts in
+//   fuzz_harness.cc says why).
 //
 // The corpus (tests/fuzz_corpus/) is what libFuzzer kept, minimised for edge
 // coverage, plus hand-written seed_* files that pin scenarios coverage cannot
@@ -44,7 +54,23 @@
 //   seed_race_*               one race operation of each kind on a timeout
 //                             still in its producer's lane (two cancels,
 //                             cancel against a copy, an advance, stop(),
-//                             ~Timer; two takeTask()s after stop()).
+//                             ~Timer; two takeTask()s after stop()), and of
+//                             each kind of RunResetRace.
+//   seed_new_timeout_at       an absolute deadline sharing a tick with a
+//                             relative one, one in the past, one at the end
+//                             of the clock's range.
+//   seed_cancel_all*          cancelAll() from the test thread (count, and
+//                             0 with nothing pending) and from a task (with
+//                             the child it scheduled just before).
+//   seed_reset_*              reset() later (also across a split advance),
+//                             earlier, to the current tick boundary, resetAt()
+//                             in the past and to the end of the clock, and
+//                             reset() of a timeout that ran, was cancelled,
+//                             stopped, or outlived its Timer.
+//   seed_periodic*            runs on the grid, missed runs skipped, a reset()
+//                             of the next run, stop() returning a periodic
+//                             timeout; a periodic task cancelling itself and
+//                             calling cancelAll(), with the inline executor.
 
 #ifndef TICKWHEEL_TESTS_MODEL_FUZZ_HARNESS_H_
 #define TICKWHEEL_TESTS_MODEL_FUZZ_HARNESS_H_

@@ -15,6 +15,34 @@ int64_t SatAdd(int64_t a, int64_t b) {
   return static_cast<int64_t>(sum);
 }
 
+int64_t SatSub(int64_t a, int64_t b) {
+  const __int128 diff = static_cast<__int128>(a) - b;
+  if (diff > INT64_MAX) return INT64_MAX;
+  if (diff < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(diff);
+}
+
+int64_t SatMul(int64_t a, int64_t b) {
+  const __int128 product = static_cast<__int128>(a) * b;
+  if (product > INT64_MAX) return INT64_MAX;
+  if (product < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(product);
+}
+
+int64_t DelayNanos(absl::Duration d) {
+  return std::max<int64_t>(0, absl::ToInt64Nanoseconds(d));
+}
+
+// The next run of a periodic task whose run was due at `due`, with the clock
+// at `now` (worker/worker.cc: Worker::NextRun).
+int64_t NextRun(int64_t due, int64_t period, int64_t now) {
+  const int64_t next = SatAdd(due, period);
+  if (next > now) return next;
+  const int64_t missed = static_cast<int64_t>(
+      (static_cast<__int128>(now) - due) / period + 1);
+  return SatAdd(due, SatMul(missed, period));
+}
+
 }  // namespace
 
 Code CodeOf(const absl::Status& status) {
@@ -49,9 +77,13 @@ const char* CodeName(Code code) {
 }
 
 std::string TaskAction::ToString() const {
-  return fmt::format("{{repeat={} child_delay={} cancel_prev={} stop={} throw={}}}",
-                     repeat, absl::FormatDuration(child_delay), cancel_previous,
-                     try_stop, throw_after);
+  std::string s = fmt::format(
+      "{{repeat={} child_delay={} cancel_prev={} stop={} throw={}", repeat,
+      absl::FormatDuration(child_delay), cancel_previous, try_stop,
+      throw_after);
+  if (cancel_all) s += " cancel_all=1";
+  if (periodic_runs > 0) s += fmt::format(" runs={}", periodic_runs);
+  return s + "}";
 }
 
 std::string Event::ToString() const {
@@ -67,6 +99,11 @@ std::string Event::ToString() const {
     case Kind::kStopFromTask:
       return fmt::format("stop(id={} tick={} -> {})", id, tick,
                          CodeName(static_cast<Code>(result)));
+    case Kind::kCancelAllFromTask:
+      return fmt::format("cancelAll(id={} tick={} -> {})", id, tick, result);
+    case Kind::kCancelledSelf:
+      return fmt::format("cancelSelf(id={} tick={} -> {})", id, tick,
+                         result != 0);
   }
   return "?";
 }
@@ -103,6 +140,20 @@ int64_t TimerModel::DueTick(const Node& n) const {
 
 int64_t TimerModel::Accept(bool empty_task, absl::Duration delay,
                            TaskAction action, int64_t first_tick, Code* code) {
+  return Accept(empty_task, When::kDelay, DelayNanos(delay), action,
+                first_tick, code);
+}
+
+void TimerModel::SetDeadline(int64_t id, int64_t clock_deadline) {
+  Node& n = nodes_[id];
+  n.clock_deadline = clock_deadline;
+  // As the wheel reads it: INT64_MAX never comes, whatever startTime is.
+  n.deadline = clock_deadline == INT64_MAX ? INT64_MAX
+                                           : SatSub(clock_deadline, start_);
+}
+
+int64_t TimerModel::Accept(bool empty_task, When when, int64_t nanos,
+                           TaskAction action, int64_t first_tick, Code* code) {
   const int64_t id = next_id();
   nodes_.emplace_back();
   if (empty_task) {
@@ -121,9 +172,11 @@ int64_t TimerModel::Accept(bool empty_task, absl::Duration delay,
   }
   Node& n = nodes_.back();
   n.state = State::kPending;
-  n.deadline = SatAdd(std::max<int64_t>(0, now_ - start_),
-                      std::max<int64_t>(0, absl::ToInt64Nanoseconds(delay)));
+  SetDeadline(id, when == When::kAt ? nanos
+                                    : SatAdd(std::max(now_, start_),
+                                             std::max<int64_t>(0, nanos)));
   n.first_tick = first_tick;
+  n.filed_tick = DueTick(n);
   n.action = action;
   n.captures_alive = true;
   ++pending_;
@@ -133,6 +186,84 @@ int64_t TimerModel::Accept(bool empty_task, absl::Duration delay,
 int64_t TimerModel::Schedule(bool empty_task, absl::Duration delay,
                              TaskAction action, Code* code) {
   return Accept(empty_task, delay, action, ticks_, code);
+}
+
+int64_t TimerModel::ScheduleAt(int64_t at, TaskAction action, Code* code) {
+  return Accept(false, When::kAt, at, action, ticks_, code);
+}
+
+int64_t TimerModel::SchedulePeriodic(absl::Duration initial_delay,
+                                     absl::Duration period, TaskAction action,
+                                     Code* code) {
+  if (period <= absl::ZeroDuration() || period == absl::InfiniteDuration()) {
+    nodes_.emplace_back();  // refused before anything else
+    *code = Code::kInvalidArgument;
+    return next_id() - 1;
+  }
+  const int64_t id = Accept(false, initial_delay, action, ticks_, code);
+  if (*code == Code::kOk) {
+    nodes_[id].periodic = true;
+    nodes_[id].order_free = true;
+    nodes_[id].period = std::max<int64_t>(1, DelayNanos(period));
+  }
+  return id;
+}
+
+int64_t TimerModel::CancelAll() { return CancelAllExcept({}); }
+
+int64_t TimerModel::CancelAllExcept(const std::vector<int64_t>& stopped) {
+  int64_t count = 0;
+  for (int64_t id = 0; id < next_id(); ++id) {
+    if (std::find(stopped.begin(), stopped.end(), id) != stopped.end()) {
+      continue;
+    }
+    if (Cancel(id)) ++count;
+  }
+  return count;
+}
+
+int64_t TimerModel::ResetDeadline(absl::Duration delay) const {
+  return SatAdd(now_, DelayNanos(delay));
+}
+
+bool TimerModel::Reset(int64_t id, absl::Duration delay) {
+  return ResetAt(id, ResetDeadline(delay));
+}
+
+bool TimerModel::ResetAt(int64_t id, int64_t at) {
+  if (id < 0 || id >= next_id()) return false;
+  Node& n = nodes_[id];
+  if (n.state != State::kPending) return false;
+  const bool earlier = at < n.clock_deadline;
+  SetDeadline(id, at);
+  n.first_tick = ticks_;
+  n.order_free = true;
+  if (earlier) {
+    // The worker files it again at once (worker.cc, ProcessNotices).
+    n.filed_tick = DueTick(n);
+    n.moved_later = false;
+  } else {
+    // It stays where it is filed until that tick comes.
+    n.moved_later = DueTick(n) > n.filed_tick;
+  }
+  return true;
+}
+
+std::vector<int64_t> TimerModel::MovedTickEnds() const {
+  std::vector<int64_t> ends;
+  if (!started_ || stopped_) return ends;
+  for (const Node& n : nodes_) {
+    if (n.state != State::kPending || !n.moved_later) continue;
+    const __int128 end =
+        static_cast<__int128>(start_) +
+        static_cast<__int128>(n.filed_tick + 1) * config_.tick_nanos;
+    if (end > now_ && end <= INT64_MAX) {
+      ends.push_back(static_cast<int64_t>(end));
+    }
+  }
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  return ends;
 }
 
 bool TimerModel::Cancel(int64_t id) {
@@ -148,44 +279,112 @@ bool TimerModel::Cancel(int64_t id) {
 
 bool TimerModel::Overdue(int64_t id) const {
   const Node& n = nodes_[id];
-  return n.state == State::kPending && n.ran_tick < 0 && n.first_tick == ticks_ &&
+  return n.state == State::kPending && n.first_tick == ticks_ &&
          RawDueTick(n) < n.first_tick;
 }
 
-void TimerModel::ResolveOverdue(int64_t id, bool ran_at_once) {
+void TimerModel::ResolveOverdue(int64_t id, bool ran_at_once,
+                                int64_t observed_tick) {
   if (!ran_at_once) return;  // due at first_tick, the next boundary: as is
   // It ran in a pass of its own at the current time, in its own (ended) tick.
-  RunNode(id, RawDueTick(nodes_[id]), ticks_);
+  // What metrics().ticks reads inside it depends on how far the worker had
+  // got: its due tick, or the ticks the worker had processed (it notes a
+  // tick at its first run only, and sleeps through ticks without work).
+  // Anything from its due tick to the current one is taken as observed.
+  const int64_t tick = RawDueTick(nodes_[id]);
+  const bool plausible = observed_tick >= tick && observed_tick <= ticks_;
+  nodes_[id].ran_overdue = true;
+  RunNode(id, tick, ticks_, plausible ? observed_tick : tick);
 }
 
-void TimerModel::RunNode(int64_t id, int64_t tick, int64_t pass_end) {
-  nodes_[id].state = State::kRan;
+void TimerModel::RunNode(int64_t id, int64_t tick, int64_t pass_end,
+                         int64_t reported_tick) {
+  const bool periodic = nodes_[id].periodic;
+  ++nodes_[id].runs;
   nodes_[id].ran_tick = tick;
-  --pending_;  // the slot is given back before the task runs
+  if (!periodic) {
+    nodes_[id].state = State::kRan;
+    --pending_;  // the slot is given back before the task runs
+  }
   const int64_t clock = now_;
   const TaskAction action = nodes_[id].action;
-  events_.push_back({Event::Kind::kRan, id, tick, clock, -1, 0});
+  events_.push_back({Event::Kind::kRan, id, reported_tick, clock, -1, 0});
   if (action.repeat > 0) {
     Code code;
     const int64_t child =
         Accept(false, action.child_delay, action.Child(), pass_end, &code);
-    events_.push_back({Event::Kind::kChildScheduled, id, tick, clock, child,
-                       static_cast<int>(code)});
+    events_.push_back({Event::Kind::kChildScheduled, id, reported_tick, clock,
+                       child, static_cast<int>(code)});
   }
   if (action.cancel_previous) {
     const bool ok = Cancel(id - 1);
-    events_.push_back({Event::Kind::kCancelledOther, id, tick, clock, id - 1,
-                       ok ? 1 : 0});
+    events_.push_back({Event::Kind::kCancelledOther, id, reported_tick, clock,
+                       id - 1, ok ? 1 : 0});
+  }
+  if (action.cancel_all) {
+    // Includes a periodic task's own timeout: this run is its last.
+    const int64_t count = CancelAll();
+    events_.push_back({Event::Kind::kCancelAllFromTask, id, reported_tick,
+                       clock, -1, static_cast<int>(count)});
+  }
+  if (periodic && action.periodic_runs > 0 &&
+      nodes_[id].runs == action.periodic_runs) {
+    const bool ok = Cancel(id);
+    events_.push_back({Event::Kind::kCancelledSelf, id, reported_tick, clock,
+                       id, ok ? 1 : 0});
   }
   if (action.try_stop) {
-    events_.push_back({Event::Kind::kStopFromTask, id, tick, clock, -1,
-                       static_cast<int>(Code::kFailedPrecondition)});
+    events_.push_back({Event::Kind::kStopFromTask, id, reported_tick, clock,
+                       -1, static_cast<int>(Code::kFailedPrecondition)});
   }
   if (action.throw_after) ++throws_;
-  nodes_[id].captures_alive = false;  // destroyed after the run
+  Node& n = nodes_[id];
+  if (periodic && n.state == State::kPending) {
+    // Filed again after the pass at its next run, which is after the clock.
+    SetDeadline(id, NextRun(n.clock_deadline, n.period, now_));
+    n.first_tick = pass_end;
+    n.filed_tick = DueTick(n);
+    n.moved_later = false;
+    return;
+  }
+  n.captures_alive = false;  // destroyed after the run
 }
 
-void TimerModel::Advance(absl::Duration d) {
+std::vector<int64_t> TimerModel::OrderWithinTick(
+    const std::vector<int64_t>& due, int64_t tick,
+    const std::vector<Event>* observed) const {
+  bool any_free = false;
+  for (int64_t id : due) any_free |= nodes_[id].order_free;
+  if (!any_free || observed == nullptr) return due;
+  // The real timer's runs in this tick, from where the two event lists
+  // part (they agree up to here, or the comparison reports it anyway).
+  std::vector<int64_t> order;
+  for (size_t i = events_.size(); i < observed->size(); ++i) {
+    const Event& e = (*observed)[i];
+    if (e.kind != Event::Kind::kRan) continue;
+    if (e.tick != tick) break;
+    if (std::find(due.begin(), due.end(), e.id) == due.end() ||
+        std::find(order.begin(), order.end(), e.id) != order.end()) {
+      return due;  // not the same set
+    }
+    order.push_back(e.id);
+  }
+  // What did not run (a task cancelled it first) goes last, in id order.
+  for (int64_t id : due) {
+    if (std::find(order.begin(), order.end(), id) == order.end()) {
+      order.push_back(id);
+    }
+  }
+  int64_t last_fixed = -1;
+  for (int64_t id : order) {
+    if (nodes_[id].order_free) continue;
+    if (id < last_fixed) return due;  // others must keep acceptance order
+    last_fixed = id;
+  }
+  return order;
+}
+
+void TimerModel::Advance(absl::Duration d, const std::vector<Event>* observed) {
   now_ = SatAdd(now_, std::max<int64_t>(0, absl::ToInt64Nanoseconds(d)));
   if (!started_ || stopped_) return;
   const int64_t pass_end = static_cast<int64_t>(
@@ -202,14 +401,30 @@ void TimerModel::Advance(absl::Duration d) {
       }
     }
     if (next >= pass_end) break;
+    std::vector<int64_t> due;
     for (int64_t id = 0; id < next_id(); ++id) {
       if (nodes_[id].state == State::kPending && DueTick(nodes_[id]) == next) {
-        RunNode(id, next, pass_end);
+        due.push_back(id);
+      }
+    }
+    for (int64_t id : OrderWithinTick(due, next, observed)) {
+      // A task run earlier in this tick may have cancelled it.
+      if (nodes_[id].state == State::kPending && DueTick(nodes_[id]) == next) {
+        RunNode(id, next, pass_end, next);
       }
     }
     tick = next + 1;
   }
   ticks_ = pass_end;
+  // The worker has now processed the ticks where moved timeouts were filed,
+  // and filed them again by their new deadlines.
+  for (Node& n : nodes_) {
+    if (n.state == State::kPending && n.moved_later &&
+        n.filed_tick < pass_end) {
+      n.moved_later = false;
+      n.filed_tick = DueTick(n);
+    }
+  }
 }
 
 std::vector<int64_t> TimerModel::Stop() {
@@ -225,7 +440,7 @@ std::vector<int64_t> TimerModel::Stop() {
   }
   pending_ = 0;
   std::stable_sort(result.begin(), result.end(), [&](int64_t a, int64_t b) {
-    return nodes_[a].deadline < nodes_[b].deadline;
+    return nodes_[a].clock_deadline < nodes_[b].clock_deadline;
   });
   return result;
 }
@@ -245,7 +460,7 @@ void TimerModel::Destroy() {
 }
 
 int64_t TimerModel::ClockDeadline(int64_t id) const {
-  return SatAdd(start_, nodes_[id].deadline);
+  return nodes_[id].clock_deadline;
 }
 
 bool TimerModel::IsCancelled(int64_t id) const {
@@ -268,13 +483,21 @@ std::string TimerModel::CheckContract() const {
   int64_t last_tick = -1;
   for (const Event& e : events_) {
     if (e.kind != Event::Kind::kRan) continue;
-    if (++runs[e.id] > 1) return fmt::format("task {} ran twice", e.id);
-    if (e.tick < last_tick) {
-      return fmt::format("task {} ran at tick {} after tick {}", e.id, e.tick,
-                         last_tick);
-    }
-    last_tick = e.tick;
     const Node& n = nodes_[e.id];
+    if (++runs[e.id] > 1 && !n.periodic) {
+      return fmt::format("task {} ran twice", e.id);
+    }
+    // An overdue timeout run at once runs in its own ended tick, which for a
+    // deadline in the past (newTimeoutAt()) may come before earlier runs.
+    if (!n.ran_overdue) {
+      if (e.tick < last_tick) {
+        return fmt::format("task {} ran at tick {} after tick {}", e.id,
+                           e.tick, last_tick);
+      }
+      last_tick = e.tick;
+    }
+    // A periodic task's deadline is its next run by now.
+    if (n.periodic) continue;
     const __int128 tick_end =
         static_cast<__int128>(e.tick + 1) * config_.tick_nanos;
     if (tick_end < n.deadline || static_cast<__int128>(e.clock) - start_ <
@@ -287,7 +510,12 @@ std::string TimerModel::CheckContract() const {
   for (size_t id = 0; id < nodes_.size(); ++id) {
     const Node& n = nodes_[id];
     const bool ran = runs[id] == 1;
-    if (ran != (n.state == State::kRan)) {
+    if (n.periodic) {
+      if (runs[id] != n.runs) {
+        return fmt::format("periodic task {} ran {} times, counted {}", id,
+                           runs[id], n.runs);
+      }
+    } else if (ran != (n.state == State::kRan)) {
       return fmt::format("task {} state {} but ran {} times", id,
                          StateName(n.state), runs[id]);
     }
@@ -322,10 +550,13 @@ std::string TimerModel::Describe() const {
       continue;
     }
     s += fmt::format(
-        "  #{} {} deadline={} due={} first_tick={} ran_tick={} captures={} "
-        "action={}\n",
-        id, StateName(n.state), n.deadline, DueTick(n), n.first_tick,
-        n.ran_tick, n.captures_alive, n.action.ToString());
+        "  #{} {}{} deadline={} due={} first_tick={} ran_tick={} captures={} "
+        "action={}{}{}\n",
+        id, StateName(n.state), n.periodic ? " periodic" : "", n.deadline,
+        DueTick(n), n.first_tick, n.ran_tick, n.captures_alive,
+        n.action.ToString(),
+        n.periodic ? fmt::format(" period={} runs={}", n.period, n.runs) : "",
+        n.order_free ? " order-free" : "");
   }
   return s;
 }

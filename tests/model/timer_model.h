@@ -27,7 +27,38 @@
 //     already looked at the clock since it passed that boundary, so the
 //     harness settles, observes, and tells the model (ResolveOverdue()).
 //   * cancel() succeeds only on a pending task and destroys its captures
-//     before it returns.
+//     before it returns. cancelAll() does that to every pending task and
+//     returns how many; from a task, that includes a periodic task's own
+//     timeout (its run in progress is its last) and the children scheduled
+//     earlier in the same pass.
+//   * newTimeoutAt(at) is newTimeout() with the deadline `at`, a clock
+//     reading. Every deadline is kept as the clock reading the timer stores
+//     (a relative delay saturates at INT64_MAX in clock terms), and the tick
+//     arithmetic above uses that reading minus startTime, where INT64_MAX
+//     stays INT64_MAX (never due).
+//   * reset(delay) / resetAt(at) on a pending task: the new deadline, and
+//     first_tick = the current tick, as for a task accepted now from the test
+//     thread; an overdue new deadline is due at the next boundary (the worker
+//     files it, it does not run it at once). False, changing nothing, on any
+//     task that is not pending.
+//   * newPeriodic(initial, period): the first run as newTimeout(initial);
+//     after each run at deadline d, the next deadline is d + period if that is
+//     after the clock, else the first d + k * period after the clock (missed
+//     runs are skipped; a grid time equal to the clock is not "after" it). It
+//     stays pending (and counted once) until cancel(), cancelAll() or stop(),
+//     never reports isExpired(), and is filed again after the pass, like a
+//     child. A periodic task here cancels itself through its own handle in its
+//     n-th run (TaskAction::periodic_runs), so that inputs stay finite.
+//   * Order within a tick: tasks due in the same tick run in acceptance
+//     order, except tasks that were ever reset() and periodic tasks, whose
+//     place in their bucket depends on when the worker filed them again
+//     (the worker appends a node it re-files, and whether that happens before
+//     or after the nodes handed to it meanwhile depends on when it wakes).
+//     For them the model takes the order from the real timer's events
+//     (Advance()'s `observed`), provided the same set of tasks ran in that
+//     tick and every other task kept acceptance order among the rest; else it
+//     falls back to acceptance order and the comparison reports the
+//     difference.
 //   * stop() returns every pending task, earliest deadline first, each then
 //     "cancelled" with its task inside until takeTask().
 //   * newTimeout() checks, in this order: empty task (InvalidArgument), stopped
@@ -72,10 +103,15 @@ struct TaskAction {
   absl::Duration child_delay = absl::ZeroDuration();
   // Cancel the timeout whose id is one less than this task's id.
   bool cancel_previous = false;
+  // Call cancelAll() on its own timer (after cancel_previous).
+  bool cancel_all = false;
   // Call stop() on its own timer (must fail with FailedPrecondition).
   bool try_stop = false;
   // Throw an exception once done (the worker must log it and go on).
   bool throw_after = false;
+  // Periodic tasks only: cancel its own timeout in its n-th run (0: never;
+  // then only cancel(), cancelAll() or stop() end it).
+  int periodic_runs = 0;
 
   // The same action, with one repeat fewer.
   TaskAction Child() const {
@@ -88,13 +124,21 @@ struct TaskAction {
 
 // One thing a running task did, in the order the worker did it.
 struct Event {
-  enum class Kind : int { kRan, kChildScheduled, kCancelledOther, kStopFromTask };
+  enum class Kind : int {
+    kRan,
+    kChildScheduled,
+    kCancelledOther,
+    kStopFromTask,
+    kCancelAllFromTask,  // result: cancelAll()'s count
+    kCancelledSelf,      // a periodic task's cancel() on its own handle
+  };
   Kind kind = Kind::kRan;
   int64_t id = 0;      // the running task
   int64_t tick = 0;    // metrics().ticks while it ran: the tick being processed
   int64_t clock = 0;   // the ManualClock reading while it ran
   int64_t other = -1;  // the child's or the cancelled task's id
-  int result = 0;      // Code for kChildScheduled / kStopFromTask, bool for cancel
+  int result = 0;      // Code for kChildScheduled / kStopFromTask, bool for
+                       // cancel, the count for kCancelAllFromTask
 
   friend bool operator==(const Event&, const Event&) = default;
   std::string ToString() const;
@@ -123,15 +167,38 @@ class TimerModel {
   // attempt, accepted or not, from 0) and sets `*code`.
   int64_t Schedule(bool empty_task, absl::Duration delay, TaskAction action,
                    Code* code);
-  // True when task `id`, just scheduled, was overdue: its tick had already
-  // ended. Then the caller settles the real timer and reports with
+  // newTimeoutAt(): `at` is a clock reading.
+  int64_t ScheduleAt(int64_t at, TaskAction action, Code* code);
+  // newPeriodic(). A period <= 0 is refused (InvalidArgument).
+  int64_t SchedulePeriodic(absl::Duration initial_delay, absl::Duration period,
+                           TaskAction action, Code* code);
+  // True when task `id`, just scheduled or reset, was overdue: its tick had
+  // already ended. Then the caller settles the real timer and reports with
   // ResolveOverdue() whether it ran at once.
   bool Overdue(int64_t id) const;
-  void ResolveOverdue(int64_t id, bool ran_at_once);
+  // `observed_tick`: metrics().ticks inside the real run (see the .cc).
+  void ResolveOverdue(int64_t id, bool ran_at_once, int64_t observed_tick);
   // Timeout::cancel() from the test thread.
   bool Cancel(int64_t id);
-  // ManualClock::AdvanceAndSettle(d): runs every tick that ends by the new time.
-  void Advance(absl::Duration d);
+  // Timer::cancelAll() from the test thread: how many it cancelled.
+  int64_t CancelAll();
+  // cancelAll() that lost a race to stop() for the tasks in `stopped`: it
+  // cancels every other pending task (stop() then returns `stopped`).
+  int64_t CancelAllExcept(const std::vector<int64_t>& stopped);
+  // Timeout::reset(delay) / resetAt(at) from the test thread.
+  bool Reset(int64_t id, absl::Duration delay);
+  bool ResetAt(int64_t id, int64_t at);
+  // The clock deadline reset(delay) would set now.
+  int64_t ResetDeadline(absl::Duration delay) const;
+  // ManualClock::AdvanceAndSettle(d): runs every tick that ends by the new
+  // time. `observed`, when given, is the real timer's event list after the
+  // same advance, from which the order within a tick of reset and periodic
+  // tasks is taken (see the header comment).
+  void Advance(absl::Duration d, const std::vector<Event>* observed = nullptr);
+  // Clock readings at the end of each tick where a pending task that reset()
+  // moved later is still filed at its old deadline, after the current time,
+  // ascending (see the harness: it advances to each of them separately).
+  std::vector<int64_t> MovedTickEnds() const;
   // Timer::stop() from the test thread: the ids, earliest deadline first (ties
   // by id; the real timer's order among equal deadlines is not specified).
   std::vector<int64_t> Stop();
@@ -141,6 +208,7 @@ class TimerModel {
   void Destroy();
 
   int64_t Pending() const { return pending_; }
+  int64_t now() const { return now_; }
   int64_t next_id() const { return static_cast<int64_t>(nodes_.size()); }
   bool stopped() const { return stopped_; }
   bool destroyed() const { return destroyed_; }
@@ -151,12 +219,14 @@ class TimerModel {
   State state(int64_t id) const { return nodes_[id].state; }
   bool IsExpired(int64_t id) const { return state(id) == State::kRan; }
   bool IsCancelled(int64_t id) const;
+  bool IsPeriodic(int64_t id) const { return nodes_[id].periodic; }
+  int64_t Runs(int64_t id) const { return nodes_[id].runs; }
   // True while the task's captures must still exist.
   bool CapturesAlive(int64_t id) const;
   int64_t Deadline(int64_t id) const { return nodes_[id].deadline; }
-  // The deadline as a clock reading, saturated as the timer stores it:
-  // deadlines past the end of the clock's range all read as its end, so
-  // they tie (stop() may return them in any order).
+  // The deadline as a clock reading, saturated as the timer stores it
+  // (Timeout::deadline()): deadlines past the end of the clock's range all
+  // read as its end, so they tie (stop() may return them in any order).
   int64_t ClockDeadline(int64_t id) const;
 
   // "" when the model's own history obeys the contract; else what broke.
@@ -168,18 +238,42 @@ class TimerModel {
  private:
   struct Node {
     State state = State::kRejected;
+    int64_t clock_deadline = 0;  // as the timer stores it (a clock reading)
     int64_t deadline = 0;       // nanoseconds after startTime
     int64_t first_tick = 0;     // the tick being processed when it was accepted
     TaskAction action;
     bool captures_alive = false;
     int64_t ran_tick = -1;
+    bool ran_overdue = false;  // run at once, in its own ended tick
+    bool periodic = false;
+    int64_t period = 0;
+    int64_t runs = 0;
+    // Reset or periodic: its place within a tick is not acceptance order.
+    bool order_free = false;
+    // reset() moved it later: the worker still has it filed at `filed_tick`
+    // and hears of the new deadline only when it processes that tick.
+    bool moved_later = false;
+    int64_t filed_tick = 0;
   };
 
+  // Accepts a task due `nanos` after now (kDelay; negative counts as zero)
+  // or at the clock reading `nanos` (kAt).
+  enum class When { kDelay, kAt };
+  int64_t Accept(bool empty_task, When when, int64_t nanos, TaskAction action,
+                 int64_t first_tick, Code* code);
   int64_t Accept(bool empty_task, absl::Duration delay, TaskAction action,
                  int64_t first_tick, Code* code);
+  // Sets node `id`'s deadline (a clock reading).
+  void SetDeadline(int64_t id, int64_t clock_deadline);
+  // The order in which the tasks `due` (ascending ids) run in tick `tick`.
+  std::vector<int64_t> OrderWithinTick(
+      const std::vector<int64_t>& due, int64_t tick,
+      const std::vector<Event>* observed) const;
   // Runs pending task `id` in tick `tick` of a pass that ends before tick
   // `pass_end` (children are due at pass_end at the earliest).
-  void RunNode(int64_t id, int64_t tick, int64_t pass_end);
+  // `reported_tick` is what metrics().ticks reads inside the task.
+  void RunNode(int64_t id, int64_t tick, int64_t pass_end,
+               int64_t reported_tick);
   int64_t RawDueTick(const Node& n) const;
   int64_t DueTick(const Node& n) const;
 
