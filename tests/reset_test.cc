@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -192,6 +193,32 @@ TEST(ResetTest, ChronoDurationsOfAnyKind) {
   // Far past the int64 nanosecond range: saturates, never wraps.
   ASSERT_TRUE(timeout.reset(std::chrono::duration<double>(1e300)));
   EXPECT_EQ(timeout.deadline().time_since_epoch().count(), INT64_MAX);
+}
+
+// A worker that wakes late processes several ticks in one pass. A timeout
+// moved later, to a tick inside that pass, still runs in it, in its tick's
+// turn: before a timeout due after its new deadline.
+TEST(ResetTest, LaterDeadlineInsideOneCatchUpPassRunsInThatPass) {
+  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(10)));
+  std::mutex mu;
+  std::vector<int> order;
+  auto log = [&](int id) {
+    return [&mu, &order, id] {
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(id);
+    };
+  };
+  Timeout moved =
+      t.timer->newTimeout(log(1), absl::Milliseconds(10)).value();
+  Timeout later =
+      t.timer->newTimeout(log(2), absl::Milliseconds(45)).value();
+  t.clock->AwaitIdle();  // both filed: `moved` at its first deadline
+  ASSERT_TRUE(moved.reset(absl::Milliseconds(30)));
+  t.clock->AdvanceAndSettle(absl::Milliseconds(60));  // one pass, ticks 0-5
+  EXPECT_TRUE(moved.isExpired());
+  EXPECT_TRUE(later.isExpired());
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
 
 }  // namespace

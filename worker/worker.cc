@@ -186,10 +186,15 @@ void Worker::DropCancelled(TimeoutNode* node, uint32_t word) {
           continue;
         }
         w &= ~TimeoutNode::kMoved;
-        if (wheel_.DueTickAt(node->deadline.load(std::memory_order_relaxed)) >
-            tick) {
+        const int64_t due =
+            wheel_.DueTickAt(node->deadline.load(std::memory_order_relaxed));
+        if (due > tick) {
           refile_.push_back(node);
-          return true;
+          // Due later in this same Advance() (a worker catching up): end the
+          // slice here, so that Pass() files it again before the wheel
+          // reaches its tick. Filed after the wheel had passed it, it would
+          // run a pass late, after timeouts due later than it.
+          return due > advance_last_tick_;
         }
         continue;
       }
@@ -351,9 +356,11 @@ bool Worker::Pass(int64_t now) {
   // passed.
   const int64_t last_tick = Rel(now) / config_.tick_nanos - 1;
   last_advance_now_ = now;
+  advance_last_tick_ = last_tick;
   done &= wheel_.Advance(last_tick, kSliceBudget, [&](TimeoutNode* node) {
     return Expire(node, now, wheel_.elapsed());
   });
+  advance_last_tick_ = INT64_MIN;
   FlushRefiles();
   if (within_tick_ && done && !shutdown_.load(std::memory_order_acquire)) {
     done &= ExpireWithinTick(now);

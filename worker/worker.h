@@ -436,6 +436,10 @@ class Worker : public std::enable_shared_from_this<Worker>,
   int64_t expiring_tick_ = -1;  // the tick Expire() last saw (bookkeeping)
   // The clock reading of the last Advance(); none yet: nothing is overdue.
   int64_t last_advance_now_ = INT64_MIN;
+  // While Advance() runs, the last tick it will process; INT64_MIN
+  // otherwise. A node that reset() moved to a tick at or before it ends the
+  // slice, so that it is filed again before the wheel gets there.
+  int64_t advance_last_tick_ = INT64_MIN;
   bool queue_traffic_ = false;   // the last pass popped from a queue
   int next_shard_ = 0;           // where TransferPending starts next
 

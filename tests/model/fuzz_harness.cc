@@ -471,34 +471,6 @@ std::string CompareStop(const TimerModel& model, Code code,
   return "";
 }
 
-// Whether an advance stops at the end of every tick where a timeout that
-// reset() moved later is still filed at its old deadline. The engine hears
-// of a later deadline only when it processes the old tick, and files the
-// timeout again after the whole pass: when one advance covers both the old
-// and the new due tick (a worker catching up), the timeout runs a tick after
-// the pass instead of in it, later than its contract allows and later than
-// the timeouts due with it. Until the engine files it within the pass, the
-// harness keeps the two ticks in separate passes; set this to false to see
-// the difference (the model keeps the contract).
-constexpr bool kSplitAdvancesAtMovedTimeouts = true;
-
-// The advances that make up one advance of `nanos` (see above).
-std::vector<int64_t> AdvanceSteps(const TimerModel& model, int64_t nanos) {
-  std::vector<int64_t> steps;
-  int64_t now = model.now();
-  const int64_t target = static_cast<int64_t>(
-      std::min<__int128>(INT64_MAX, __int128{now} + nanos));
-  if (kSplitAdvancesAtMovedTimeouts) {
-    for (int64_t end : model.MovedTickEnds()) {
-      if (end >= target) break;
-      steps.push_back(end - now);
-      now = end;
-    }
-  }
-  steps.push_back(target - now);
-  return steps;
-}
-
 // A second thread for the race operations. Race() runs one part on the
 // calling thread and the other on the racer's, released together (both spin
 // until both have arrived) so that the two overlap as closely as threads can.
@@ -624,23 +596,12 @@ std::string RunRace(int kind, Reader& in, RaceContext& c) {
       int64_t nanos = DecodeAdvance(in.Byte(), c.tick, c.wheel);
       nanos = std::min(nanos, *c.ticks_left * c.tick);
       *c.ticks_left -= nanos / c.tick;
-      const std::vector<int64_t> steps = AdvanceSteps(c.model, nanos);
-      Racer::Get().Race(
-          [&] {
-            for (int64_t step : steps) c.real.Advance(step);
-          },
-          cancel_shared);
+      Racer::Get().Race([&] { c.real.Advance(nanos); }, cancel_shared);
       *c.trace += fmt::format("  race: cancel(#{}) -> {} || advance({}ns)\n",
                               id, wins.load(), nanos);
-      // Either order: the cancel before the advance, or after it. A cancel
-      // between two of the steps acts as one before the rest: the steps
-      // before it cannot have run the timeout, or the cancel would have lost.
+      // Either order: the cancel before the advance, or after it.
       const std::vector<Event> observed = c.real.events();
-      auto advance = [&] {
-        for (int64_t step : steps) {
-          c.model.Advance(absl::Nanoseconds(step), &observed);
-        }
-      };
+      auto advance = [&] { c.model.Advance(absl::Nanoseconds(nanos), &observed); };
       if (wins.load() == 1) {
         if (!c.model.Cancel(id)) return NotPending(id);
         advance();
@@ -1085,17 +1046,10 @@ std::string RunFuzzInput(const uint8_t* data, size_t size) {
         int64_t nanos = DecodeAdvance(in.Byte(), tick, wheel);
         nanos = std::min(nanos, ticks_left * tick);
         ticks_left -= nanos / tick;
-        const std::vector<int64_t> steps = AdvanceSteps(model, nanos);
-        for (int64_t step : steps) {
-          real.Advance(step);
-          const std::vector<Event> observed = real.events();
-          model.Advance(absl::Nanoseconds(step), &observed);
-        }
-        trace += fmt::format("  advance({}ns{}) -> ticks={}\n", nanos,
-                             steps.size() > 1
-                                 ? fmt::format(" in steps {}",
-                                               fmt::join(steps, "+"))
-                                 : "",
+        real.Advance(nanos);
+        const std::vector<Event> observed = real.events();
+        model.Advance(absl::Nanoseconds(nanos), &observed);
+        trace += fmt::format("  advance({}ns) -> ticks={}\n", nanos,
                              model.ticks_processed());
         break;
       }

@@ -38,9 +38,6 @@
 //   newPeriodic(), and races of reset() against cancel() and reset(), and of
 //   cancelAll() against cancel() and stop() (RunResetRace), checked by what
 //   every order of the two calls has in common.
-//   An advance stops at the end of each tick where a reset() timeout is still
-//   filed at its old deadline (kSplitAdvancesAtMovedTimeouts in
-//   fuzz_harness.cc says why).
 //
 // The corpus (tests/fuzz_corpus/) is what libFuzzer kept, minimised for edge
 // coverage, plus hand-written seed_* files that pin scenarios coverage cannot

@@ -249,23 +249,6 @@ bool TimerModel::ResetAt(int64_t id, int64_t at) {
   return true;
 }
 
-std::vector<int64_t> TimerModel::MovedTickEnds() const {
-  std::vector<int64_t> ends;
-  if (!started_ || stopped_) return ends;
-  for (const Node& n : nodes_) {
-    if (n.state != State::kPending || !n.moved_later) continue;
-    const __int128 end =
-        static_cast<__int128>(start_) +
-        static_cast<__int128>(n.filed_tick + 1) * config_.tick_nanos;
-    if (end > now_ && end <= INT64_MAX) {
-      ends.push_back(static_cast<int64_t>(end));
-    }
-  }
-  std::sort(ends.begin(), ends.end());
-  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
-  return ends;
-}
-
 bool TimerModel::Cancel(int64_t id) {
   // Once stopped, nothing is pending, so this returns false.
   if (id < 0 || id >= next_id()) return false;

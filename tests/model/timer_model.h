@@ -195,10 +195,6 @@ class TimerModel {
   // same advance, from which the order within a tick of reset and periodic
   // tasks is taken (see the header comment).
   void Advance(absl::Duration d, const std::vector<Event>* observed = nullptr);
-  // Clock readings at the end of each tick where a pending task that reset()
-  // moved later is still filed at its old deadline, after the current time,
-  // ascending (see the harness: it advances to each of them separately).
-  std::vector<int64_t> MovedTickEnds() const;
   // Timer::stop() from the test thread: the ids, earliest deadline first (ties
   // by id; the real timer's order among equal deadlines is not specified).
   std::vector<int64_t> Stop();
