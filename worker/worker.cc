@@ -190,11 +190,16 @@ void Worker::DropCancelled(TimeoutNode* node, uint32_t word) {
             wheel_.DueTickAt(node->deadline.load(std::memory_order_relaxed));
         if (due > tick) {
           refile_.push_back(node);
-          // Due later in this same Advance() (a worker catching up): end the
-          // slice here, so that Pass() files it again before the wheel
-          // reaches its tick. Filed after the wheel had passed it, it would
-          // run a pass late, after timeouts due later than it.
-          return due > advance_last_tick_;
+          // Due later in this same Advance() (a worker catching up): stop
+          // the wheel here, so that Pass() files it again before the wheel
+          // reaches its tick and then goes on. Filed after the wheel had
+          // passed it, it would run a pass late, after timeouts due later
+          // than it.
+          if (due <= advance_last_tick_) {
+            refiled_within_pass_ = true;
+            return false;
+          }
+          return true;
         }
         continue;
       }
@@ -357,11 +362,24 @@ bool Worker::Pass(int64_t now) {
   const int64_t last_tick = Rel(now) / config_.tick_nanos - 1;
   last_advance_now_ = now;
   advance_last_tick_ = last_tick;
-  done &= wheel_.Advance(last_tick, kSliceBudget, [&](TimeoutNode* node) {
-    return Expire(node, now, wheel_.elapsed());
-  });
+  // A timeout moved to a later tick of this same advance stops the wheel
+  // (see Expire()): file it again and go on, in the same pass, so that what
+  // tasks schedule meanwhile waits for the pass's end as it always does. A
+  // bounded number of times: then the next pass goes on.
+  bool advanced = false;
+  for (int restarts = 0; !advanced && restarts < kMovedRestartsPerPass;
+       ++restarts) {
+    refiled_within_pass_ = false;
+    advanced = wheel_.Advance(last_tick, kSliceBudget, [&](TimeoutNode* node) {
+      return Expire(node, now, wheel_.elapsed());
+    });
+    FlushRefiles();
+    if (!refiled_within_pass_ || shutdown_.load(std::memory_order_acquire)) {
+      break;
+    }
+  }
+  done &= advanced;
   advance_last_tick_ = INT64_MIN;
-  FlushRefiles();
   if (within_tick_ && done && !shutdown_.load(std::memory_order_acquire)) {
     done &= ExpireWithinTick(now);
   }

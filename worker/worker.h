@@ -187,6 +187,9 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // making the burst wait for the next tick (Netty moves at most 100,000 new
   // timeouts per tick, so a burst of a million fires ten ticks late).
   static constexpr int kSliceBudget = 4096;
+  // How often one pass may stop its wheel to file a moved timeout again
+  // before it leaves the rest to the next pass (see Pass()).
+  static constexpr int kMovedRestartsPerPass = 256;
 
   // Use std::make_shared: the thread keeps the Worker alive.
   explicit Worker(WorkerConfig config);
@@ -440,6 +443,7 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // otherwise. A node that reset() moved to a tick at or before it ends the
   // slice, so that it is filed again before the wheel gets there.
   int64_t advance_last_tick_ = INT64_MIN;
+  bool refiled_within_pass_ = false;  // Expire() stopped the wheel for it
   bool queue_traffic_ = false;   // the last pass popped from a queue
   int next_shard_ = 0;           // where TransferPending starts next
 

@@ -59,7 +59,7 @@
 //   seed_cancel_all*          cancelAll() from the test thread (count, and
 //                             0 with nothing pending) and from a task (with
 //                             the child it scheduled just before).
-//   seed_reset_*              reset() later (also across a split advance),
+//   seed_reset_*              reset() later (also inside one catch-up pass),
 //                             earlier, to the current tick boundary, resetAt()
 //                             in the past and to the end of the clock, and
 //                             reset() of a timeout that ran, was cancelled,
@@ -68,6 +68,12 @@
 //                             of the next run, stop() returning a periodic
 //                             timeout; a periodic task cancelling itself and
 //                             calling cancelAll(), with the inline executor.
+//   seed_catch_up_moved_and_children  one advance over many ticks with
+//                             timeouts reset() later inside it and tasks that
+//                             schedule children: the moved ones run in their
+//                             ticks' turn, the children after the pass.
+//   seed_saturated_deadlines_tie  deadlines past the end of the clock's range
+//                             tie in stop()'s order.
 
 #ifndef TICKWHEEL_TESTS_MODEL_FUZZ_HARNESS_H_
 #define TICKWHEEL_TESTS_MODEL_FUZZ_HARNESS_H_
