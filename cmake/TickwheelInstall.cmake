@@ -55,17 +55,17 @@ install(FILES
   COMPONENT tickwheel_development)
 
 # pkg-config: the Debian modules of what the targets link above. The
-# installed headers include Abseil's any_invocable, status, statusor and time
-# and its thread-safety macros (core_headers), so those are always required;
-# fmt and the thread library are the sources' own, needed by the consumer's
-# link only when the libraries are static (the default).
+# installed headers include Abseil's any_invocable, status, statusor and time,
+# its thread-safety macros (core_headers), and fmt (timer/metrics.h formats
+# with it), so those are always required; the thread library is the sources'
+# own, needed by the consumer's link only when the libraries are static (the
+# default).
 set(TICKWHEEL_PC_REQUIRES
-  "absl_any_invocable absl_core_headers absl_status absl_statusor absl_time")
+  "absl_any_invocable absl_core_headers absl_status absl_statusor absl_time fmt")
 if(BUILD_SHARED_LIBS)
   set(TICKWHEEL_PC_LIBS "")
-  set(TICKWHEEL_PC_PRIVATE "Requires.private: fmt\nLibs.private: -pthread\n")
+  set(TICKWHEEL_PC_PRIVATE "Libs.private: -pthread\n")
 else()
-  string(APPEND TICKWHEEL_PC_REQUIRES " fmt")
   set(TICKWHEEL_PC_LIBS " -pthread")
   set(TICKWHEEL_PC_PRIVATE "")
 endif()
