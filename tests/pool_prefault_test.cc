@@ -80,9 +80,17 @@ TEST(PoolPrefaultTest, TheTargetGrowsWithRecentGrowth) {
       AllocateOnAThread<Pool>(kGrown * depot.CellsPerChunk(), 0x11, 64);
   constexpr size_t kTarget = 1 + kGrown / CellDepot::kGrowthPerReserveChunk;
   EXPECT_EQ(depot.ReserveTargetChunks(), kTarget);
-  // Replenish() makes that many chunks' worth of cells ready (free cells of
-  // the last chunk in use count), without a Take() in between.
-  std::thread([&] { depot.Replenish(); }).join();
+  // One call faults kChunksPerReplenish in and asks for the next call;
+  // calls until it no longer asks make that many chunks' worth of cells
+  // ready (free cells of the last chunk in use count), without a Take().
+  std::thread([&] {
+    EXPECT_TRUE(depot.Replenish());
+    EXPECT_EQ(depot.ReserveChunks(), CellDepot::kChunksPerReplenish);
+    EXPECT_TRUE(depot.ReserveWanted());
+    while (depot.Replenish()) {
+    }
+  }).join();
+  EXPECT_FALSE(depot.ReserveWanted());
   const size_t ready = depot.FreeCells() +
                        depot.ReserveChunks() * depot.CellsPerChunk();
   EXPECT_GE(ready, kTarget * depot.CellsPerChunk());
@@ -104,7 +112,8 @@ TEST(PoolPrefaultTest, AProducerServedByAnotherThreadTakesNoPageFaults) {
   std::thread worker([&] {
     while (!stop.load()) {
       if (answered.load() < asked.load()) {
-        Served::Depot().Replenish();
+        while (Served::Depot().Replenish()) {
+        }
         answered.fetch_add(1);
       }
       std::this_thread::yield();

@@ -304,14 +304,20 @@ FreeCell* CellDepot::TakeLocked(uint32_t max, uint32_t* count) {
   return head;
 }
 
-void CellDepot::Replenish() {
+bool CellDepot::Replenish() {
   // One caller at a time does the work; a request that comes meanwhile sets
   // the flag again and is served by the next call.
   if (!want_reserve_.load(std::memory_order_relaxed) ||
       !want_reserve_.exchange(false, std::memory_order_relaxed)) {
-    return;
+    return false;
   }
-  for (size_t i = 0; i < kMaxReserveChunks; ++i) {
+  for (size_t i = 0;; ++i) {
+    if (i == kChunksPerReplenish) {
+      // Enough for one call: the caller's other work (filing, expiring)
+      // waits for this one. Ask again, so that the next call goes on.
+      want_reserve_.store(true, std::memory_order_relaxed);
+      return true;
+    }
     char* base = nullptr;
     {
       MutexLock lock(&mu_);
@@ -322,7 +328,7 @@ void CellDepot::Replenish() {
                                cells_per_chunk_;
       if (ready >= TargetLocked() * cells_per_chunk_ ||
           mappers_ >= kMaxMappers) {
-        return;
+        return false;
       }
       ++mappers_;
       // Released address ranges first: no mmap, and memory stays dense.
@@ -331,7 +337,7 @@ void CellDepot::Replenish() {
         released_.pop_back();
       }
     }
-    if (!PrepareIntoReserve(base)) return;  // out of memory: Take() reports it
+    if (!PrepareIntoReserve(base)) return false;  // out of memory: Take() says so
   }
 }
 

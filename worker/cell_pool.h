@@ -191,9 +191,13 @@ class CellDepot {
   // If ReserveWanted(): faults chunks in until the cells ready reach the
   // target (released chunks first, then fresh mappings), each outside the
   // mutex, so that the page faults hit the caller instead of a thread in
-  // newTimeout(). A relaxed load when nothing is wanted. The timer's worker
-  // calls it once per pass.
-  void Replenish() ABSL_LOCKS_EXCLUDED(mu_);
+  // newTimeout(). At most kChunksPerReplenish per call, so that a pass of
+  // the worker is not held up for long; if that was not enough it asks
+  // again (ReserveWanted()) and returns true, for the caller to call again
+  // soon. A relaxed load when nothing is wanted. The timer's worker calls it
+  // once per pass, and makes another pass at once after a true.
+  bool Replenish() ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr size_t kChunksPerReplenish = 2;
   // The reserve's target in chunks of ready cells, from the growth of the
   // last kDecayNanos (see the file comment).
   size_t ReserveTargetChunks() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -372,9 +372,10 @@ bool Worker::Pass(int64_t now) {
   ticks_.store(wheel_.elapsed(), std::memory_order_relaxed);
   // Fault node memory in ahead of the producers, and give back what has
   // gone unused for long enough (worker/cell_pool.h): a relaxed load each
-  // unless there is work.
+  // unless there is work. A reserve still short after this pass's share
+  // makes the next pass start at once, like any other budget.
   if constexpr (TimeoutNode::kPooled) {
-    NodePool::Depot().Replenish();
+    if (NodePool::Depot().Replenish()) done = false;
     NodePool::Depot().MaybeDecay();
   }
   return done;
