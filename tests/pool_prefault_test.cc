@@ -78,7 +78,9 @@ TEST(PoolPrefaultTest, TheTargetGrowsWithRecentGrowth) {
   constexpr size_t kGrown = 12;
   const std::vector<void*> cells =
       AllocateOnAThread<Pool>(kGrown * depot.CellsPerChunk(), 0x11, 64);
-  constexpr size_t kTarget = 1 + kGrown / CellDepot::kGrowthPerReserveChunk;
+  // One, one more from the second chunk on, one per further four.
+  constexpr size_t kTarget =
+      2 + (kGrown - 2) / CellDepot::kGrowthPerReserveChunk;
   EXPECT_EQ(depot.ReserveTargetChunks(), kTarget);
   // One call faults kChunksPerReplenish in and asks for the next call;
   // calls until it no longer asks make that many chunks' worth of cells

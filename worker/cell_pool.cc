@@ -183,9 +183,17 @@ CellDepot::ChunkHeader* CellDepot::AddChunk() {
   return h;
 }
 
+size_t CellDepot::GrowthTarget(size_t grown) {
+  // The first extra chunk once a second one has gone into use, then one
+  // more per kGrowthPerReserveChunk.
+  return std::min(
+      1 + (grown + kGrowthPerReserveChunk - 2) / kGrowthPerReserveChunk,
+      kMaxReserveChunks);
+}
+
 size_t CellDepot::TargetLocked() const {
   if (grown_ == 0 || MonotonicNanos() - last_growth_ > kDecayNanos) return 1;
-  return std::min(1 + grown_ / kGrowthPerReserveChunk, kMaxReserveChunks);
+  return GrowthTarget(grown_);
 }
 
 size_t CellDepot::ReserveTargetChunks() const {
@@ -297,7 +305,7 @@ FreeCell* CellDepot::TakeLocked(uint32_t max, uint32_t* count) {
   // read) only when the ready cells are below its largest possible value.
   const size_t ready = free_cells_ + reserve_.size() * cells_per_chunk_;
   if (!want_reserve_.load(std::memory_order_relaxed) &&
-      ready < (1 + grown_ / kGrowthPerReserveChunk) * cells_per_chunk_ &&
+      ready < GrowthTarget(std::max<size_t>(grown_, 1)) * cells_per_chunk_ &&
       ready < TargetLocked() * cells_per_chunk_) {
     want_reserve_.store(true, std::memory_order_relaxed);
   }
@@ -312,12 +320,6 @@ bool CellDepot::Replenish() {
     return false;
   }
   for (size_t i = 0;; ++i) {
-    if (i == kChunksPerReplenish) {
-      // Enough for one call: the caller's other work (filing, expiring)
-      // waits for this one. Ask again, so that the next call goes on.
-      want_reserve_.store(true, std::memory_order_relaxed);
-      return true;
-    }
     char* base = nullptr;
     {
       MutexLock lock(&mu_);
@@ -329,6 +331,12 @@ bool CellDepot::Replenish() {
       if (ready >= TargetLocked() * cells_per_chunk_ ||
           mappers_ >= kMaxMappers) {
         return false;
+      }
+      if (i == kChunksPerReplenish) {
+        // Enough for one call: the caller's other work (filing, expiring)
+        // waits for this one. Ask again, so that the next call goes on.
+        want_reserve_.store(true, std::memory_order_relaxed);
+        return true;
       }
       ++mappers_;
       // Released address ranges first: no mmap, and memory stays dense.

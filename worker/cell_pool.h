@@ -48,15 +48,17 @@
 //   per page on kernels without it), and a chunk goes into use only from
 //   there. The watermark: cells ready to hand out (free cells of chunks in
 //   use plus the reserve's) below ReserveTargetChunks() chunks, a target
-//   that grows with the chunks put into use while growth lasts (one more
-//   per kGrowthPerReserveChunk, at most kMaxReserveChunks; back to one
-//   after kDecayNanos without growth), so that a burst keeps finding memory
-//   ready however long it lasts and however late the worker runs, while a
-//   steady load keeps one chunk ready. Take() notes the shortfall (ReserveWanted(), a flag on its own
-//   cache line that newTimeout() reads to wake a sleeping worker) and the
-//   timer's worker fills the reserve in Replenish() on its next pass. A
-//   producer that finds the reserve empty never waits for the worker: it
-//   maps and faults a chunk in itself, outside the mutex (the slow path).
+//   that grows with the chunks put into use while growth lasts (a second
+//   chunk from the second one on, then one more per kGrowthPerReserveChunk,
+//   at most kMaxReserveChunks; back to one after kDecayNanos without
+//   growth): the longer a burst grows, the further ahead the worker stays,
+//   so that a worker that runs late now and then still keeps up, while a
+//   small or steady load keeps one chunk ready. Take() notes the shortfall
+//   (ReserveWanted(), a flag on its own cache line that newTimeout() reads
+//   to wake a sleeping worker) and the timer's worker fills the reserve in
+//   Replenish() on its next pass. A producer that finds the reserve empty
+//   never waits for the worker: it maps and faults a chunk in itself,
+//   outside the mutex (the slow path).
 //
 // Freed memory decays back to the kernel
 //   A chunk whose cells have all come back stays resident, ready for the
@@ -155,9 +157,9 @@ class CellDepot {
   // unused before Decay() gives it back; also the window over which growth
   // sets the reserve's target.
   static constexpr int64_t kDecayNanos = 2'000'000'000;
-  // The reserve's target: one chunk, plus one per kGrowthPerReserveChunk
-  // chunks put into use in the current run of growth, at most
-  // kMaxReserveChunks.
+  // The reserve's target: one chunk, plus one once a second chunk has gone
+  // into use in the current run of growth and one more per further
+  // kGrowthPerReserveChunk, at most kMaxReserveChunks (GrowthTarget()).
   static constexpr size_t kGrowthPerReserveChunk = 4;
   static constexpr size_t kMaxReserveChunks = 16;
 
@@ -261,6 +263,8 @@ class CellDepot {
   bool Settle(ChunkHeader* h, uint32_t given, uint32_t lowest, int64_t* now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   size_t TargetLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The target after `grown` chunks put into use in a run of growth.
+  static size_t GrowthTarget(size_t grown);
   size_t SpareChunksLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return empty_chunks_ + reserve_.size();
   }
