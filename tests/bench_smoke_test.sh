@@ -24,7 +24,7 @@ fail() {
   exit 1
 }
 
-workloads=(schedule schedule_cancel schedule_depth memory lateness idle mass_expiry burst)
+workloads=(schedule schedule_cancel schedule_depth memory release lateness idle mass_expiry burst)
 
 # Flags: --help lists every workload and labels the lab flag; an unknown
 # flag, a bad value and an unknown workload exit with 2.
@@ -53,12 +53,14 @@ grep -q "^memory: THP" "$out/stdout.txt" || fail "the header lacks the memory en
 if grep -q "memory primed" "$out/stdout.txt"; then fail "primed without --prime_mb"; fi
 
 rows=("schedule, 1 producer: ns per call" "schedule, 2 producers: ns per call"
+      "schedule, 1 producer: caller page faults per 1M calls"
       "schedule, 1 producer: caller CPU per call" "schedule, 2 producers: timer threads' CPU per call"
       "schedule, 2 producers: throughput" "schedule, 2 producers / 1 producer: throughput"
       "schedule_cancel, 1 producer: ns per schedule+cancel" "schedule_cancel, 2 producers: caller CPU per pair"
       "schedule_cancel, 2 producers: RSS held afterwards"
       "schedule_depth, 100 pending: ns per call" "schedule_depth, 3k pending: ns per call"
       "schedule_depth, 3k pending / 100 pending: ns per call" "memory: bytes per pending timeout"
+      "release: RSS above baseline, N pending" "release: RSS above baseline, later"
       "lateness, default slack: p50" "lateness, default slack: p99" "lateness, slack 0: p50"
       "lateness, slack 0: p99" "lateness, slack 0: max" "lateness, slack 0: early fires"
       "idle, 1 pending: CPU" "idle, 3k pending: wake-ups per second"
@@ -71,18 +73,19 @@ done
 grep -q "tw/asio  *tw/heap" "$out/stdout.txt" || fail "ratio columns missing"
 grep -q "^Goals for tickwheel" "$out/stdout.txt" || fail "goals missing"
 goals=$(grep -cE "^  (MET   |MISSED|n/a   )  " "$out/stdout.txt" || true)
-[[ $goals -eq 20 ]] || fail "expected 20 goal lines, got $goals"
+[[ $goals -eq 22 ]] || fail "expected 22 goal lines, got $goals"
 grep -qE "^  (MET   |MISSED)  memory: bytes per pending timeout <= 64 B" "$out/stdout.txt" \
   || fail "the memory goal was not judged"
-# One progress line per run: 14 workload variants, 3 timers.
+# One progress line per run: 15 workload variants, 3 timers.
 runs=$(grep -c '^\[' "$out/stderr.txt" || true)
-[[ $runs -eq 42 ]] || fail "expected 42 progress lines, got $runs"
+[[ $runs -eq 45 ]] || fail "expected 45 progress lines, got $runs"
 
 [[ -s "$out/bench.json" ]] || fail "no JSON file"
 for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '"notes": [' \
            '"memory_primed_mib": 0' '"schedule.p1.ns_per_call"' '"schedule.p2_over_p1.throughput_mps"' \
            '"schedule_cancel.p2.rss_held_mb"' '"schedule_depth.pending3000_over_pending100.ns_per_call"' \
-           '"memory.bytes_per_pending"' '"lateness.slack0.p99_us"' '"idle.pending1.wakeups_per_s"' \
+           '"memory.bytes_per_pending"' '"release.rss_after_mb"' '"schedule.p1.faults_per_m"' \
+           '"lateness.slack0.p99_us"' '"idle.pending1.wakeups_per_s"' \
            '"mass_expiry.per_worker_cpu_mps"' '"burst.same_deadline.max_ms"' \
            '"tickwheel": {' '"asio": {' '"heap": {' '"reason": '; do
   grep -qF -- "$key" "$out/bench.json" || fail "JSON lacks $key"

@@ -3,7 +3,8 @@
 // thread is reused; freed memory is handed out again in address order; a
 // thread's cached cells come back when it exits; threads that find the depot
 // empty at once fault at most two chunks in; many threads allocating and
-// freeing each other's cells (TSan covers the depot).
+// freeing each other's cells (TSan covers the depot). Faulting memory in
+// ahead of need is in pool_prefault_test; giving it back, pool_decay_test.
 
 #include "tickwheel/worker/cell_pool.h"
 
@@ -98,69 +99,6 @@ TEST(CellPoolTest, ReusesFreedCellsInsteadOfMappingMore) {
   }
   // 10,000 live cells at most: 640,000 bytes, one 2 MiB chunk.
   EXPECT_EQ(Pool::Depot().MappedBytes(), CellDepot::kChunkBytes);
-}
-
-TEST(CellPoolTest, ReplenishFaultsInTheNextChunkAheadOfNeed) {
-  using Pool = CellPool<Tag<10>, 64>;
-  CellDepot& depot = Pool::Depot();
-  std::vector<void*> cells;
-  // Half a chunk: no reserve is asked for.
-  const size_t per_chunk = depot.CellsPerChunk();
-  while (cells.size() < per_chunk / 2) cells.push_back(Pool::Allocate());
-  depot.Replenish();
-  EXPECT_EQ(depot.MappedBytes(), CellDepot::kChunkBytes);
-  // Past three quarters: the next Replenish() maps the next chunk, and the
-  // allocations that overflow the first chunk use it instead of mapping.
-  while (cells.size() < per_chunk * 7 / 8) cells.push_back(Pool::Allocate());
-  depot.Replenish();
-  EXPECT_EQ(depot.MappedBytes(), 2 * CellDepot::kChunkBytes);
-  depot.Replenish();  // nothing asked since: no third chunk
-  EXPECT_EQ(depot.MappedBytes(), 2 * CellDepot::kChunkBytes);
-  while (cells.size() < per_chunk + 1000) cells.push_back(Pool::Allocate());
-  EXPECT_EQ(depot.MappedBytes(), 2 * CellDepot::kChunkBytes);
-  std::set<void*> unique(cells.begin(), cells.end());
-  EXPECT_EQ(unique.size(), cells.size());
-  for (void* p : cells) Pool::Free(p);
-}
-
-// `n` cells of Pool, each filled with `fill`, allocated on a thread that
-// then exits; and the way back, freed on another.
-template <typename Pool>
-std::vector<void*> AllocateOnAThread(size_t n, int fill) {
-  std::vector<void*> cells;
-  std::thread([&] {
-    for (size_t i = 0; i < n; ++i) {
-      cells.push_back(Pool::Allocate());
-      std::memset(cells.back(), fill, 64);
-    }
-  }).join();
-  return cells;
-}
-template <typename Pool>
-void FreeOnAThread(const std::vector<void*>& cells) {
-  std::thread([&] {
-    for (void* p : cells) Pool::Free(p);
-  }).join();
-}
-
-TEST(CellPoolTest, WhollyFreeChunksGoBackToTheKernelBeyondAReserve) {
-  using Pool = CellPool<Tag<12>, 64>;
-  CellDepot& depot = Pool::Depot();
-  const size_t n = 6 * depot.CellsPerChunk();
-  const std::vector<void*> cells = AllocateOnAThread<Pool>(n, 0x5A);
-  EXPECT_EQ(depot.ReleasedChunks(), 0u);
-  // All come back, in allocation order, from a thread that exits: chunks
-  // 0 and 1 empty while too few cells are free elsewhere and stay; every
-  // later chunk empties with at least two chunks' worth free, and goes.
-  FreeOnAThread<Pool>(cells);
-  const size_t chunks = depot.MappedBytes() / CellDepot::kChunkBytes;
-  EXPECT_GE(depot.ReleasedChunks(), 4u);
-  EXPECT_LE(depot.ReleasedChunks(), chunks - CellDepot::kKeptFreeChunks);
-  // Released memory is handed out again like any other, writable.
-  const std::vector<void*> again = AllocateOnAThread<Pool>(n, 0xA5);
-  EXPECT_EQ(depot.MappedBytes() / CellDepot::kChunkBytes, chunks);
-  EXPECT_EQ(depot.ReleasedChunks(), 0u);
-  FreeOnAThread<Pool>(again);
 }
 
 TEST(CellPoolTest, LastFreedIsFirstReused) {

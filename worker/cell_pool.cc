@@ -2,6 +2,7 @@
 
 #include "tickwheel/worker/cell_pool.h"
 
+#include <errno.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "tickwheel/worker/fork_guard.h"
@@ -23,15 +25,20 @@ struct CellDepot::ChunkHeader {
   uint32_t free;    // cells whose bit is set
   uint32_t cursor;  // no free bit in any word before this one
   uint32_t words;   // bitmap words
-  uint32_t released;  // 1: its cell pages were given back to the kernel
-  uint32_t unused;
+  // When it last became spare (wholly free in use, or faulted into the
+  // reserve): a MonotonicNanos() reading, for Decay().
+  int64_t spare_since;
   uint64_t* bits() { return reinterpret_cast<uint64_t*>(this + 1); }
 };
-
 
 namespace {
 
 constexpr size_t kChunk = CellDepot::kChunkBytes;
+constexpr size_t kPage = 4096;
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack it
+#endif
 
 // A kChunk-aligned, zeroed region of kChunk bytes, or nullptr. Aligned so
 // that a cell's chunk is its address rounded down, and so that the kernel
@@ -52,15 +59,28 @@ char* MapAligned() {
   return reinterpret_cast<char*>(aligned);
 }
 
-// A freshly mapped chunk with every page faulted in, or nullptr when out of
-// memory. Slow (0.1-5 ms): never called with a depot's mutex held.
+// Faults every page of the chunk at `base` in, writable, so that later
+// writes take no fault. Slow (0.1-5 ms): never called with a depot's mutex
+// held. False when out of memory.
+bool FaultIn(char* base) {
+  // One call for the whole chunk (one huge page when THP gives one). A
+  // kernel without MADV_POPULATE_WRITE rejects it with EINVAL: then one
+  // write per page, volatile so that it is not optimised away.
+  if (madvise(base, kChunk, MADV_POPULATE_WRITE) == 0) return true;
+  if (errno != EINVAL) return false;  // ENOMEM, or the mapping is gone
+  for (size_t off = 0; off < kChunk; off += kPage) {
+    static_cast<volatile char*>(static_cast<void*>(base))[off] = 0;
+  }
+  return true;
+}
+
+// A freshly mapped chunk with every page faulted in, or nullptr.
 char* MapFaultedChunk() {
   char* base = MapAligned();
   if (base == nullptr) return nullptr;
-  // One write per page faults the chunk in (one fault when it gets a huge
-  // page). Volatile, so that the writes are not optimised away.
-  for (size_t off = 0; off < kChunk; off += 4096) {
-    static_cast<volatile char*>(static_cast<void*>(base))[off] = 0;
+  if (!FaultIn(base)) {
+    munmap(base, kChunk);
+    return nullptr;
   }
   return base;
 }
@@ -71,6 +91,31 @@ char* MapFaultedChunk() {
                "count went wrong)\n",
                cell);
   std::abort();
+}
+
+// Who to wake when a decay becomes due: one process-wide table for every
+// depot (registrations are rare: a worker thread's start and end), under a
+// mutex held across fork() whose child has none of the registered threads.
+struct Waker {
+  const CellDepot* depot;
+  void (*wake)(void*);
+  void* arg;
+};
+struct WakerTable {
+  Mutex mu;
+  std::vector<Waker> wakers ABSL_GUARDED_BY(mu);
+};
+void ForgetWakersInChild(void* table) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  static_cast<WakerTable*>(table)->wakers.clear();
+}
+WakerTable& Wakers() {
+  // Never destroyed: depots are not either.
+  static WakerTable* table = [] {
+    auto* t = new WakerTable;
+    HoldAcrossFork(&t->mu, &ForgetWakersInChild, t);
+    return t;
+  }();
+  return *table;
 }
 
 }  // namespace
@@ -103,59 +148,115 @@ CellDepot::ChunkHeader* CellDepot::HeaderOf(const void* cell) const {
 
 CellDepot::ChunkHeader* CellDepot::AddChunk() {
   if (reserve_.empty()) return nullptr;
-  char* base = reserve_.back();
-  reserve_.pop_back();
+  // The oldest first: the others have been unused for less long, so decay
+  // reaches them later.
+  char* base = reserve_.front();
+  reserve_.erase(reserve_.begin());
   auto* h = reinterpret_cast<ChunkHeader*>(base);
-  h->index = static_cast<uint32_t>(chunks_.size());
+  // The lowest hole, so that memory in use stays dense; else at the end.
+  size_t index = chunks_.size();
+  if (holes_ > 0) {
+    index = static_cast<size_t>(
+        std::find(chunks_.begin(), chunks_.end(), nullptr) - chunks_.begin());
+    chunks_[index] = h;
+    --holes_;
+  } else {
+    chunks_.push_back(h);
+  }
+  h->index = static_cast<uint32_t>(index);
   h->free = static_cast<uint32_t>(cells_per_chunk_);
   h->cursor = 0;
   h->words = static_cast<uint32_t>((cells_per_chunk_ + 63) / 64);
-  h->released = 0;
   uint64_t* bits = h->bits();
   for (uint32_t w = 0; w < h->words; ++w) bits[w] = ~uint64_t{0};
   if (const size_t tail = cells_per_chunk_ % 64; tail != 0) {
     bits[h->words - 1] = (uint64_t{1} << tail) - 1;
   }
-  chunks_.push_back(h);
   free_cells_ += cells_per_chunk_;
+  ++empty_chunks_;  // spare until TakeLocked() takes from it
+  if (index < first_with_free_) first_with_free_ = index;
+  // Growth: the reserve's target follows it (once per chunk, a clock read).
+  const int64_t now = MonotonicNanos();
+  if (now - last_growth_ > kDecayNanos) grown_ = 0;
+  ++grown_;
+  last_growth_ = now;
   return h;
+}
+
+size_t CellDepot::GrowthTarget(size_t grown) {
+  // The first extra chunk once a second one has gone into use, then one
+  // more per kGrowthPerReserveChunk.
+  return std::min(
+      1 + (grown + kGrowthPerReserveChunk - 2) / kGrowthPerReserveChunk,
+      kMaxReserveChunks);
+}
+
+size_t CellDepot::TargetLocked() const {
+  if (grown_ == 0 || MonotonicNanos() - last_growth_ > kDecayNanos) return 1;
+  return GrowthTarget(grown_);
+}
+
+size_t CellDepot::ReserveTargetChunks() const {
+  MutexLock lock(&mu_);
+  return TargetLocked();
 }
 
 FreeCell* CellDepot::Take(uint32_t max, uint32_t* count) {
   while (true) {
     bool map = false;
+    char* base = nullptr;  // a released chunk to fault in again, if any
     {
       MutexLock lock(&mu_, MutexLock::kSpinFirst);
       if (FreeCell* head = TakeLocked(max, count)) return head;
       if (mappers_ < kMaxMappers) {
         ++mappers_;
         map = true;
+        if (!released_.empty()) {
+          base = released_.back();
+          released_.pop_back();
+        }
       }
     }
     if (!map) {
       // kMaxMappers chunks are on their way: wait for one rather than map
-      // more, which would stay in reserve for good. Polling, since a
-      // condition variable's own lock could be inherited locked by fork().
+      // more, which would stay in reserve. Polling, since a condition
+      // variable's own lock could be inherited locked by fork().
       std::this_thread::sleep_for(std::chrono::microseconds(20));
       continue;
     }
-    // Every chunk is full and no faulted-in chunk is in reserve. Map and
-    // fault one in here, outside the mutex: zeroing 2 MiB (on a VM, perhaps
-    // also the host backing it) takes 0.1-5 ms, during which other threads
-    // must still be able to take and give back cells. Up to kMaxMappers
-    // threads do this at once (two producers that run out together each
-    // fault one in, in parallel); a spare chunk stays in reserve.
-    if (!MapIntoReserve()) return nullptr;  // out of memory: *count is 0
+    // Every chunk is full and the reserve is empty: the worker has not kept
+    // up (or there is none). Map and fault one in here, outside the mutex:
+    // that takes 0.1-5 ms, during which other threads must still be able to
+    // take and give back cells. Up to kMaxMappers threads do this at once
+    // (two producers that run out together each fault one in, in parallel);
+    // a spare chunk stays in reserve.
+    if (!PrepareIntoReserve(base)) return nullptr;  // out of memory
   }
 }
 
-bool CellDepot::MapIntoReserve() {
-  char* base = MapFaultedChunk();
-  MutexLock lock(&mu_);
-  --mappers_;
-  if (base == nullptr) return false;
-  reserve_.push_back(base);
-  return true;
+bool CellDepot::PrepareIntoReserve(char* base) {
+  char* ready = nullptr;
+  if (base == nullptr) {
+    ready = MapFaultedChunk();
+  } else if (FaultIn(base)) {
+    ready = base;
+  }
+  bool wake = false;
+  {
+    MutexLock lock(&mu_);
+    --mappers_;
+    if (ready != nullptr) {
+      if (base == nullptr) ++mapped_chunks_;
+      const int64_t now = MonotonicNanos();
+      reinterpret_cast<ChunkHeader*>(ready)->spare_since = now;
+      reserve_.push_back(ready);
+      wake = NoteSpareLocked(now);
+    } else if (base != nullptr) {
+      released_.push_back(base);
+    }
+  }
+  if (wake) CallWaker();
+  return ready != nullptr;
 }
 
 FreeCell* CellDepot::TakeLocked(uint32_t max, uint32_t* count) {
@@ -164,7 +265,8 @@ FreeCell* CellDepot::TakeLocked(uint32_t max, uint32_t* count) {
   uint32_t n = 0;
   while (n < max) {
     while (first_with_free_ < chunks_.size() &&
-           chunks_[first_with_free_]->free == 0) {
+           (chunks_[first_with_free_] == nullptr ||
+            chunks_[first_with_free_]->free == 0)) {
       ++first_with_free_;
     }
     if (first_with_free_ == chunks_.size()) {
@@ -172,7 +274,7 @@ FreeCell* CellDepot::TakeLocked(uint32_t max, uint32_t* count) {
       continue;
     }
     ChunkHeader* h = chunks_[first_with_free_];
-    h->released = 0;  // its pages fault in again as cells are used
+    if (h->free == cells_per_chunk_) --empty_chunks_;  // spare no more
     uint64_t* bits = h->bits();
     char* cells = reinterpret_cast<char*>(h) + first_cell_offset_;
     const uint32_t before = n;
@@ -198,104 +300,262 @@ FreeCell* CellDepot::TakeLocked(uint32_t max, uint32_t* count) {
   *count = n;
   // Out of chunks: Take() maps one now, so the reserve is not asked for.
   if (n == 0) return nullptr;
-  if (free_cells_ < cells_per_chunk_ / 4 && reserve_.size() < kReserveChunks) {
+  // The watermark (see the header). Stored only on a change, so that the
+  // flag's line stays shared in the producers' caches. The target (a clock
+  // read) only when the ready cells are below its largest possible value.
+  const size_t ready = free_cells_ + reserve_.size() * cells_per_chunk_;
+  if (!want_reserve_.load(std::memory_order_relaxed) &&
+      ready < GrowthTarget(std::max<size_t>(grown_, 1)) * cells_per_chunk_ &&
+      ready < TargetLocked() * cells_per_chunk_) {
     want_reserve_.store(true, std::memory_order_relaxed);
   }
   return head;
 }
 
-void CellDepot::Replenish() {
+bool CellDepot::Replenish() {
   // One caller at a time does the work; a request that comes meanwhile sets
   // the flag again and is served by the next call.
   if (!want_reserve_.load(std::memory_order_relaxed) ||
       !want_reserve_.exchange(false, std::memory_order_relaxed)) {
-    return;
+    return false;
   }
-  {
-    MutexLock lock(&mu_);
-    // A chunk on its way from Take() serves the request as well.
-    if (reserve_.size() >= kReserveChunks || mappers_ > 0) return;
-    ++mappers_;
+  for (size_t i = 0;; ++i) {
+    char* base = nullptr;
+    {
+      MutexLock lock(&mu_);
+      // Chunks on their way from Take() count as ready: they go into the
+      // reserve, or into use in place of one from it.
+      const size_t ready = free_cells_ +
+                           (reserve_.size() + static_cast<size_t>(mappers_)) *
+                               cells_per_chunk_;
+      if (ready >= TargetLocked() * cells_per_chunk_ ||
+          mappers_ >= kMaxMappers) {
+        return false;
+      }
+      if (i == kChunksPerReplenish) {
+        // Enough for one call: the caller's other work (filing, expiring)
+        // waits for this one. Ask again, so that the next call goes on.
+        want_reserve_.store(true, std::memory_order_relaxed);
+        return true;
+      }
+      ++mappers_;
+      // Released address ranges first: no mmap, and memory stays dense.
+      if (!released_.empty()) {
+        base = released_.back();
+        released_.pop_back();
+      }
+    }
+    if (!PrepareIntoReserve(base)) return false;  // out of memory: Take() says so
   }
-  MapIntoReserve();
 }
 
 void CellDepot::Give(FreeCell* head) {
-  MutexLock lock(&mu_, MutexLock::kSpinFirst);
-  // Per cell, only its bit is set here; the chunk's counters, cursor and the
-  // depot's totals are settled once per run of cells from the same chunk
-  // (Settle). A thread's cells mostly come back in runs (a burst expires in
-  // allocation order; a refill hands out cells of one chunk), so most cells
-  // cost one bit.
-  ChunkHeader* h = nullptr;
-  uint32_t given = 0;     // cells of `h` in this run
-  uint32_t lowest = 0;    // the lowest bitmap word they set a bit in
-  // Locals: the bitmap stores could alias the members, which the compiler
-  // would then reload for every cell.
-  const CellDivider divide = divide_;
-  const size_t first_cell = first_cell_offset_;
-  for (FreeCell* cell = head; cell != nullptr;) {
-    FreeCell* next = cell->next;
-    ChunkHeader* owner = HeaderOf(cell);
-    if (owner != h) {
-      if (h != nullptr) Settle(h, given, lowest);
-      h = owner;
-      given = 0;
-      lowest = UINT32_MAX;
+  bool wake = false;
+  {
+    MutexLock lock(&mu_, MutexLock::kSpinFirst);
+    // Per cell, only its bit is set here; the chunk's counters, cursor and
+    // the depot's totals are settled once per run of cells from the same
+    // chunk (Settle). A thread's cells mostly come back in runs (a burst
+    // expires in allocation order; a refill hands out cells of one chunk),
+    // so most cells cost one bit.
+    ChunkHeader* h = nullptr;
+    uint32_t given = 0;     // cells of `h` in this run
+    uint32_t lowest = 0;    // the lowest bitmap word they set a bit in
+    int64_t now = 0;        // read once, when a chunk first empties
+    // Locals: the bitmap stores could alias the members, which the compiler
+    // would then reload for every cell.
+    const CellDivider divide = divide_;
+    const size_t first_cell = first_cell_offset_;
+    for (FreeCell* cell = head; cell != nullptr;) {
+      FreeCell* next = cell->next;
+      ChunkHeader* owner = HeaderOf(cell);
+      if (owner != h) {
+        if (h != nullptr) wake |= Settle(h, given, lowest, &now);
+        h = owner;
+        given = 0;
+        lowest = UINT32_MAX;
+      }
+      const auto offset = static_cast<size_t>(reinterpret_cast<char*>(cell) -
+                                              reinterpret_cast<char*>(h) -
+                                              first_cell);
+      const size_t i = divide(offset);
+      const auto w = static_cast<uint32_t>(i / 64);
+      const uint64_t bit = uint64_t{1} << (i % 64);
+      uint64_t& word = h->bits()[w];
+      if (word & bit) DoubleFree(cell);
+      word |= bit;
+      ++given;
+      lowest = std::min(lowest, w);
+      cell = next;
     }
-    const auto offset = static_cast<size_t>(reinterpret_cast<char*>(cell) -
-                                            reinterpret_cast<char*>(h) -
-                                            first_cell);
-    const size_t i = divide(offset);
-    const auto w = static_cast<uint32_t>(i / 64);
-    const uint64_t bit = uint64_t{1} << (i % 64);
-    uint64_t& word = h->bits()[w];
-    if (word & bit) DoubleFree(cell);
-    word |= bit;
-    ++given;
-    lowest = std::min(lowest, w);
-    cell = next;
+    if (h != nullptr) wake |= Settle(h, given, lowest, &now);
   }
-  if (h != nullptr) Settle(h, given, lowest);
+  if (wake) CallWaker();
 }
 
-void CellDepot::Settle(ChunkHeader* h, uint32_t given, uint32_t lowest) {
+bool CellDepot::Settle(ChunkHeader* h, uint32_t given, uint32_t lowest,
+                       int64_t* now) {
   h->free += given;
   if (lowest < h->cursor) h->cursor = lowest;
   if (h->index < first_with_free_) first_with_free_ = h->index;
   free_cells_ += given;
   // `free` only grows within a Give(), so a chunk that filled up during the
-  // run is full at its end; the spare test sees every cell given so far.
-  if (h->free == cells_per_chunk_) ReleaseIfSpare(h);
+  // run is full at its end.
+  if (h->free != cells_per_chunk_) return false;
+  if (*now == 0) *now = MonotonicNanos();
+  h->spare_since = *now;
+  ++empty_chunks_;
+  return NoteSpareLocked(*now);
 }
 
-void CellDepot::ReleaseIfSpare(ChunkHeader* h) {
-  // Keep kKeptFreeChunks chunks' worth of other free cells before giving
-  // memory back, so that a steady load does not fault the same pages in and
-  // out. The header's pages stay: the bitmap lives there.
-  if (free_cells_ - h->free < kKeptFreeChunks * cells_per_chunk_) {
-    return;
+bool CellDepot::NoteSpareLocked(int64_t now) {
+  if (SpareChunksLocked() <= kKeptFreeChunks) return false;
+  // A decay already due comes no later than this one, and whoever made it
+  // due has told a waker: Decay() then plans the rest.
+  if (next_decay_.load(std::memory_order_relaxed) != INT64_MAX) return false;
+  next_decay_.store(now + kDecayNanos, std::memory_order_seq_cst);
+  return true;
+}
+
+void CellDepot::MaybeDecay() {
+  if (next_decay_.load(std::memory_order_relaxed) == INT64_MAX) return;
+  Decay(MonotonicNanos());
+}
+
+void CellDepot::Decay(int64_t now_nanos) {
+  if (now_nanos < next_decay_.load(std::memory_order_relaxed)) return;
+  std::vector<char*> going;
+  {
+    MutexLock lock(&mu_);
+    // Spare chunks unused for the whole period, highest address first, so
+    // that the ones kept are those new cells are taken from first.
+    std::vector<char*> idle;
+    for (char* base : reserve_) {
+      if (reinterpret_cast<ChunkHeader*>(base)->spare_since + kDecayNanos <=
+          now_nanos) {
+        idle.push_back(base);
+      }
+    }
+    for (ChunkHeader* h : chunks_) {
+      if (h != nullptr && h->free == cells_per_chunk_ &&
+          h->spare_since + kDecayNanos <= now_nanos) {
+        idle.push_back(reinterpret_cast<char*>(h));
+      }
+    }
+    std::sort(idle.begin(), idle.end(), std::greater<>());
+    for (char* base : idle) {
+      if (SpareChunksLocked() <= kKeptFreeChunks) break;
+      if (auto it = std::find(reserve_.begin(), reserve_.end(), base);
+          it != reserve_.end()) {
+        reserve_.erase(it);
+      } else {
+        auto* h = reinterpret_cast<ChunkHeader*>(base);
+        chunks_[h->index] = nullptr;
+        ++holes_;
+        --empty_chunks_;
+        free_cells_ -= cells_per_chunk_;
+      }
+      going.push_back(base);
+    }
+    // Trailing holes go, so that TakeLocked() does not walk them.
+    while (!chunks_.empty() && chunks_.back() == nullptr) {
+      chunks_.pop_back();
+      --holes_;
+    }
+    if (first_with_free_ > chunks_.size()) first_with_free_ = chunks_.size();
+    // The next decay: the earliest spare chunk's, if more than the floor
+    // are left (every one left is younger than the period: all the idle
+    // ones went while more than the floor were spare).
+    int64_t next = INT64_MAX;
+    if (SpareChunksLocked() > kKeptFreeChunks) {
+      for (char* base : reserve_) {
+        next = std::min(next,
+                        reinterpret_cast<ChunkHeader*>(base)->spare_since);
+      }
+      for (ChunkHeader* h : chunks_) {
+        if (h != nullptr && h->free == cells_per_chunk_) {
+          next = std::min(next, h->spare_since);
+        }
+      }
+      next += kDecayNanos;
+    }
+    next_decay_.store(next, std::memory_order_seq_cst);
   }
-  char* base = reinterpret_cast<char*>(h);
-  const size_t page = 4096;
-  const size_t from = (first_cell_offset_ + page - 1) / page * page;
-  // Free cells hold nothing (their links live in thread caches, never in
-  // the depot), so zero pages on the next touch are as good.
-  if (madvise(base + from, kChunk - from, MADV_DONTNEED) == 0) {
-    h->released = 1;
+  if (going.empty()) return;
+  // Outside the mutex: nobody else can reach these chunks now. Free cells
+  // hold nothing (their links live in thread caches, never in the depot),
+  // and the header is written again when the chunk goes back into use, so
+  // zero pages on the next touch are as good.
+  std::vector<char*> kept;
+  for (char* base : going) {
+    if (madvise(base, kChunk, MADV_DONTNEED) != 0) kept.push_back(base);
+  }
+  MutexLock lock(&mu_);
+  for (char* base : going) {
+    if (std::find(kept.begin(), kept.end(), base) != kept.end()) {
+      // Still resident: back into the reserve, unused as of now.
+      reinterpret_cast<ChunkHeader*>(base)->spare_since = now_nanos;
+      reserve_.push_back(base);
+    } else {
+      released_.push_back(base);
+    }
+  }
+  if (!kept.empty() && SpareChunksLocked() > kKeptFreeChunks &&
+      next_decay_.load(std::memory_order_relaxed) == INT64_MAX) {
+    next_decay_.store(now_nanos + kDecayNanos, std::memory_order_seq_cst);
+  }
+}
+
+void CellDepot::AddWaker(void (*wake)(void*), void* arg) {
+  WakerTable& table = Wakers();
+  MutexLock lock(&table.mu);
+  table.wakers.push_back({this, wake, arg});
+}
+
+void CellDepot::RemoveWaker(void* arg) {
+  {
+    WakerTable& table = Wakers();
+    MutexLock lock(&table.mu);
+    auto& w = table.wakers;
+    w.erase(std::remove_if(w.begin(), w.end(),
+                           [&](const Waker& x) {
+                             return x.depot == this && x.arg == arg;
+                           }),
+            w.end());
+  }
+  // The worker that goes may have been the one to plan a pending decay.
+  if (NextDecayNanos() != INT64_MAX) CallWaker();
+}
+
+void CellDepot::CallWaker() {
+  WakerTable& table = Wakers();
+  MutexLock lock(&table.mu);
+  for (const Waker& w : table.wakers) {
+    if (w.depot == this) {
+      w.wake(w.arg);
+      return;
+    }
   }
 }
 
 size_t CellDepot::MappedBytes() const {
   MutexLock lock(&mu_);
-  return (chunks_.size() + reserve_.size()) * kChunk;
+  return mapped_chunks_ * kChunk;
+}
+
+size_t CellDepot::ResidentChunks() const {
+  MutexLock lock(&mu_);
+  return chunks_.size() - holes_ + reserve_.size();
+}
+
+size_t CellDepot::ReserveChunks() const {
+  MutexLock lock(&mu_);
+  return reserve_.size();
 }
 
 size_t CellDepot::ReleasedChunks() const {
   MutexLock lock(&mu_);
-  size_t released = 0;
-  for (const ChunkHeader* h : chunks_) released += h->released;
-  return released;
+  return released_.size();
 }
 
 size_t CellDepot::FreeCells() const {

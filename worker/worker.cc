@@ -90,10 +90,17 @@ void Worker::Run() {
   wheel_.SetOrigin(start_nanos_);
   start_ready_.store(true, std::memory_order_release);
   start_ready_.notify_all();
+  // On the real clock, the node pool may wake us when its retained memory
+  // is due to decay (Sleep() plans for that time; see worker/cell_pool.h).
+  // A worker on another clock cannot plan a sleep by the real one: it
+  // decays the pool only on passes it makes anyway.
+  const bool pool_waker = TimeoutNode::kPooled && config_.monotonic_clock;
+  if (pool_waker) NodePool::Depot().AddWaker(&Worker::WakeForPool, this);
 
   while (!shutdown_.load(std::memory_order_acquire)) {
     if (Pass(config_.clock->NowNanos())) Sleep();
   }
+  if (pool_waker) NodePool::Depot().RemoveWaker(this);
   running_worker = nullptr;
   if (finish_on_thread_) {
     // The Timer was destroyed from one of its own tasks; nobody will join us.
@@ -101,6 +108,10 @@ void Worker::Run() {
     MutexLock lock(&wake_mu_);
     sleeper_.reset();
   }
+}
+
+void Worker::WakeForPool(void* self) {
+  static_cast<Worker*>(self)->WakeForBacklog();
 }
 
 void Worker::NoteExpiringTick(int64_t tick, int64_t now) {
@@ -384,9 +395,14 @@ bool Worker::Pass(int64_t now) {
     done &= ExpireWithinTick(now);
   }
   ticks_.store(wheel_.elapsed(), std::memory_order_relaxed);
-  // Fault in node memory ahead of the producers while we have the time
-  // (worker/cell_pool.h): a relaxed load unless they are close to a new chunk.
-  if constexpr (TimeoutNode::kPooled) NodePool::Depot().Replenish();
+  // Fault node memory in ahead of the producers, and give back what has
+  // gone unused for long enough (worker/cell_pool.h): a relaxed load each
+  // unless there is work. A reserve still short after this pass's share
+  // makes the next pass start at once, like any other budget.
+  if constexpr (TimeoutNode::kPooled) {
+    if (NodePool::Depot().Replenish()) done = false;
+    NodePool::Depot().MaybeDecay();
+  }
   return done;
 }
 
@@ -453,7 +469,17 @@ void Worker::Sleep() {
     wake_limit_.store(kAwake, std::memory_order_seq_cst);
     return;
   }
-  OwnSleeper().SleepUntil(wake_at);
+  // The pool's decay, on the real clock: one wake-up when retained memory
+  // is due to go, none once the pool is down to its floor. Read after the
+  // plan's seq_cst store: a Give() that makes a decay due after this load
+  // sees the plan and wakes us (CellDepot::NextDecayNanos()).
+  int64_t sleep_until = wake_at;
+  if constexpr (TimeoutNode::kPooled) {
+    if (config_.monotonic_clock) {
+      sleep_until = std::min(sleep_until, NodePool::Depot().NextDecayNanos());
+    }
+  }
+  OwnSleeper().SleepUntil(sleep_until);
   Bump(wakeups_);
   wake_limit_.store(kAwake, std::memory_order_seq_cst);
 }

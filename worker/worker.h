@@ -36,8 +36,12 @@
 //   timeouts in the queues, it sleeps at most to the end of the current
 //   tick, so that while traffic flows, cancelled nodes are released within
 //   about a tick and the queues stay short; once traffic stops, so do these
-//   wake-ups. A worker that fell behind (a slow task, a suspended process)
-//   processes every missed tick's work in order.
+//   wake-ups. Another, on the real clock only: when the node pool holds
+//   freed memory beyond its floor, the worker wakes when that memory is due
+//   to decay (worker/cell_pool.h), and a producer that leaves the pool short
+//   of faulted-in memory wakes it to fault more in; at its floor the pool
+//   asks for nothing. A worker that fell behind (a slow task, a suspended
+//   process) processes every missed tick's work in order.
 //
 // Waking the worker (newTimeout vs a sleeping worker)
 //   Before sleeping until the end of tick p, the worker stores in
@@ -261,6 +265,9 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // after it planned a sleep claims the wake-up (kAwake), later ones find it
   // claimed and return. For backlogs that must not wait for a deadline.
   void WakeForBacklog() override ABSL_LOCKS_EXCLUDED(wake_mu_);
+  // WakeForBacklog() for the node pool (CellDepot::AddWaker()), when its
+  // retained memory becomes due to decay.
+  static void WakeForPool(void* self) ABSL_LOCKS_EXCLUDED(wake_mu_);
   // Wakes the worker if it sleeps past `deadline` (a clock reading).
   void WakeIfSleepingPast(int64_t deadline) override
       ABSL_LOCKS_EXCLUDED(wake_mu_);

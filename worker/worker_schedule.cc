@@ -128,6 +128,18 @@ void Worker::Publish(TimeoutNode* node, int shard) {
   node->SetLaneCell(my_shard.lane.Cell(cell));
   my_shard.lane.Publish(cell, node);
   TICKWHEEL_INTERLEAVE_POINT();
+  // The node pool is short of faulted-in memory (worker/cell_pool.h): wake
+  // the worker, whatever the deadline, so that it faults the next chunks in
+  // before this thread needs them. A relaxed load of a line that changes
+  // once per shortfall; the first caller claims the wake-up, the others
+  // find the worker awake. Only on the real clock, whose worker also plans
+  // the pool's decay: a test clock's wake-ups stay those of its timeouts.
+  if constexpr (TimeoutNode::kPooled) {
+    if (config_.monotonic_clock && NodePool::Depot().ReserveWanted()) {
+      WakeForBacklog();
+      return;
+    }
+  }
   WakeIfSleepingPast(deadline);
 }
 

@@ -21,7 +21,7 @@ const Flag kFlags[] = {
     {"warmup", "10000", "timeouts run and cancelled on a throwaway timer before each run"},
     {"tick_ms", "1", "tickwheel's tick in lateness, idle, mass_expiry and burst"},
     {"n", "1000000",
-     "timeouts per run of schedule, schedule_cancel, memory, idle, mass_expiry, burst"},
+     "timeouts per run of schedule, schedule_cancel, memory, release, idle, mass_expiry, burst"},
     {"producers", "1,2", "producer threads of schedule and schedule_cancel, a run each"},
     {"depth_pending", "1000,1000000", "timeouts pending in schedule_depth, a run each"},
     {"isolate", "1", "1: each run in a fresh child process; 0: all in this one"},
@@ -93,6 +93,7 @@ void ApplyQuick(BenchConfig& c) {
   c.depth_calls = 2000, c.lateness_n = 300;
   c.lateness_min_ms = 1, c.lateness_max_ms = 40;
   c.idle_settle_s = 0.1, c.idle_s = 0.2;
+  c.release_wait_s = 0.1;
   c.mass_expiry_window_ms = 20, c.mass_expiry_lead_ms = 300;
   c.burst_lead_ms = 200, c.burst_delay_ms = 20;
 }

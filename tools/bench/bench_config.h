@@ -33,6 +33,7 @@ struct BenchConfig {
   int64_t depth_calls = 200000, lateness_n = 20000;
   double lateness_min_ms = 10, lateness_max_ms = 2000;
   double idle_settle_s = 1, idle_s = 5;
+  double release_wait_s = 10;  // after the cancels, before the RSS reading
   double mass_expiry_window_ms = 100, mass_expiry_lead_ms = 3000;
   double burst_lead_ms = 1500, burst_delay_ms = 200;
 

@@ -54,6 +54,12 @@ int64_t ThreadCpuNanos() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+int64_t ThreadMinorFaults() {
+  rusage usage{};
+  if (getrusage(RUSAGE_THREAD, &usage) != 0) return -1;
+  return usage.ru_minflt;
+}
+
 int64_t ThreadVoluntarySwitches(int tid) {
   return StatusField(fmt::format("/proc/self/task/{}/status", tid), "voluntary_ctxt_switches");
 }

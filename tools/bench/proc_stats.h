@@ -1,8 +1,9 @@
 // tools/bench/proc_stats.h
 // -----------------------------------------------------------------------------
 // What the benchmark reads about its process from Linux: resident memory, CPU
-// time of the process and of a thread, a thread's voluntary context switches
-// (the Asio model's wake-ups), the load average and the memory environment.
+// time of the process and of a thread, a thread's minor page faults and
+// voluntary context switches (the Asio model's wake-ups), the load average
+// and the memory environment.
 // Thread-safe; -1 (or "?") when /proc cannot be read.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_PROC_STATS_H_
@@ -23,6 +24,7 @@ void TrimMalloc();
 
 double ProcessCpuSeconds();                // user + system, every thread (getrusage)
 int64_t ThreadCpuNanos();                  // the calling thread (CLOCK_THREAD_CPUTIME_ID)
+int64_t ThreadMinorFaults();               // the calling thread's (getrusage RUSAGE_THREAD)
 int64_t ThreadVoluntarySwitches(int tid);  // a thread of this process
 std::string LoadAverage();                 // "1.02 0.80 0.55" (1, 5, 15 min)
 

@@ -62,9 +62,10 @@ inline std::vector<std::vector<int64_t>> FarDelays(const BenchConfig& c, int64_t
 }
 
 // Summed over the threads, wall time (what callers wait, preemption and lock
-// waits included) and CPU time inside body; span: first in to last out.
+// waits included), CPU time and minor page faults inside body; span: first
+// in to last out.
 struct ProducerTimes {
-  int64_t wall_ns = 0, cpu_ns = 0, span_ns = 1;
+  int64_t wall_ns = 0, cpu_ns = 0, span_ns = 1, faults = 0;
 };
 
 // Runs body(p) on `producers` threads released together.
@@ -72,7 +73,7 @@ template <typename Body>
 ProducerTimes RunProducers(int producers, Body&& body) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
-  std::vector<int64_t> start(producers), end(producers), cpu(producers);
+  std::vector<int64_t> start(producers), end(producers), cpu(producers), faults(producers);
   std::vector<std::thread> threads;
   for (int p = 0; p < producers; ++p) {
     threads.emplace_back([&, p] {
@@ -80,7 +81,9 @@ ProducerTimes RunProducers(int producers, Body&& body) {
       while (!go.load()) std::this_thread::yield();
       start[p] = NowNanos();
       const int64_t cpu0 = ThreadCpuNanos();
+      const int64_t faults0 = ThreadMinorFaults();
       body(p);
+      faults[p] = ThreadMinorFaults() - faults0;
       cpu[p] = ThreadCpuNanos() - cpu0;
       end[p] = NowNanos();
     });
@@ -91,7 +94,9 @@ ProducerTimes RunProducers(int producers, Body&& body) {
   ProducerTimes sum{
       0, 0,
       *std::max_element(end.begin(), end.end()) - *std::min_element(start.begin(), start.end())};
-  for (int p = 0; p < producers; ++p) sum.wall_ns += end[p] - start[p], sum.cpu_ns += cpu[p];
+  for (int p = 0; p < producers; ++p) {
+    sum.wall_ns += end[p] - start[p], sum.cpu_ns += cpu[p], sum.faults += faults[p];
+  }
   return sum;
 }
 

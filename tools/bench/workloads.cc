@@ -10,6 +10,7 @@
 #include "tools/bench/workloads/lateness.h"
 #include "tools/bench/workloads/mass_expiry.h"
 #include "tools/bench/workloads/memory.h"
+#include "tools/bench/workloads/release.h"
 #include "tools/bench/workloads/schedule.h"
 #include "tools/bench/workloads/schedule_cancel.h"
 #include "tools/bench/workloads/schedule_depth.h"
@@ -55,7 +56,8 @@ Variant PendingVariant(int64_t n) {
 const std::vector<Workload>& Workloads() {
   static const std::vector<Workload> workloads = {
       Entry<Schedule>(), Entry<ScheduleCancel>(), Entry<ScheduleDepth>(), Entry<Memory>(),
-      Entry<Lateness>(), Entry<Idle>(),           Entry<MassExpiry>(),    Entry<Burst>()};
+      Entry<Release>(),  Entry<Lateness>(),       Entry<Idle>(),          Entry<MassExpiry>(),
+      Entry<Burst>()};
   return workloads;
 }
 
