@@ -45,13 +45,15 @@ inline int64_t ThreadMinorFaults() {
   return usage.ru_minflt;
 }
 
-// Whether page faults in the calling thread come from the code under test
-// alone: sanitizers fault their shadow memory in on first access too.
+// Whether the page faults of a thread and the process's resident memory
+// come from the code under test alone: sanitizers fault their shadow memory
+// in on first access too, and keep their own allocator's memory resident.
 #if defined(ADDRESS_SANITIZER) || defined(THREAD_SANITIZER)
 inline constexpr bool kFaultsAreOurs = false;
 #else
 inline constexpr bool kFaultsAreOurs = true;
 #endif
+inline constexpr bool kResidentMemoryIsOurs = kFaultsAreOurs;
 
 }  // namespace tickwheel::testing
 

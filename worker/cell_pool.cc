@@ -427,18 +427,21 @@ void CellDepot::Decay(int64_t now_nanos) {
   std::vector<char*> going;
   {
     MutexLock lock(&mu_);
-    // Spare chunks unused for the whole period, highest address first, so
+    // Spare chunks unused for the whole period, or due within the slack
+    // (so that chunks that went spare a little apart, like a burst's
+    // reserve, cost one wake-up, not one each), highest address first, so
     // that the ones kept are those new cells are taken from first.
+    const int64_t due_by = now_nanos + kDecaySlackNanos;
     std::vector<char*> idle;
     for (char* base : reserve_) {
       if (reinterpret_cast<ChunkHeader*>(base)->spare_since + kDecayNanos <=
-          now_nanos) {
+          due_by) {
         idle.push_back(base);
       }
     }
     for (ChunkHeader* h : chunks_) {
       if (h != nullptr && h->free == cells_per_chunk_ &&
-          h->spare_since + kDecayNanos <= now_nanos) {
+          h->spare_since + kDecayNanos <= due_by) {
         idle.push_back(reinterpret_cast<char*>(h));
       }
     }
@@ -464,8 +467,8 @@ void CellDepot::Decay(int64_t now_nanos) {
     }
     if (first_with_free_ > chunks_.size()) first_with_free_ = chunks_.size();
     // The next decay: the earliest spare chunk's, if more than the floor
-    // are left (every one left is younger than the period: all the idle
-    // ones went while more than the floor were spare).
+    // are left (every one left is due after due_by: all the idle ones went
+    // while more than the floor were spare).
     int64_t next = INT64_MAX;
     if (SpareChunksLocked() > kKeptFreeChunks) {
       for (char* base : reserve_) {

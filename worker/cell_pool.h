@@ -69,7 +69,8 @@
 //   cells in use and those cached by threads, at most kKeptFreeChunks wholly
 //   free chunks (reserve included) stay resident indefinitely; every other
 //   wholly free chunk is given back once it has been unused for kDecayNanos,
-//   at the next Decay() after that. A worker on the real clock with nothing
+//   at the next Decay() after that (or with another chunk that is due, once
+//   it has been unused for kDecayNanos - kDecaySlackNanos). A worker on the real clock with nothing
 //   else to do wakes when the next of those is due (NextDecayNanos()); each
 //   such wake-up gives at least one chunk back, and once the pool is down to
 //   kKeptFreeChunks nothing is due and it wakes no more. A chunk with one
@@ -155,8 +156,11 @@ class CellDepot {
   static constexpr size_t kKeptFreeChunks = 2;
   // How long a wholly free chunk beyond kKeptFreeChunks stays resident
   // unused before Decay() gives it back; also the window over which growth
-  // sets the reserve's target.
+  // sets the reserve's target. A Decay() that is due also gives back the
+  // chunks that would be due within kDecaySlackNanos, so that chunks that
+  // went spare a little apart cost one wake-up, not one each.
   static constexpr int64_t kDecayNanos = 2'000'000'000;
+  static constexpr int64_t kDecaySlackNanos = kDecayNanos / 4;
   // The reserve's target: one chunk, plus one once a second chunk has gone
   // into use in the current run of growth and one more per further
   // kGrowthPerReserveChunk, at most kMaxReserveChunks (GrowthTarget()).
@@ -204,11 +208,12 @@ class CellDepot {
   // last kDecayNanos (see the file comment).
   size_t ReserveTargetChunks() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Gives back to the kernel the wholly free chunks beyond kKeptFreeChunks
-  // that have gone unused for kDecayNanos at `now_nanos` (a MonotonicNanos()
-  // reading: the pool is shared by every timer, whatever their clocks),
-  // highest addresses first; madvise outside the mutex. A relaxed load when
-  // nothing is due.
+  // If `now_nanos` (a MonotonicNanos() reading: the pool is shared by every
+  // timer, whatever their clocks) has reached NextDecayNanos(): gives back
+  // to the kernel the wholly free chunks beyond kKeptFreeChunks that have
+  // gone unused for kDecayNanos by now_nanos + kDecaySlackNanos, highest
+  // addresses first; madvise outside the mutex. A relaxed load when nothing
+  // is due.
   void Decay(int64_t now_nanos) ABSL_LOCKS_EXCLUDED(mu_);
   // Decay(MonotonicNanos()) if anything may be due; one relaxed load if not.
   void MaybeDecay() ABSL_LOCKS_EXCLUDED(mu_);
