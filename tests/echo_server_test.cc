@@ -309,7 +309,10 @@ TEST(EchoServerTest, HalfClosedClientThatStopsReadingIsClosedWhenIdle) {
   const size_t size = WmemMax() + (8 << 20);  // more than the sockets hold
   tools::EchoServerOptions options;
   options.max_buffered_bytes = static_cast<int64_t>(2 * size);  // reads it all
-  Harness h(absl::Seconds(1), options);
+  // Long enough that a client starved of CPU on a loaded machine still
+  // counts as sending: the idle close must come after the EOF, not during
+  // the upload.
+  Harness h(absl::Seconds(3), options);
   const int fd = Connect(h.server().port(), /*rcvbuf=*/64 << 10);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   ASSERT_TRUE(SendAll(fd, Payload(size), seconds(60)));
