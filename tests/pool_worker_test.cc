@@ -119,10 +119,15 @@ TEST(PoolWorkerTest, RetainedMemoryGoesBackOnceUnusedAndThenTheWorkerSleeps) {
            depot.NextDecayNanos() == INT64_MAX;
   });
   ASSERT_TRUE(released) << depot.ResidentChunks() << " chunks still resident";
+  // RSS agrees, to within what the rest of the process may keep from the
+  // round (the allocator's arenas, the lanes' and queues' blocks): far less
+  // than the dozen chunks the round made resident.
+  constexpr int64_t kRestOfTheProcess = int64_t{4} << 20;
   if (kResidentMemoryIsOurs) {
     EXPECT_LE(ResidentBytes() - rss_before,
               int64_t{CellDepot::kKeptFreeChunks + 3} *
-                  int64_t{CellDepot::kChunkBytes});
+                      int64_t{CellDepot::kChunkBytes} +
+                  kRestOfTheProcess);
   }
   // Down to the floor, nothing is due: the worker sleeps toward its
   // timeout, waking no more for the pool.
