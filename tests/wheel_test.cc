@@ -5,6 +5,8 @@
 
 #include "tickwheel/worker/wheel.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -16,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/pool_test_util.h"
 #include "tests/wheel_test_peer.h"
 
 namespace tickwheel::internal {
@@ -345,14 +348,14 @@ TEST(WheelTest, ManyRemovalsCompactABucketAndKeepOrder) {
   EXPECT_EQ(fired[100].second, last);
 }
 
-// A bucket past 64 KiB of slots moves to mapped pages (mmap, then mremap as
+// A bucket past a page of slots moves to mapped pages (mmap, then mremap as
 // it grows, munmap when it empties): contents and order must survive each
 // move, and removals must still find their slots.
 TEST(WheelTest, LargeBucketGrowsThroughMappedPages) {
   Nodes nodes;
   Wheel wheel(4);
   std::vector<TimeoutNode*> n;
-  for (int i = 0; i < 70000; ++i) {  // 560 KB of slots: mmap, then mremap x3
+  for (int i = 0; i < 70000; ++i) {  // 560 KB of slots: mmap, then mremap
     n.push_back(nodes.New());
     Insert(wheel, n.back(), 3);
   }
@@ -368,6 +371,36 @@ TEST(WheelTest, LargeBucketGrowsThroughMappedPages) {
   // Emptied, the bucket gave its pages back; it can grow again.
   for (int i = 0; i < 20000; ++i) Insert(wheel, n[i], 5);
   EXPECT_EQ(AdvanceTo(wheel, 5).size(), 20000u);
+}
+
+// The slots of a big wheel live outside the malloc heap: memory the
+// allocator handed the worker's thread would stay in that thread's arena
+// once the buckets empty (glibc trims the main arena's top, not another
+// arena's), so a burst of timeouts, all cancelled, would leave its slot
+// arrays resident for good. Only arrays under a page come from malloc.
+TEST(WheelTest, BigBucketsKeepTheirSlotsOutOfTheMallocHeap) {
+  if (!::tickwheel::testing::kResidentMemoryIsOurs) {
+    GTEST_SKIP() << "the sanitizer's allocator keeps its own books";
+  }
+  constexpr int kBuckets = 16, kPerBucket = 4000;  // 32 KB of slots each
+  Nodes nodes;
+  std::vector<TimeoutNode*> n;
+  for (int i = 0; i < kBuckets * kPerBucket; ++i) n.push_back(nodes.New());
+  Wheel wheel(64);
+  const auto malloced = [] {
+    const struct mallinfo2 m = mallinfo2();
+    return static_cast<int64_t>(m.uordblks + m.hblkhd);
+  };
+  const int64_t before = malloced();
+  for (int i = 0; i < kBuckets * kPerBucket; ++i) {
+    Insert(wheel, n[i], 1 + i % kBuckets);
+  }
+  // Each bucket passed through malloc'd arrays up to half a page on its
+  // way to mapped ones, and gave each back as it moved on.
+  EXPECT_LT(malloced() - before, int64_t{kBuckets} * 4096);
+  for (TimeoutNode* node : n) wheel.Remove(node);
+  EXPECT_EQ(wheel.size(), 0);
+  EXPECT_LE(malloced() - before, int64_t{kBuckets} * 4096);
 }
 
 TEST(WheelTest, BudgetStopResumesMidBucketWithArrivalsAndRemovals) {

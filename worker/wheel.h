@@ -78,7 +78,7 @@
 //   + L/64) bit scans in the worst case, O(levels) when level 0 has work near
 //   elapsed. Advance: O(1) per expired or cascaded node; each node cascades at
 //   most once per level it passes through. Memory: 8 bytes per linked node in
-//   its bucket's array (arrays of 64 KiB and more are mapped pages, grown in
+//   its bucket's array (arrays of a page and more are mapped pages, grown in
 //   place, so their unused room costs address space, not memory; smaller
 //   ones can be up to half empty), 24 bytes per bucket plus L/4 bytes of
 //   bitmaps; level 0 is allocated lazily
@@ -298,9 +298,14 @@ class Wheel {
   [[gnu::noinline]] void MakeRoom(Bucket& b, int level, int64_t slot);
   // Bucket arrays of kMappedBytes or more are mmap'd and grown with mremap:
   // the pages move instead of being copied, the untouched half of a doubled
-  // array costs no memory, and a freed array goes back to the system
-  // instead of leaving a hole in the worker's heap.
-  static constexpr size_t kMappedBytes = 64 * 1024;
+  // array costs no memory, and a freed array goes back to the system at
+  // once. One page, not more: arrays the allocator served would, once
+  // freed, stay in the worker thread's malloc arena, whose free top glibc
+  // neither trims nor hands to other threads (a million pending timeouts
+  // left about 8 MB there after they were all cancelled). Below a page a
+  // bucket holds at most a few hundred nodes, and a system call per
+  // doubling above it is noise beside the nodes it files.
+  static constexpr size_t kMappedBytes = 4096;
   static bool Mapped(uint32_t capacity);
   // Grows b's array to `grown` slots, keeping its contents; aborts with a
   // message when memory runs out.
