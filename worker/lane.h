@@ -163,8 +163,11 @@ class Lane {
     const uint64_t head = head_.load(std::memory_order_relaxed);
     if (head == seen_tail_) return Popped::kEmpty;
     TICKWHEEL_INTERLEAVE_POINT();
-    T* got = cells_.load(std::memory_order_acquire)[head & kMask].exchange(
-        nullptr, std::memory_order_acq_rel);
+    if (consumer_cells_ == nullptr) {
+      consumer_cells_ = cells_.load(std::memory_order_acquire);
+    }
+    T* got = consumer_cells_[head & kMask].exchange(nullptr,
+                                                    std::memory_order_acq_rel);
     if (got == nullptr) return Popped::kNotYet;
     TICKWHEEL_INTERLEAVE_POINT();
     head_.store(head + 1, std::memory_order_release);
@@ -227,11 +230,20 @@ class Lane {
     return cells;
   }
 
+  // Two lines: the producers' and the consumer's. Each side reads the
+  // other's line only at a batch's edge (Refresh(), RefreshHead()), so the
+  // common Claim() and Pop() touch no line the other side writes; that is
+  // why the array's address is on the producers' line and the consumer
+  // keeps its own copy.
   alignas(64) std::atomic<uint64_t> tail_{0};       // producers CAS
   std::atomic<uint64_t> seen_head_{0};  // producers: a head_ they have read
+  std::atomic<std::atomic<T*>*> cells_{nullptr};  // set once, by a producer
   alignas(64) std::atomic<uint64_t> head_{0};  // the consumer stores
   uint64_t seen_tail_ = 0;  // consumer-only: tail_ at the last Refresh()
-  std::atomic<std::atomic<T*>*> cells_{nullptr};
+  // Consumer-only: cells_, loaded by the first Pop() that has a claimed
+  // cell to take (the claim's CAS came after the array's CAS, and Refresh()
+  // read tail_ with acquire, so the array's address is visible by then).
+  std::atomic<T*>* consumer_cells_ = nullptr;
 };
 
 }  // namespace tickwheel::internal
