@@ -375,9 +375,9 @@ TEST(WheelTest, LargeBucketGrowsThroughMappedPages) {
 
 // The slots of a big wheel live outside the malloc heap: memory the
 // allocator handed the worker's thread would stay in that thread's arena
-// once the buckets empty (glibc trims the main arena's top, not another
-// arena's), so a burst of timeouts, all cancelled, would leave its slot
-// arrays resident for good. Only arrays under a page come from malloc.
+// once the buckets empty (glibc's malloc_trim() trims the main arena's top,
+// not another arena's), so a burst of timeouts, all cancelled, would leave
+// its slot arrays resident. Only arrays under a page come from malloc.
 TEST(WheelTest, BigBucketsKeepTheirSlotsOutOfTheMallocHeap) {
   if (!::tickwheel::testing::kResidentMemoryIsOurs) {
     GTEST_SKIP() << "the sanitizer's allocator keeps its own books";

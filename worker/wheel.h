@@ -300,11 +300,12 @@ class Wheel {
   // the pages move instead of being copied, the untouched half of a doubled
   // array costs no memory, and a freed array goes back to the system at
   // once. One page, not more: arrays the allocator served would, once
-  // freed, stay in the worker thread's malloc arena, whose free top glibc
-  // neither trims nor hands to other threads (a million pending timeouts
-  // left about 8 MB there after they were all cancelled). Below a page a
-  // bucket holds at most a few hundred nodes, and a system call per
-  // doubling above it is noise beside the nodes it files.
+  // freed, stay at the top of the worker thread's malloc arena, which
+  // glibc's malloc_trim() does not give back (it trims the main arena's
+  // top only), so the slots of a burst of timeouts would stay resident long
+  // after the burst was cancelled. Below
+  // a page a bucket holds at most 256 nodes, and a system call per
+  // doubling above it is small beside filing the nodes that filled it.
   static constexpr size_t kMappedBytes = 4096;
   static bool Mapped(uint32_t capacity);
   // Grows b's array to `grown` slots, keeping its contents; aborts with a
