@@ -12,7 +12,10 @@
 #      nothing of tickwheel), find_package() of the install
 #      (examples/cmake_installed), pkg-config (examples/pkgconfig).
 # Build folders live under $TICKWHEEL_CMAKE_CACHE (default
-# $HOME/.cache/tickwheel-cmake), one per checkout, and are reused.
+# $HOME/.cache/tickwheel-cmake), one per checkout, and are reused. Each
+# records its checkout's path; a folder whose checkout is gone, or that no
+# run has used for a week, is removed, so that the cache does not grow with
+# every clone CI makes.
 # Needs cmake, ninja, pkg-config and make (tools/setup.sh installs them), and
 # Bazel for step 1.
 set -euo pipefail
@@ -21,10 +24,23 @@ root=$(pwd)
 start=$(date +%s)
 
 jobs=${TICKWHEEL_CMAKE_JOBS:-2}
-cache=${TICKWHEEL_CMAKE_CACHE:-$HOME/.cache/tickwheel-cmake}
-cache="$cache/$(printf '%s' "$root" | md5sum | cut -c1-12)"
+caches=${TICKWHEEL_CMAKE_CACHE:-$HOME/.cache/tickwheel-cmake}
+cache="$caches/$(printf '%s' "$root" | md5sum | cut -c1-12)"
 build="$cache/build"
 mkdir -p "$cache"
+printf '%s\n' "$root" >"$cache/checkout"  # also marks it used now
+for other in "$caches"/*/; do
+  other=${other%/}
+  [[ "$other" == "$cache" ]] && continue
+  used="$other/checkout"
+  if [[ -f "$used" ]]; then
+    if [[ ! -d "$(cat "$used")" || -n "$(find "$used" -mtime +7)" ]]; then
+      rm -rf "$other"
+    fi
+  elif [[ -n "$(find "$other" -maxdepth 0 -mmin +60)" ]]; then
+    rm -rf "$other"  # unmarked, and not a run that is just starting
+  fi
+done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
