@@ -10,7 +10,9 @@
 #   4. build and run the three ways in of examples/: add_subdirectory() and
 #      FetchContent (examples/cmake_subdirectory, whose install installs
 #      nothing of tickwheel), find_package() of the install
-#      (examples/cmake_installed), pkg-config (examples/pkgconfig).
+#      (examples/cmake_installed), pkg-config (examples/pkgconfig);
+#   5. build the libraries shared, install them, and build and run the
+#      find_package() consumer against them.
 # Build folders live under $TICKWHEEL_CMAKE_CACHE (default
 # $HOME/.cache/tickwheel-cmake), one per checkout, and are reused. Each
 # records its checkout's path; a folder whose checkout is gone, or that no
@@ -145,4 +147,27 @@ quiet "build and run examples/pkgconfig" \
   make --no-print-directory -C examples/pkgconfig OUT="$tmp/pkgconfig" run
 echo "cmake: pkg-config: $(tail -n 1 "$tmp/log")"
 
-echo "check_cmake: OK in $(( $(date +%s) - start )) s (build, ctest, install, add_subdirectory, FetchContent, find_package, pkg-config)"
+# 5. Shared libraries: the libraries alone, installed, and the find_package()
+#    consumer built and run against the installed .so files.
+shared="$cache/shared"
+quiet "configure (shared)" cmake -S . -B "$shared" -G Ninja \
+  -DBUILD_SHARED_LIBS=ON -DTICKWHEEL_BUILD_TESTS=OFF -DTICKWHEEL_INSTALL=ON
+quiet "build (shared)" cmake --build "$shared" -j "$jobs"
+quiet "install (shared)" cmake --install "$shared" --prefix "$tmp/shared_prefix"
+for lib in timer idle_tracker; do
+  [[ -f "$tmp/shared_prefix/lib/libtickwheel_$lib.so" ]] ||
+    { echo "check_cmake: FAILED: libtickwheel_$lib.so not installed"; exit 1; }
+done
+quiet "configure examples/cmake_installed (shared)" \
+  cmake -S examples/cmake_installed -B "$tmp/installed_shared" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$tmp/shared_prefix"
+quiet "build examples/cmake_installed (shared)" cmake --build "$tmp/installed_shared"
+if ! ldd "$tmp/installed_shared/installed_consumer" | grep -q "$tmp/shared_prefix/lib/libtickwheel_timer.so"; then
+  ldd "$tmp/installed_shared/installed_consumer"
+  echo "check_cmake: FAILED: the shared consumer does not use the installed libtickwheel_timer.so"
+  exit 1
+fi
+quiet "run examples/cmake_installed (shared)" "$tmp/installed_shared/installed_consumer"
+echo "cmake: shared: $(tail -n 1 "$tmp/log")"
+
+echo "check_cmake: OK in $(( $(date +%s) - start )) s (build, ctest, install, add_subdirectory, FetchContent, find_package, pkg-config, shared)"
