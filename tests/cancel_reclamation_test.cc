@@ -15,8 +15,6 @@
 // shadow and history, which grow with every access: there the memory check
 // is skipped, the rest runs.
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -25,19 +23,13 @@
 #include <gtest/gtest.h>
 
 #include "absl/base/config.h"
+#include "tests/pool_test_util.h"
 #include "tickwheel/timer/timer.h"
 
 namespace tickwheel {
 namespace {
 
-int64_t ResidentBytes() {
-  long pages_total = 0, pages_resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return -1;
-  const int n = std::fscanf(f, "%ld %ld", &pages_total, &pages_resident);
-  std::fclose(f);
-  return n == 2 ? int64_t{pages_resident} * sysconf(_SC_PAGESIZE) : -1;
-}
+using ::tickwheel::testing::ResidentBytes;
 
 TEST(CancelReclamationTest, CancelledTimeoutsDoNotPileUpWhileTheWorkerSleeps) {
   constexpr int kRounds = 8;

@@ -10,12 +10,9 @@
 // real clock shifted by the period, so that nothing depends on how long the
 // test takes. (A worker on the real clock doing this is in pool_worker_test.)
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -30,21 +27,12 @@ namespace {
 using ::tickwheel::testing::AllocateOnAThread;
 using ::tickwheel::testing::FreeOnAThread;
 using ::tickwheel::testing::kResidentMemoryIsOurs;
+using ::tickwheel::testing::ResidentBytes;
 
 template <int N>
 struct Tag {};
 
 constexpr int64_t kPeriod = CellDepot::kDecayNanos;
-
-// Resident bytes of this process (/proc/self/statm).
-int64_t ResidentBytes() {
-  long pages = 0, resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-  std::fclose(f);
-  return int64_t{resident} * sysconf(_SC_PAGESIZE);
-}
 
 uintptr_t ChunkOf(const void* p) {
   return reinterpret_cast<uintptr_t>(p) / CellDepot::kChunkBytes;

@@ -1,15 +1,18 @@
 // tests/pool_test_util.h
 // -----------------------------------------------------------------------------
 // Helpers for the node pool's tests: cells allocated on a thread that then
-// exits (so that none stays in its cache), freed the same way, and the
-// minor page faults the calling thread has taken.
+// exits (so that none stays in its cache), freed the same way, the minor
+// page faults the calling thread has taken, and the process's resident
+// memory.
 
 #ifndef TICKWHEEL_TESTS_POOL_TEST_UTIL_H_
 #define TICKWHEEL_TESTS_POOL_TEST_UTIL_H_
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -43,6 +46,16 @@ inline int64_t ThreadMinorFaults() {
   rusage usage{};
   getrusage(RUSAGE_THREAD, &usage);
   return usage.ru_minflt;
+}
+
+// Resident bytes of this process (/proc/self/statm); 0 if unreadable.
+inline int64_t ResidentBytes() {
+  long pages = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+  std::fclose(f);
+  return int64_t{resident} * sysconf(_SC_PAGESIZE);
 }
 
 // Whether the page faults of a thread and the process's resident memory

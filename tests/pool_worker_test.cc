@@ -7,11 +7,8 @@
 // nothing is due. On the real clock (tag "timing"): every wait is bounded
 // generously, and no duration is asserted.
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -31,6 +28,7 @@ using internal::NodePool;
 using internal::TimeoutNode;
 using ::tickwheel::testing::kFaultsAreOurs;
 using ::tickwheel::testing::kResidentMemoryIsOurs;
+using ::tickwheel::testing::ResidentBytes;
 using ::tickwheel::testing::ThreadMinorFaults;
 
 // Polls `done` every millisecond for up to 30 s.
@@ -42,15 +40,6 @@ bool Eventually(Done&& done) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return true;
-}
-
-int64_t ResidentBytes() {
-  long pages = 0, resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-  std::fclose(f);
-  return int64_t{resident} * sysconf(_SC_PAGESIZE);
 }
 
 void Noop(const Timeout&) {}
