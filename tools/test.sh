@@ -32,6 +32,18 @@ tools/check_includes.sh
 echo "== build //... (plain)"
 bazel build "${quiet[@]}" //...
 
+# After a failed `bazel test`: the last lines of each failing test's log
+# (bazel names them in "FAIL: //target (see /path/test.log)" lines), so that
+# the reason is in CI's output even where that keeps only its end.
+show_failures() {
+  local f
+  sed -n 's/^FAIL: .* (see \(.*test\.log\)).*/\1/p' "$1" | sort -u |
+    while read -r f; do
+      echo "== tail of ${f#*testlogs/}"
+      tail -n 40 "$f" 2>/dev/null || true
+    done
+}
+
 passed=1  # the include rules
 for cfg in "${configs[@]}"; do
   flags=()
@@ -39,6 +51,7 @@ for cfg in "${configs[@]}"; do
   echo "== test //... (${cfg})"
   log=$(mktemp)
   if ! bazel test "${quiet[@]}" "${flags[@]}" //... 2>&1 | tee "$log"; then
+    show_failures "$log"
     echo "tests: 0 passed, 1 failed (config ${cfg}; see the log above)"
     exit 1
   fi
@@ -57,6 +70,7 @@ if [[ "${1:-}" != "--quick" ]]; then
     log=$(mktemp)
     if ! bazel test "${quiet[@]}" --config="$cfg" --config=interleave \
         "${concurrency[@]}" 2>&1 | tee "$log"; then
+      show_failures "$log"
       echo "tests: 0 passed, 1 failed (config ${cfg} + interleave; see the log above)"
       exit 1
     fi

@@ -460,6 +460,8 @@ void CellDepot::Decay(int64_t now_nanos) {
       }
       going.push_back(base);
     }
+    // Resident until their pages are given back below.
+    releasing_ += going.size();
     // Trailing holes go, so that TakeLocked() does not walk them.
     while (!chunks_.empty() && chunks_.back() == nullptr) {
       chunks_.pop_back();
@@ -494,6 +496,7 @@ void CellDepot::Decay(int64_t now_nanos) {
     if (madvise(base, kChunk, MADV_DONTNEED) != 0) kept.push_back(base);
   }
   MutexLock lock(&mu_);
+  releasing_ -= going.size();
   for (char* base : going) {
     if (std::find(kept.begin(), kept.end(), base) != kept.end()) {
       // Still resident: back into the reserve, unused as of now.
@@ -548,7 +551,7 @@ size_t CellDepot::MappedBytes() const {
 
 size_t CellDepot::ResidentChunks() const {
   MutexLock lock(&mu_);
-  return chunks_.size() - holes_ + reserve_.size();
+  return chunks_.size() - holes_ + reserve_.size() + releasing_;
 }
 
 size_t CellDepot::ReserveChunks() const {

@@ -236,9 +236,10 @@ class CellDepot {
   void RemoveWaker(void* arg);
 
   // For tests and metrics: bytes mapped (chunks are never unmapped),
-  // chunks resident (in use, or in reserve), chunks in reserve, chunks whose
-  // pages were given back, cells per chunk, and free cells in resident
-  // chunks (not counting thread caches).
+  // chunks resident (in use, in reserve, or on their way back to the
+  // kernel), chunks in reserve, chunks whose pages were given back, cells
+  // per chunk, and free cells in resident chunks (not counting thread
+  // caches).
   size_t MappedBytes() const ABSL_LOCKS_EXCLUDED(mu_);
   size_t ResidentChunks() const ABSL_LOCKS_EXCLUDED(mu_);
   size_t ReserveChunks() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -297,6 +298,9 @@ class CellDepot {
   std::vector<char*> reserve_ ABSL_GUARDED_BY(mu_);
   // Pages given back to the kernel, address range still mapped.
   std::vector<char*> released_ ABSL_GUARDED_BY(mu_);
+  // Chunks a Decay() took out of use and is giving back outside the mutex:
+  // still resident until it has.
+  size_t releasing_ ABSL_GUARDED_BY(mu_) = 0;
   size_t mapped_chunks_ ABSL_GUARDED_BY(mu_) = 0;
   // Chunks put into use in the current run of growth, and when the last one
   // was; the count starts again after kDecayNanos without growth.
