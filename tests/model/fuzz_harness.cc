@@ -824,7 +824,7 @@ std::string RunLaterOp(int kind, Reader& in, RaceContext& c) {
 }
 
 // The race operations on the calls added later (opcode 0xFD; the next byte
-// picks the kind, bits 0-1, the one after the timeout):
+// picks the kind, bits 0-2, the one after the timeout):
 //   0  reset() against cancel() on the one handle object: the cancel() wins
 //      iff the timeout was pending (nothing runs meanwhile: the clock stands
 //      still); a reset() that returned true came first, and the deadline()
@@ -837,7 +837,16 @@ std::string RunLaterOp(int kind, Reader& in, RaceContext& c) {
 //      pending timeout ends up cancelled by the one or returned by the other
 //      (cancelAll()'s count plus stop()'s list is the pending count), and
 //      stop()'s list is in deadline order.
-// Kinds 2 and 3 act as kind 0 once the timer is destroyed. The delays of
+//   4  (bit 2 set; then an advance byte and a delay byte) the racer's
+//      reset() against the test thread's clock advance, with a delay that
+//      ends after the advance: false iff the timeout was not pending after
+//      the advance (it ran in it, or had ended before); true with the
+//      deadline from the clock before or after the advance moved it, and
+//      then it does not run in the advance. Compared exactly after that.
+// Kinds 2, 3 and 4 act as kind 0 once the timer is destroyed, and kind 4
+// also with max_pending set (a child's rejection may depend on where the
+// reset() lands) and on a periodic timeout (which may run in the advance
+// and still be pending). The delays of
 // kinds 0 and 1 are at least a tick, so that no reset() makes the timeout
 // overdue, which could let the worker run it in the middle of the race.
 absl::Duration RaceDelay(uint8_t byte, const RaceContext& c) {
@@ -846,11 +855,13 @@ absl::Duration RaceDelay(uint8_t byte, const RaceContext& c) {
 }
 
 std::string RunResetRace(Reader& in, RaceContext& c) {
-  int kind = in.Byte() & 3;
+  const uint8_t kind_byte = in.Byte();
+  int kind = (kind_byte & 4) != 0 ? 4 : kind_byte & 3;
   if (c.model.next_id() == 0) return "";
   races_executed.fetch_add(1, std::memory_order_relaxed);
   const int64_t id = in.Byte() % c.model.next_id();
   if (c.model.destroyed() && kind >= 2) kind = 0;
+  if (kind == 4 && (!c.unlimited || c.model.IsPeriodic(id))) kind = 0;
   const Timeout& shared = c.real.SharedHandle(id);
   const bool was_pending = c.model.state(id) == TimerModel::State::kPending;
   std::atomic<int> wins{0};
@@ -927,6 +938,51 @@ std::string RunResetRace(Reader& in, RaceContext& c) {
         return fmt::format("race cancelAll(): real {} model {}", count.load(),
                            m);
       }
+      return "";
+    }
+    case 4: {
+      int64_t nanos = DecodeAdvance(in.Byte(), c.tick, c.wheel);
+      nanos = std::min(nanos, *c.ticks_left * c.tick);
+      *c.ticks_left -= nanos / c.tick;
+      // Past the advance's end from either clock reading, so that the
+      // moved timeout never runs within it, wherever the reset() lands.
+      const absl::Duration delay = std::max(
+          RaceDelay(in.Byte(), c), absl::Nanoseconds(nanos + c.tick));
+      const int64_t before = c.model.ResetDeadline(delay);
+      std::atomic<bool> reset{false};
+      Racer::Get().Race([&] { c.real.Advance(nanos); },
+                        [&] { reset = shared.reset(delay); });
+      const std::vector<Event> observed = c.real.events();
+      const int64_t got = shared.deadline().time_since_epoch().count();
+      *c.trace += fmt::format(
+          "  race: reset(#{}, {}) -> {}, deadline {} || advance({}ns)\n", id,
+          absl::FormatDuration(delay), reset.load(), got, nanos);
+      if (!reset.load()) {
+        // After the advance (which may have run it), or it was not pending.
+        c.model.Advance(absl::Nanoseconds(nanos), &observed);
+        if (c.model.state(id) == TimerModel::State::kPending) {
+          return fmt::format("race reset(#{}) || advance: reset() returned "
+                             "false, the model has it pending after the "
+                             "advance",
+                             id);
+        }
+        return "";
+      }
+      // Before the worker reached it, with the clock read before or after
+      // the advance moved it: either way it does not run in the advance.
+      const int64_t after = static_cast<int64_t>(std::min<__int128>(
+          __int128{before} + nanos, INT64_MAX));
+      if (got != before && got != after) {
+        return fmt::format("race reset(#{}) || advance: deadline {}, neither "
+                           "{} nor {}",
+                           id, got, before, after);
+      }
+      if (!c.model.ResetAt(id, got)) {
+        return fmt::format("race: reset(#{}) returned true, model has it not "
+                           "pending",
+                           id);
+      }
+      c.model.Advance(absl::Nanoseconds(nanos), &observed);
       return "";
     }
     default: {

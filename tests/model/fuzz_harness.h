@@ -35,9 +35,9 @@
 //   and the outcome must be one of the orders the two calls could take.
 //   0xF8-0xFF are the later calls (RunLaterOp): newTimeoutAt(), cancelAll()
 //   from the test thread and from a task, reset() and resetAt(),
-//   newPeriodic(), and races of reset() against cancel() and reset(), and of
-//   cancelAll() against cancel() and stop() (RunResetRace), checked by what
-//   every order of the two calls has in common.
+//   newPeriodic(), and races of reset() against cancel(), reset() and a clock
+//   advance, and of cancelAll() against cancel() and stop() (RunResetRace),
+//   checked by what every order of the two calls has in common.
 //
 // The corpus (tests/fuzz_corpus/) is what libFuzzer kept, minimised for edge
 // coverage, plus hand-written seed_* files that pin scenarios coverage cannot
