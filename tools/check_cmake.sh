@@ -12,7 +12,7 @@
 #      nothing of tickwheel), find_package() of the install
 #      (examples/cmake_installed), pkg-config (examples/pkgconfig);
 #   5. build the libraries shared, install them, and build and run the
-#      find_package() consumer against them.
+#      find_package() and pkg-config consumers against them.
 # Build folders live under $TICKWHEEL_CMAKE_CACHE (default
 # $HOME/.cache/tickwheel-cmake), one per checkout, and are reused. Each
 # records its checkout's path; a folder whose checkout is gone, or that no
@@ -169,5 +169,20 @@ if ! ldd "$tmp/installed_shared/installed_consumer" | grep -q "$tmp/shared_prefi
 fi
 quiet "run examples/cmake_installed (shared)" "$tmp/installed_shared/installed_consumer"
 echo "cmake: shared: $(tail -n 1 "$tmp/log")"
+# The pkg-config consumer against the same .so files, which the loader finds
+# through LD_LIBRARY_PATH (the prefix is outside its paths, as a user's would
+# be without an rpath).
+mkdir -p "$tmp/pkgconfig_shared"
+quiet "build examples/pkgconfig (shared)" \
+  env PKG_CONFIG_PATH="$tmp/shared_prefix/lib/pkgconfig" \
+  make --no-print-directory -C examples/pkgconfig OUT="$tmp/pkgconfig_shared"
+if ! LD_LIBRARY_PATH="$tmp/shared_prefix/lib" ldd "$tmp/pkgconfig_shared/pkgconfig_consumer" |
+    grep -q "$tmp/shared_prefix/lib/libtickwheel_timer.so"; then
+  echo "check_cmake: FAILED: the pkg-config consumer does not use the installed libtickwheel_timer.so"
+  exit 1
+fi
+quiet "run examples/pkgconfig (shared)" \
+  env LD_LIBRARY_PATH="$tmp/shared_prefix/lib" "$tmp/pkgconfig_shared/pkgconfig_consumer"
+echo "cmake: pkg-config (shared): $(tail -n 1 "$tmp/log")"
 
 echo "check_cmake: OK in $(( $(date +%s) - start )) s (build, ctest, install, add_subdirectory, FetchContent, find_package, pkg-config, shared)"
