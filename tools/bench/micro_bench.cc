@@ -56,11 +56,14 @@ using tickwheel::TimerOptions;
 using tickwheel::internal::TimeoutNode;
 using tickwheel::internal::Wheel;
 
-// slack0: TimerOptions::slack = 0 instead of the default (one tick).
-std::unique_ptr<Timer> MakeTimer(bool slack0 = false) {
+// slack0: TimerOptions::slack = 0 instead of the default (one tick); clock:
+// the timer's, null for the steady clock.
+std::unique_ptr<Timer> MakeTimer(bool slack0 = false,
+                                 std::shared_ptr<tickwheel::Clock> clock = nullptr) {
   TimerOptions o;
   o.tick_duration = absl::Milliseconds(1);
   if (slack0) o.slack = absl::ZeroDuration();
+  o.clock = std::move(clock);
   return Timer::Create(std::move(o)).value();
 }
 
@@ -123,64 +126,53 @@ void BM_Cancel(benchmark::State& state) {
 }
 BENCHMARK(BM_Cancel)->UseManualTime();
 
-// Re-arming one keep-alive per connection, over 1024 connections so that the
-// handles are not all in one cache line.
+// Re-arms one keep-alive per connection, round-robin over 1024 connections
+// so that the handles are not all in one cache line: rearm(handle, round)
+// per iteration, `round` counting the passes over all of them.
 constexpr int kConnections = 1024;
 
-std::vector<Timeout> ArmConnections(Timer& timer, int64_t* counter) {
+template <typename Rearm>
+void RearmLoop(benchmark::State& state, Timer& timer, Rearm&& rearm) {
+  int64_t counter = 0;
   std::vector<Timeout> conns;
   conns.reserve(kConnections);
   for (int i = 0; i < kConnections; ++i) {
-    conns.push_back(timer.newTimeout(Task16{counter, 1}, absl::Seconds(30)).value());
+    conns.push_back(timer.newTimeout(Task16{&counter, 1}, absl::Seconds(30)).value());
   }
-  return conns;
+  size_t i = 0;
+  int64_t round = 0;
+  for (auto _ : state) {
+    rearm(conns[i], round);
+    if (++i == kConnections) i = 0, ++round;
+  }
+  state.SetItemsProcessed(state.iterations());
 }
 
 void BM_ResetLater(benchmark::State& state) {
-  int64_t counter = 0;
   auto timer = MakeTimer();
-  std::vector<Timeout> conns = ArmConnections(*timer, &counter);
-  size_t i = 0;
   absl::Duration delay = absl::Seconds(30);
-  for (auto _ : state) {
+  RearmLoop(state, *timer, [&](Timeout& t, int64_t) {
     delay += absl::Nanoseconds(1);  // later even if the clock stood still
-    benchmark::DoNotOptimize(conns[i].reset(delay));
-    i = (i + 1) % kConnections;
-  }
-  state.SetItemsProcessed(state.iterations());
+    benchmark::DoNotOptimize(t.reset(delay));
+  });
 }
 BENCHMARK(BM_ResetLater);
 
 void BM_ResetEarlier(benchmark::State& state) {
-  int64_t counter = 0;
   auto timer = MakeTimer();
-  std::vector<Timeout> conns = ArmConnections(*timer, &counter);
-  size_t i = 0;
-  bool earlier = true;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(
-        conns[i].reset(earlier ? absl::Seconds(20) : absl::Seconds(30)));
-    if (++i == kConnections) {
-      i = 0;
-      earlier = !earlier;
-    }
-  }
-  state.SetItemsProcessed(state.iterations());
+  RearmLoop(state, *timer, [](Timeout& t, int64_t round) {
+    benchmark::DoNotOptimize(t.reset(round % 2 == 0 ? absl::Seconds(20) : absl::Seconds(30)));
+  });
 }
 BENCHMARK(BM_ResetEarlier);
 
 void BM_ResetAtLater(benchmark::State& state) {
-  int64_t counter = 0;
   auto timer = MakeTimer();
-  std::vector<Timeout> conns = ArmConnections(*timer, &counter);
-  size_t i = 0;
   tickwheel::TimePoint deadline = timer->now() + std::chrono::seconds(30);
-  for (auto _ : state) {
+  RearmLoop(state, *timer, [&](Timeout& t, int64_t) {
     deadline += std::chrono::nanoseconds(1);
-    benchmark::DoNotOptimize(conns[i].resetAt(deadline));
-    i = (i + 1) % kConnections;
-  }
-  state.SetItemsProcessed(state.iterations());
+    benchmark::DoNotOptimize(t.resetAt(deadline));
+  });
 }
 BENCHMARK(BM_ResetAtLater);
 
@@ -192,14 +184,10 @@ BENCHMARK(BM_ClockRead);
 void BM_RearmByCancelAndNew(benchmark::State& state) {
   int64_t counter = 0;
   auto timer = MakeTimer();
-  std::vector<Timeout> conns = ArmConnections(*timer, &counter);
-  size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(conns[i].cancel());
-    conns[i] = timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)).value();
-    i = (i + 1) % kConnections;
-  }
-  state.SetItemsProcessed(state.iterations());
+  RearmLoop(state, *timer, [&](Timeout& t, int64_t) {
+    benchmark::DoNotOptimize(t.cancel());
+    t = timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)).value();
+  });
 }
 BENCHMARK(BM_RearmByCancelAndNew);
 
@@ -240,14 +228,18 @@ void AdvanceOverBucket(benchmark::State& state, bool shuffled, int64_t ahead) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
+void NodeCounts(benchmark::internal::Benchmark* b) {
+  for (int log2 : {10, 14, 17, 20}) b->Arg(int64_t{1} << log2);
+}
+
 void BM_ExpireTick(benchmark::State& state) { AdvanceOverBucket(state, false, 0); }
-BENCHMARK(BM_ExpireTick)->Arg(1 << 10)->Arg(1 << 14)->Arg(1 << 17)->Arg(1 << 20);
+BENCHMARK(BM_ExpireTick)->Apply(NodeCounts);
 
 void BM_ExpireTickRandomOrder(benchmark::State& state) { AdvanceOverBucket(state, true, 0); }
-BENCHMARK(BM_ExpireTickRandomOrder)->Arg(1 << 10)->Arg(1 << 14)->Arg(1 << 17)->Arg(1 << 20);
+BENCHMARK(BM_ExpireTickRandomOrder)->Apply(NodeCounts);
 
 void BM_CascadeAndExpire(benchmark::State& state) { AdvanceOverBucket(state, true, 512); }
-BENCHMARK(BM_CascadeAndExpire)->Arg(1 << 10)->Arg(1 << 14)->Arg(1 << 17)->Arg(1 << 20);
+BENCHMARK(BM_CascadeAndExpire)->Apply(NodeCounts);
 
 // Bumps a counter that only the worker writes: a load and a store, so that
 // the task costs next to nothing.
@@ -261,10 +253,7 @@ struct Bump {
 void BM_ExpireBurst(benchmark::State& state) {
   const int64_t n = state.range(0);
   auto clock = std::make_shared<tickwheel::ManualClock>();
-  TimerOptions o;
-  o.tick_duration = absl::Milliseconds(1);
-  o.clock = clock;
-  auto timer = Timer::Create(std::move(o)).value();
+  auto timer = MakeTimer(false, clock);
   std::atomic<int64_t> ran{0};
   int64_t target = 0;
   for (auto _ : state) {

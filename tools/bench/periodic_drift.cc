@@ -54,8 +54,6 @@ Result Run(std::optional<absl::Duration> slack, int runs) {
   options.slack = slack;
   auto timer = tickwheel::Timer::Create(std::move(options)).value();
   constexpr int64_t kPeriodNs = 1'000'000;
-  // Per run: when it started, and the deadline the timer gave it (during a
-  // run, deadline() is that run's).
   std::vector<Clock::time_point> started(static_cast<size_t>(runs));
   std::vector<Clock::time_point> deadline(static_cast<size_t>(runs));
   int count = 0;  // written by the worker only
