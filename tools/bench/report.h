@@ -5,7 +5,7 @@
 // plus "tw/<other>", tickwheel's median over the other's from the same run
 // (for "lower" rows below 1.00x favours tickwheel, for "higher" rows above
 // 1.00x does); the goals' verdicts; notes; the correctness checks.
-// WriteJson (json_report.cc): the same as one JSON object with the members
+// WriteJson: the same as one JSON object with the members
 // run {host, compiler, memory, memory_primed_mib, load_average_start/end,
 // elapsed_s, command, flags}, metrics [{key, workload, label, unit, better,
 // results {<timer>: {median, min, max, samples}}}], goals [{workload, metric,

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,7 +45,7 @@ inline std::chrono::nanoseconds Ms(double ms) {
 inline std::chrono::nanoseconds Seconds(double s) { return Ms(s * 1e3); }
 inline void SleepNanos(int64_t ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
 
-inline BenchTimerOptions TickOptions(const BenchConfig& c) { return {Ms(c.tick_ms)}; }
+inline BenchTimerOptions TickOptions(const BenchConfig& c) { return {Ms(c.tick_ms), std::nullopt}; }
 
 // `n` delays (ns) uniform in [min, max], dealt round-robin into `parts`.
 inline std::vector<std::vector<int64_t>> RandomDelays(int64_t n, int parts,
@@ -59,6 +60,19 @@ inline std::vector<std::vector<int64_t>> RandomDelays(int64_t n, int parts,
 inline std::vector<std::vector<int64_t>> FarDelays(const BenchConfig& c, int64_t n, int parts,
                                                    uint64_t seed) {
   return RandomDelays(n, parts, Seconds(c.far_min_s), Seconds(c.far_max_s), seed);
+}
+
+// A CountingTask per delay (ns), scheduled back to back.
+template <BenchTimer T>
+void ScheduleCounting(T& timer, std::span<const int64_t> delays, std::atomic<int64_t>& runs) {
+  for (int64_t d : delays) timer.Schedule(CountingTask{&runs, d}, std::chrono::nanoseconds(d));
+}
+
+// Resident bytes after malloc_trim, so that a difference of two counts live
+// memory only.
+inline int64_t TrimmedResidentBytes() {
+  TrimMalloc();
+  return ResidentBytes();
 }
 
 // Summed over the threads, wall time (what callers wait, preemption and lock
@@ -151,6 +165,17 @@ void WarmUp(const BenchConfig& c) {
     if (i % 2 == 1) timer.Cancel(h);
   }
   WaitFor([&] { return runs.load() >= (c.warmup + 1) / 2; }, 5'000'000'000);
+}
+
+// Waits until `done` reaches n (a failure if not within 60 s of
+// `last_deadline`) and stops the timer.
+template <BenchTimer T>
+void AwaitRuns(T& timer, const std::atomic<int64_t>& done, int64_t n, int64_t last_deadline,
+               RepOutput& out) {
+  WaitFor([&] { return done.load(std::memory_order_acquire) >= n; },
+          std::max<int64_t>(0, last_deadline - NowNanos()) + 60'000'000'000);
+  timer.Stop();
+  if (done.load() < n) out.failures.push_back(fmt::format("{} of {} ran", done.load(), n));
 }
 
 }  // namespace tickwheel::bench

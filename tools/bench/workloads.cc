@@ -5,15 +5,11 @@
 #include "tools/bench/asio_bench.h"
 #include "tools/bench/heap_bench.h"
 #include "tools/bench/tickwheel_bench.h"
-#include "tools/bench/workloads/burst.h"
 #include "tools/bench/workloads/idle.h"
 #include "tools/bench/workloads/lateness.h"
 #include "tools/bench/workloads/mass_expiry.h"
 #include "tools/bench/workloads/memory.h"
-#include "tools/bench/workloads/release.h"
 #include "tools/bench/workloads/schedule.h"
-#include "tools/bench/workloads/schedule_cancel.h"
-#include "tools/bench/workloads/schedule_depth.h"
 
 namespace tickwheel::bench {
 namespace {
@@ -24,16 +20,21 @@ RepOutput WarmThenRun(const BenchConfig& config, int64_t variant, uint64_t seed)
   return W::template Run<T>(config, variant, seed);
 }
 
+std::vector<Variant> OneRun(const BenchConfig&) { return {{"", "", 0}}; }
+
 template <typename W>
 Workload Entry() {
-  return {W::kName,
-          W::kWhat,
-          {std::begin(W::kMetrics), std::end(W::kMetrics)},
-          W::kRatioMetric,
-          &W::Variants,
-          {{"tickwheel", &WarmThenRun<W, TickwheelBench>},
-           {"asio", &WarmThenRun<W, AsioBench>},
-           {"heap", &WarmThenRun<W, HeapBench>}}};
+  Workload w{W::kName,
+             W::kWhat,
+             {std::begin(W::kMetrics), std::end(W::kMetrics)},
+             "",
+             &OneRun,
+             {{"tickwheel", &WarmThenRun<W, TickwheelBench>},
+              {"asio", &WarmThenRun<W, AsioBench>},
+              {"heap", &WarmThenRun<W, HeapBench>}}};
+  if constexpr (requires { W::kRatioMetric; }) w.ratio_metric = W::kRatioMetric;
+  if constexpr (requires { &W::Variants; }) w.variants = &W::Variants;
+  return w;
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // tools/bench/workloads.h
 // -----------------------------------------------------------------------------
-// The registry: every workload in run order, each one struct in its own file
-// in workloads/, and the only place their names become keys and row labels.
+// The registry: every workload in run order, each one struct in workloads/
+// (related ones share a file: schedule.h holds schedule, schedule_cancel and
+// schedule_depth), and the only place their names become keys and row labels.
 // A workload struct has
 //   kName, kWhat         "schedule" (flags, keys, rows) and a line for --help
 //   kMetrics[]           what each run reports, by metric name
-//   kRatioMetric         "" or a metric also shown as last / first variant
-//   Variants(config)     its runs (per producer count, depth, ...)
+//   kRatioMetric         optional: a metric also shown as last / first variant
+//   Variants(config)     optional: its runs (per producer count, depth, ...);
+//                        without, one run and no variant in keys and labels
 //   Run<T>(config, variant, seed)  one repetition on a fresh timer T
 // Keys are "<workload>.<variant>.<metric>" ("schedule.p2.ns_per_call"), or
 // "<workload>.<metric>" without variants; labels "<workload>, <variant>:

@@ -21,7 +21,6 @@ struct Idle {
       {"cpu_percent", "CPU", "% core", Better::kLower, 3},
       {"wakeups_per_s", "wake-ups per second", "1/s", Better::kLower, 1},
   };
-  static constexpr const char* kRatioMetric = "";
   static std::vector<Variant> Variants(const BenchConfig& c) {
     if (c.n == 1) return {PendingVariant(1)};
     return {PendingVariant(1), PendingVariant(c.n)};
@@ -35,7 +34,7 @@ struct Idle {
     std::atomic<int64_t> runs{0};
     T timer(TickOptions(c));
     const int64_t t0 = NowNanos();
-    for (int64_t d : delays) timer.Schedule(CountingTask{&runs, d}, std::chrono::nanoseconds(d));
+    ScheduleCounting(timer, delays, runs);
     WaitArmed(timer, n, out);
     SleepNanos(Seconds(c.idle_settle_s).count());
     const int64_t wanted = Seconds(c.idle_s).count();

@@ -1,5 +1,73 @@
 // tools/bench/workloads/lateness.h
 // -----------------------------------------------------------------------------
+// How late timeouts run: the lateness and burst workloads, and RunTimes,
+// what both measure with.
+
+#ifndef TICKWHEEL_TOOLS_BENCH_WORKLOADS_LATENESS_H_
+#define TICKWHEEL_TOOLS_BENCH_WORKLOADS_LATENESS_H_
+
+#include <cmath>
+
+#include "tools/bench/workloads.h"
+
+namespace tickwheel::bench {
+
+// Lateness = run time - the deadline the call asked for, which is the time
+// read just before the call plus the delay, so that a timer that reads its
+// clock later can only look later, never earlier. Written on the timer's
+// thread; read after Stop() has joined it.
+struct RunTimes {
+  explicit RunTimes(size_t n) : ran_at(n, 0), deadline(n, 0) {}
+  std::vector<int64_t> ran_at, deadline;
+  std::atomic<int64_t> done{0};
+};
+
+struct RecordTask {
+  RunTimes* times;
+  size_t index;
+  void operator()() const {
+    times->ran_at[index] = NowNanos();
+    times->done.fetch_add(1, std::memory_order_release);
+  }
+};
+static_assert(sizeof(RecordTask) == 16);
+
+// Schedules a RecordTask per slot, back to back, each `delay_of(i, now)`
+// ahead, then AwaitRuns().
+template <BenchTimer T, typename DelayOf>
+void ScheduleAndAwait(T& timer, RunTimes& t, DelayOf&& delay_of, RepOutput& out) {
+  for (size_t i = 0; i < t.deadline.size(); ++i) {
+    const int64_t now = NowNanos();
+    const int64_t d = std::max<int64_t>(0, delay_of(i, now));
+    t.deadline[i] = now + d;
+    timer.Schedule(RecordTask{&t, i}, std::chrono::nanoseconds(d));
+  }
+  AwaitRuns(timer, t.done, static_cast<int64_t>(t.deadline.size()),
+            *std::max_element(t.deadline.begin(), t.deadline.end()), out);
+}
+
+// The p-quantile (0 <= p <= 1) of `sorted`, by nearest rank.
+inline double Quantile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+// Lateness of every task that ran, sorted, in `unit_ns` units; a failure if
+// any ran early.
+inline std::vector<double> SortedLateness(const RunTimes& t, double unit_ns, RepOutput& out) {
+  std::vector<double> late;
+  int64_t early = 0;
+  for (size_t i = 0; i < t.ran_at.size(); ++i) {
+    if (t.ran_at[i] == 0) continue;  // never ran
+    early += t.ran_at[i] < t.deadline[i];
+    late.push_back(static_cast<double>(t.ran_at[i] - t.deadline[i]) / unit_ns);
+  }
+  if (early > 0) out.failures.push_back(fmt::format("{} ran early", early));
+  std::sort(late.begin(), late.end());
+  return late;
+}
+
 // lateness: how late, never how early, a timeout runs. N timeouts 10 ms-2 s
 // away scheduled back to back from one thread; tickwheel at --tick_ms (a
 // wheel runs a task at the first tick boundary after its deadline, so the
@@ -8,15 +76,6 @@
 // default slack (one tick: the first tick boundary after the deadline), and
 // slack 0 (the worker wakes for each deadline). Asio and the heap timer have
 // no such option and run the same way in both.
-
-#ifndef TICKWHEEL_TOOLS_BENCH_WORKLOADS_LATENESS_H_
-#define TICKWHEEL_TOOLS_BENCH_WORKLOADS_LATENESS_H_
-
-#include "tools/bench/workloads.h"
-#include "tools/bench/workloads/run_times.h"
-
-namespace tickwheel::bench {
-
 struct Lateness {
   static constexpr const char* kName = "lateness";
   static constexpr const char* kWhat = "N timeouts 10 ms-2 s away: how late each runs";
@@ -26,7 +85,6 @@ struct Lateness {
       {"max_us", "max", "us", Better::kLower, 0},
       {"early_fires", "early fires", "count", Better::kNeither, 0},
   };
-  static constexpr const char* kRatioMetric = "";
   static std::vector<Variant> Variants(const BenchConfig&) {
     return {{"tick", "default slack", 0}, {"slack0", "slack 0", 1}};
   }
@@ -48,6 +106,44 @@ struct Lateness {
     out.values["max_us"] = late.empty() ? 0 : late.back();
     out.values["early_fires"] =
         std::count_if(late.begin(), late.end(), [](double l) { return l < 0; });
+    return out;
+  }
+};
+
+// burst: N timeouts scheduled back to back from one thread, in two runs.
+// "same deadline": every call asks for t0 + 1.5 s, so all fall due at one
+// instant after the last call, and the lateness max is the time from it to
+// the last run. "same delay": every call asks for 200 ms, so
+// the first fall due while later ones are still being scheduled (where a
+// per-tick cap on filing, as Netty's, would make them late). tickwheel at
+// --tick_ms. Reports lateness p99 and max (RunTimes); early runs fail.
+struct Burst {
+  static constexpr const char* kName = "burst";
+  static constexpr const char* kWhat = "N timeouts due at one instant, or after one delay each";
+  static constexpr Metric kMetrics[] = {
+      {"p99_ms", "lateness p99", "ms", Better::kLower, 1},
+      {"max_ms", "lateness max", "ms", Better::kLower, 1},
+  };
+  static std::vector<Variant> Variants(const BenchConfig&) {
+    return {{"same_deadline", "same deadline", 0}, {"same_delay", "same delay", 1}};
+  }
+
+  template <BenchTimer T>
+  static RepOutput Run(const BenchConfig& c, int64_t same_delay, uint64_t) {
+    RepOutput out;
+    RunTimes times(static_cast<size_t>(c.n));
+    T timer(TickOptions(c));
+    const int64_t deadline = NowNanos() + Ms(c.burst_lead_ms).count();
+    const int64_t delay = Ms(c.burst_delay_ms).count();
+    ScheduleAndAwait(
+        timer, times, [&](size_t, int64_t now) { return same_delay ? delay : deadline - now; },
+        out);
+    if (!same_delay && times.deadline.back() > deadline) {
+      out.notes.push_back("scheduling overran the deadline");
+    }
+    const std::vector<double> late = SortedLateness(times, 1e6, out);
+    out.values["p99_ms"] = Quantile(late, 0.99);
+    out.values["max_ms"] = late.empty() ? 0 : late.back();
     return out;
   }
 };

@@ -23,8 +23,6 @@ struct MassExpiry {
       {"per_wall_mps", "expiries per wall second", "M/s", Better::kHigher, 2},
       {"last_run_ms", "last deadline to last run", "ms", Better::kLower, 1},
   };
-  static constexpr const char* kRatioMetric = "";
-  static std::vector<Variant> Variants(const BenchConfig&) { return {{"", "", 0}}; }
 
   // The first and the last task to run read the clocks; all run on the
   // timer's one thread, so every field has a single writer.
@@ -55,13 +53,8 @@ struct MassExpiry {
       timer.Schedule(Task{&r, o}, std::chrono::nanoseconds(open + o - NowNanos()));
     if (NowNanos() > open) out.notes.push_back("scheduling overran the lead");
     const int64_t last_deadline = open + *std::max_element(offsets.begin(), offsets.end());
-    WaitFor([&] { return r.done.load(std::memory_order_acquire) >= r.n; },
-            last_deadline - NowNanos() + 60'000'000'000);
-    timer.Stop();
-    if (r.done.load() < r.n) {
-      out.failures.push_back(fmt::format("{} of {} ran", r.done.load(), r.n));
-      return out;
-    }
+    AwaitRuns(timer, r.done, r.n, last_deadline, out);
+    if (r.done.load() < r.n) return out;
     const auto rate = [&](int64_t ns) {
       return r.n / std::max(1.0, static_cast<double>(ns)) * 1e3;
     };
