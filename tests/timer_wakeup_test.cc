@@ -115,7 +115,7 @@ TEST(TimerWakeupTest, OverflowingTheLaneWakesTheWorker) {
 }
 
 // Cancelling armed timeouts does not wake the worker, until
-// kCancelBacklogWake of them wait on one shard's cancellation queue: then
+// kNoticeBacklogWake of them wait on one shard's notice queue: then
 // the cancel() that reaches the bound wakes it, to reclaim them.
 TEST(TimerWakeupTest, CancelBacklogWakesTheWorkerAtItsBound) {
   constexpr int kBound = internal::SharedTimerState::kNoticeBacklogWake;

@@ -15,7 +15,8 @@
 #      FetchContent, find_package and pkg-config consumers;
 #   8. a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the real timer
 #      against the reference model.
-# Options: --quick runs step 3 with the plain build only.
+# Options: --quick runs step 3 with the plain build only, and skips steps 4
+# and 8.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,9 +1,9 @@
 // worker/mpsc_queue.h
 // -----------------------------------------------------------------------------
 // An intrusive, unbounded, lock-free multi-producer / single-consumer FIFO queue
-// (Dmitry Vyukov's design). tickwheel uses two of them per timer: the pending
-// queue (newTimeout -> worker) and the notice queue (cancel() and a reset()
-// to an earlier deadline -> worker).
+// (Dmitry Vyukov's design). tickwheel uses two of them per producer shard:
+// the pending queue (newTimeout -> worker) and the notice queue (cancel() and
+// a reset() to an earlier deadline -> worker).
 //
 // "Intrusive" means the queue allocates nothing: each element carries its own
 // link, named by the `Link` template argument, so pushing costs one atomic

@@ -15,7 +15,8 @@
 // handle, or that no other thread calls through the same handle.
 //
 // The reference count and the state share one atomic word (`refs_state`:
-// low 24 bits references, high 8 bits the TimeoutState), so that a node
+// the references, kInFlight, the TimeoutState and the kBusy / kMoved /
+// kNoticed / kPeriodic flags; the layout is at the word below), so that a node
 // fits one 64-byte pool cell. Every change of the word is an RMW whose result
 // decides, with one exception (the worker's arm and expiry claim, below)
 // whose precondition no other thread can break.
@@ -185,7 +186,7 @@ enum class TimeoutState : uint8_t {
 
 // Nodes live in 64-byte cells of their own pool, one cache line each
 // (chunks and cells are line-aligned): with its 8-byte wheel slot and its
-// share of the pool's chunks, a pending timeout costs about 73 bytes.
+// share of the chunk headers, a pending timeout costs about 72 bytes.
 inline constexpr size_t kNodeCellSize = 64;
 struct NodePoolTag;
 using NodePool = CellPool<NodePoolTag, kNodeCellSize>;

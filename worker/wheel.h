@@ -324,8 +324,8 @@ class Wheel {
     return n;
   }
   // kWholeNode: the sweep expires the nodes (state, task: the whole cell),
-  // else it cascades them (state, where, deadline: the first 16 bytes, one
-  // line, see TimeoutNode::deadline).
+  // else it cascades them (state, where, filed: the first 16 bytes, one
+  // line, see TimeoutNode::filed).
   template <bool kWholeNode>
   void Prefetch(const Bucket& b, uint32_t i) const {
     if (i + kPrefetchDistance < b.size) {
