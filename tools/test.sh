@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this script):
-#   1. install what is missing (tools/setup.sh), and check the include rules
-#      (tools/check_includes.sh);
+#   1. install what is missing (tools/setup.sh), check the include rules
+#      (tools/check_includes.sh), and that every file, target, function and
+#      test the documents name exists (tools/check_docs.sh);
 #   2. build everything, benchmarks included;
 #   3. run every test under the plain build and under ASan (with LSan), TSan
 #      and UBSan; any sanitizer report fails its test;
@@ -29,6 +30,8 @@ quiet=(--noshow_progress --ui_event_filters=-info,-debug)
 start=$(date +%s)
 echo "== include rules (CONTRIBUTING.md)"
 tools/check_includes.sh
+echo "== names in the documents"
+tools/check_docs.sh
 
 echo "== build //... (plain)"
 bazel build "${quiet[@]}" //...
@@ -45,7 +48,7 @@ show_failures() {
     done
 }
 
-passed=1  # the include rules
+passed=2  # the include rules, the names in the documents
 for cfg in "${configs[@]}"; do
   flags=()
   [[ "$cfg" != plain ]] && flags=(--config="$cfg")
