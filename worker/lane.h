@@ -153,7 +153,12 @@ class Lane {
   // rather than chasing tail_ keeps the consumer off the cache lines that
   // producers are still writing: it reaches a line once they have moved on,
   // except at the snapshot's edge.
-  void Refresh() { seen_tail_ = tail_.load(std::memory_order_acquire); }
+  void Refresh() {
+    seen_tail_ = tail_.load(std::memory_order_acquire);
+    if (consumer_cells_ == nullptr) {
+      consumer_cells_ = cells_.load(std::memory_order_acquire);
+    }
+  }
 
   // Takes the oldest cell claimed before the last Refresh(). kItem: `*item`
   // is set. kTakenBack: the cell held a tombstone. kNotYet: its producer has
@@ -163,9 +168,6 @@ class Lane {
     const uint64_t head = head_.load(std::memory_order_relaxed);
     if (head == seen_tail_) return Popped::kEmpty;
     TICKWHEEL_INTERLEAVE_POINT();
-    if (consumer_cells_ == nullptr) {
-      consumer_cells_ = cells_.load(std::memory_order_acquire);
-    }
     T* got = consumer_cells_[head & kMask].exchange(nullptr,
                                                     std::memory_order_acq_rel);
     if (got == nullptr) return Popped::kNotYet;
@@ -240,9 +242,10 @@ class Lane {
   std::atomic<std::atomic<T*>*> cells_{nullptr};  // set once, by a producer
   alignas(64) std::atomic<uint64_t> head_{0};  // the consumer stores
   uint64_t seen_tail_ = 0;  // consumer-only: tail_ at the last Refresh()
-  // Consumer-only: cells_, loaded by the first Pop() that has a claimed
-  // cell to take (the claim's CAS came after the array's CAS, and Refresh()
-  // read tail_ with acquire, so the array's address is visible by then).
+  // Consumer-only: cells_, loaded by Refresh() until it is set. Read after
+  // tail_ with acquire: a claim counted in seen_tail_ came after its
+  // producer's CAS of the array, so whenever Pop() has a cell to take, this
+  // is the array.
   std::atomic<T*>* consumer_cells_ = nullptr;
 };
 
