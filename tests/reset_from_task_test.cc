@@ -186,8 +186,10 @@ class Program {
       ++(ok ? tally_->task_resets : tally_->task_resets_refused);
     }
     if (!ok) return;
-    if (id == running_) reset_in_run_ = true;
-    if (id == running_) ++tally_->self_resets;
+    if (id == running_) {
+      reset_in_run_ = true;
+      ++tally_->self_resets;
+    }
     s.deadline = Now() + std::max<int64_t>(delay, 0);
     EXPECT_EQ(DeadlineNanos(s.handle), s.deadline) << "timeout " << id;
   }
@@ -238,17 +240,16 @@ class Program {
         break;
     }
     running_ = kNone;
-    Slot& me = slots_[id];
-    if (!me.periodic || !me.pending) return;
-    if (me.runs == me.cancel_after_runs) {
+    if (!s.periodic || !s.pending) return;
+    if (s.runs == s.cancel_after_runs) {
       EXPECT_TRUE(self.cancel()) << "periodic timeout " << id;
-      me.pending = false;
+      s.pending = false;
       return;
     }
     if (!reset_in_run_) {
       // The first grid time after now.
-      const int64_t missed = (now - run_deadline) / me.period + 1;
-      me.deadline = run_deadline + missed * me.period;
+      const int64_t missed = (now - run_deadline) / s.period + 1;
+      s.deadline = run_deadline + missed * s.period;
     }
   }
 

@@ -148,41 +148,42 @@ quiet "build and run examples/pkgconfig" \
 echo "cmake: pkg-config: $(tail -n 1 "$tmp/log")"
 
 # 5. Shared libraries: the libraries alone, installed, and the find_package()
-#    consumer built and run against the installed .so files.
+#    and pkg-config consumers built and run against the installed .so files.
 shared="$cache/shared"
+shared_lib="$tmp/shared_prefix/lib"
+# Fails unless consumer `$2` loads the installed libtickwheel_timer.so, as
+# the caller's environment finds it: CMake's consumer by its rpath, the
+# pkg-config one through LD_LIBRARY_PATH (the prefix is outside the loader's
+# paths, as a user's would be without an rpath).
+uses_installed_so() {
+  if ! ldd "$2" | grep -q "$shared_lib/libtickwheel_timer.so"; then
+    ldd "$2"
+    echo "check_cmake: FAILED: the $1 consumer does not use the installed libtickwheel_timer.so"
+    exit 1
+  fi
+}
 quiet "configure (shared)" cmake -S . -B "$shared" -G Ninja \
   -DBUILD_SHARED_LIBS=ON -DTICKWHEEL_BUILD_TESTS=OFF -DTICKWHEEL_INSTALL=ON
 quiet "build (shared)" cmake --build "$shared" -j "$jobs"
 quiet "install (shared)" cmake --install "$shared" --prefix "$tmp/shared_prefix"
 for lib in timer idle_tracker; do
-  [[ -f "$tmp/shared_prefix/lib/libtickwheel_$lib.so" ]] ||
+  [[ -f "$shared_lib/libtickwheel_$lib.so" ]] ||
     { echo "check_cmake: FAILED: libtickwheel_$lib.so not installed"; exit 1; }
 done
 quiet "configure examples/cmake_installed (shared)" \
   cmake -S examples/cmake_installed -B "$tmp/installed_shared" -G Ninja \
   -DCMAKE_PREFIX_PATH="$tmp/shared_prefix"
 quiet "build examples/cmake_installed (shared)" cmake --build "$tmp/installed_shared"
-if ! ldd "$tmp/installed_shared/installed_consumer" | grep -q "$tmp/shared_prefix/lib/libtickwheel_timer.so"; then
-  ldd "$tmp/installed_shared/installed_consumer"
-  echo "check_cmake: FAILED: the shared consumer does not use the installed libtickwheel_timer.so"
-  exit 1
-fi
+uses_installed_so find_package "$tmp/installed_shared/installed_consumer"
 quiet "run examples/cmake_installed (shared)" "$tmp/installed_shared/installed_consumer"
 echo "cmake: shared: $(tail -n 1 "$tmp/log")"
-# The pkg-config consumer against the same .so files, which the loader finds
-# through LD_LIBRARY_PATH (the prefix is outside its paths, as a user's would
-# be without an rpath).
 mkdir -p "$tmp/pkgconfig_shared"
 quiet "build examples/pkgconfig (shared)" \
-  env PKG_CONFIG_PATH="$tmp/shared_prefix/lib/pkgconfig" \
+  env PKG_CONFIG_PATH="$shared_lib/pkgconfig" \
   make --no-print-directory -C examples/pkgconfig OUT="$tmp/pkgconfig_shared"
-if ! LD_LIBRARY_PATH="$tmp/shared_prefix/lib" ldd "$tmp/pkgconfig_shared/pkgconfig_consumer" |
-    grep -q "$tmp/shared_prefix/lib/libtickwheel_timer.so"; then
-  echo "check_cmake: FAILED: the pkg-config consumer does not use the installed libtickwheel_timer.so"
-  exit 1
-fi
+LD_LIBRARY_PATH="$shared_lib" uses_installed_so pkg-config "$tmp/pkgconfig_shared/pkgconfig_consumer"
 quiet "run examples/pkgconfig (shared)" \
-  env LD_LIBRARY_PATH="$tmp/shared_prefix/lib" "$tmp/pkgconfig_shared/pkgconfig_consumer"
+  env LD_LIBRARY_PATH="$shared_lib" "$tmp/pkgconfig_shared/pkgconfig_consumer"
 echo "cmake: pkg-config (shared): $(tail -n 1 "$tmp/log")"
 
 echo "check_cmake: OK in $(( $(date +%s) - start )) s (build, ctest, install, add_subdirectory, FetchContent, find_package, pkg-config, shared)"

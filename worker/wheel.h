@@ -303,9 +303,9 @@ class Wheel {
   // freed, stay at the top of the worker thread's malloc arena, which
   // glibc's malloc_trim() does not give back (it trims the main arena's
   // top only), so the slots of a burst of timeouts would stay resident long
-  // after the burst was cancelled. Below
-  // a page a bucket holds at most 256 nodes, and a system call per
-  // doubling above it is small beside filing the nodes that filled it.
+  // after the burst was cancelled. Below a page a bucket holds at most 256
+  // nodes, and a system call per doubling above it is small beside filing
+  // the nodes that filled it.
   static constexpr size_t kMappedBytes = 4096;
   static bool Mapped(uint32_t capacity);
   // Grows b's array to `grown` slots, keeping its contents; aborts with a

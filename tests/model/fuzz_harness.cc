@@ -535,6 +535,15 @@ struct RaceContext {
   bool unlimited;  // max_pending unset: no rejection depends on the order
   int64_t* ticks_left;
   std::string* trace;
+
+  // An advance decoded from `byte`, cut to what is left of the input's
+  // tick budget, and charged to it.
+  int64_t TakeAdvance(uint8_t byte) {
+    const int64_t nanos =
+        std::min(DecodeAdvance(byte, tick, wheel), *ticks_left * tick);
+    *ticks_left -= nanos / tick;
+    return nanos;
+  }
 };
 
 std::string NotPending(int64_t id) {
@@ -593,9 +602,7 @@ std::string RunRace(int kind, Reader& in, RaceContext& c) {
       break;
     }
     case 3: {
-      int64_t nanos = DecodeAdvance(in.Byte(), c.tick, c.wheel);
-      nanos = std::min(nanos, *c.ticks_left * c.tick);
-      *c.ticks_left -= nanos / c.tick;
+      const int64_t nanos = c.TakeAdvance(in.Byte());
       Racer::Get().Race([&] { c.real.Advance(nanos); }, cancel_shared);
       *c.trace += fmt::format("  race: cancel(#{}) -> {} || advance({}ns)\n",
                               id, wins.load(), nanos);
@@ -941,9 +948,7 @@ std::string RunResetRace(Reader& in, RaceContext& c) {
       return "";
     }
     case 4: {
-      int64_t nanos = DecodeAdvance(in.Byte(), c.tick, c.wheel);
-      nanos = std::min(nanos, *c.ticks_left * c.tick);
-      *c.ticks_left -= nanos / c.tick;
+      const int64_t nanos = c.TakeAdvance(in.Byte());
       // Past the advance's end from either clock reading, so that the
       // moved timeout never runs within it, wherever the reset() lands.
       const absl::Duration delay = std::max(
@@ -1099,9 +1104,7 @@ std::string RunFuzzInput(const uint8_t* data, size_t size) {
         break;
       }
       case 8: case 9: case 10: {  // advance the clock and settle
-        int64_t nanos = DecodeAdvance(in.Byte(), tick, wheel);
-        nanos = std::min(nanos, ticks_left * tick);
-        ticks_left -= nanos / tick;
+        const int64_t nanos = race.TakeAdvance(in.Byte());
         real.Advance(nanos);
         const std::vector<Event> observed = real.events();
         model.Advance(absl::Nanoseconds(nanos), &observed);

@@ -143,7 +143,10 @@ void RearmLoop(benchmark::State& state, Timer& timer, Rearm&& rearm) {
   int64_t round = 0;
   for (auto _ : state) {
     rearm(conns[i], round);
-    if (++i == kConnections) i = 0, ++round;
+    if (++i == kConnections) {
+      i = 0;
+      ++round;
+    }
   }
   state.SetItemsProcessed(state.iterations());
 }
