@@ -77,30 +77,42 @@ int main() {
 
   const Clock::time_point start = old_timer->now();
   for (int job = 0; job < kJobs; ++job) {
-    const Clock::time_point due = start + std::chrono::milliseconds(40 + 80 * job);
+    const Clock::time_point due =
+        start + std::chrono::milliseconds(40 + 80 * job);
     // The task knows its own deadline, to check that it never runs early. The
     // Timeout it receives names the timer that runs it (timer() is always
     // safe inside the task).
-    old_timer->newTimeoutAt([&ledger, job, due](const Timeout& self) {
-      ledger.Ran(job, due, self.timer());
-    }, due).value();
+    old_timer
+        ->newTimeoutAt(
+            [&ledger, job, due](const Timeout& self) {
+              ledger.Ran(job, due, self.timer());
+            },
+            due)
+        .value();
   }
   fmt::print("{} jobs due every 80 ms from 40 ms on a 50 ms wheel\n", kJobs);
 
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
   std::vector<Timeout> left = old_timer->stop().value();
   const Clock::time_point old_now = old_timer->now();
-  fmt::print("stop() at {:.0f} ms returned {} pending; handing them to a 5 ms wheel:\n",
-             Ms(old_now - start).count(), left.size());
+  fmt::print(
+      "stop() at {:.0f} ms returned {} pending; handing them to a 5 ms "
+      "wheel:\n",
+      Ms(old_now - start).count(), left.size());
   for (const Timeout& t : left) {
-    const Clock::duration remaining = std::max(t.deadline() - old_now, Clock::duration::zero());
-    absl::StatusOr<Timeout> moved = new_timer->newTimeout(t.takeTask(), remaining);
+    const Clock::duration remaining =
+        std::max(t.deadline() - old_now, Clock::duration::zero());
+    absl::StatusOr<Timeout> moved =
+        new_timer->newTimeout(t.takeTask(), remaining);
     if (!moved.ok()) {  // the new timer refused it: say so rather than drop it
       fmt::print("  handover failed: {}\n", moved.status().ToString());
       return 1;
     }
-    fmt::print("  due at {:3.0f} ms, {:5.1f} ms left (cancelled on the old timer: {})\n",
-               Ms(t.deadline() - start).count(), Ms(remaining).count(), t.isCancelled());
+    fmt::print(
+        "  due at {:3.0f} ms, {:5.1f} ms left (cancelled on the old timer: "
+        "{})\n",
+        Ms(t.deadline() - start).count(), Ms(remaining).count(),
+        t.isCancelled());
   }
 
   const bool all_ran = ledger.AwaitAll();
@@ -112,10 +124,14 @@ int main() {
     on_old += ledger.ran_on(job) == old_timer.get();
     on_new += ledger.ran_on(job) == new_timer.get();
   }
-  fmt::print("ran on the old timer: {}, on the new: {}, early: {}, not exactly once: {}\n",
-             on_old, on_new, ledger.early(), not_once);
-  const bool ok = all_ran && still_pending == 0 && not_once == 0 && ledger.early() == 0 &&
-                  on_new == static_cast<int>(left.size()) && on_old + on_new == kJobs;
-  fmt::print("{}\n", ok ? "OK: every job ran exactly once, none early" : "WRONG");
+  fmt::print(
+      "ran on the old timer: {}, on the new: {}, early: {}, not exactly once: "
+      "{}\n",
+      on_old, on_new, ledger.early(), not_once);
+  const bool ok =
+      all_ran && still_pending == 0 && not_once == 0 && ledger.early() == 0 &&
+      on_new == static_cast<int>(left.size()) && on_old + on_new == kJobs;
+  fmt::print("{}\n",
+             ok ? "OK: every job ran exactly once, none early" : "WRONG");
   return ok ? 0 : 1;
 }

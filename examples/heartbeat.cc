@@ -35,12 +35,12 @@ constexpr int kBeats = 6;
 // tasks and joins its thread, so no task reaches this once it is gone.
 struct PeerMonitor {
   Clock::time_point start;
-  Timeout dead;                      // set before the first heartbeat
+  Timeout dead;  // set before the first heartbeat
   std::atomic<int> beats{0};
   std::atomic<int> failed_resets{0};
   std::atomic<int> early_beats{0};
   std::atomic<Clock::rep> last_beat{0};  // time_since_epoch of the last one
-  std::promise<int> declared_dead;   // the beats seen when it fired
+  std::promise<int> declared_dead;       // the beats seen when it fired
 
   double Ms(Clock::time_point t) const {
     return std::chrono::duration<double, std::milli>(t - start).count();
@@ -53,8 +53,10 @@ struct PeerMonitor {
     last_beat = now.time_since_epoch().count();
     const int n = beats.fetch_add(1) + 1;
     if (!dead.reset(kSilence)) failed_resets.fetch_add(1);
-    fmt::print("  heartbeat {} at {:5.1f} ms: peer dead at {:5.1f} ms unless another comes\n",
-               n, Ms(now), Ms(dead.deadline()));
+    fmt::print(
+        "  heartbeat {} at {:5.1f} ms: peer dead at {:5.1f} ms unless another "
+        "comes\n",
+        n, Ms(now), Ms(dead.deadline()));
   }
 };
 
@@ -72,42 +74,58 @@ int main() {
   monitor.start = Clock::now();
   fmt::print("the peer beats every {} ms; dead after {} ms without a beat\n",
              kPeriod.count(), kSilence.count());
-  monitor.dead = ours->newTimeout([&monitor] {
-    fmt::print("  {:5.1f} ms: no heartbeat for {} ms, peer declared dead\n",
-               monitor.Ms(Clock::now()), kSilence.count());
-    monitor.declared_dead.set_value(monitor.beats.load());
-  }, kSilence).value();
+  monitor.dead =
+      ours->newTimeout(
+              [&monitor] {
+                fmt::print(
+                    "  {:5.1f} ms: no heartbeat for {} ms, peer declared "
+                    "dead\n",
+                    monitor.Ms(Clock::now()), kSilence.count());
+                monitor.declared_dead.set_value(monitor.beats.load());
+              },
+              kSilence)
+          .value();
   std::future<int> dead = monitor.declared_dead.get_future();
 
   // The peer's heartbeat. It takes its Timeout to check it is not early and,
   // at the last beat, to cancel itself.
-  Timeout beat = peer->newPeriodic([&monitor](const Timeout& self) {
-    if (Clock::now() < self.deadline()) monitor.early_beats.fetch_add(1);
-    monitor.OnHeartbeat();
-    if (monitor.beats == kBeats) {
-      fmt::print("  peer crashes (its periodic timeout cancels itself)\n");
-      self.cancel();
-    }
-  }, kPeriod, kPeriod).value();
+  Timeout beat =
+      peer->newPeriodic(
+              [&monitor](const Timeout& self) {
+                if (Clock::now() < self.deadline())
+                  monitor.early_beats.fetch_add(1);
+                monitor.OnHeartbeat();
+                if (monitor.beats == kBeats) {
+                  fmt::print(
+                      "  peer crashes (its periodic timeout cancels itself)\n");
+                  self.cancel();
+                }
+              },
+              kPeriod, kPeriod)
+          .value();
 
-  const bool fired = dead.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  const bool fired =
+      dead.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
   const Clock::time_point fired_at = Clock::now();
   // Nothing runs after stop(): the monitor may now be read without atomics.
   const size_t ours_left = ours->stop().value().size();
   const size_t peer_left = peer->stop().value().size();
 
   const Clock::time_point last_beat{Clock::duration(monitor.last_beat.load())};
-  const bool ok = fired && dead.get() == kBeats && fired_at >= last_beat + kSilence &&
+  const bool ok = fired && dead.get() == kBeats &&
+                  fired_at >= last_beat + kSilence &&
                   monitor.failed_resets == 0 && monitor.early_beats == 0 &&
                   beat.isCancelled() && ours_left == 0 && peer_left == 0;
-  for (const auto& [name, timer] : {std::pair{"peer", peer.get()}, std::pair{"ours", ours.get()}}) {
+  for (const auto& [name, timer] :
+       {std::pair{"peer", peer.get()}, std::pair{"ours", ours.get()}}) {
     const tickwheel::TimerMetrics m = timer->metrics();
     const tickwheel::LatenessHistogram& late = m.lateness;
-    fmt::print("lateness on {}: {} runs, p50 {}, p99 {}, max {}\n", name, late.count(),
-               absl::FormatDuration(late.Percentile(0.5)),
+    fmt::print("lateness on {}: {} runs, p50 {}, p99 {}, max {}\n", name,
+               late.count(), absl::FormatDuration(late.Percentile(0.5)),
                absl::FormatDuration(late.Percentile(0.99)),
                absl::FormatDuration(late.max()));
   }
-  fmt::print("{}\n", ok ? "OK: declared dead once, after the last heartbeat" : "WRONG");
+  fmt::print("{}\n",
+             ok ? "OK: declared dead once, after the last heartbeat" : "WRONG");
   return ok ? 0 : 1;
 }

@@ -45,7 +45,8 @@ class Event {
   }
   bool Wait() {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(10), [this] { return set_; });
+    return cv_.wait_for(lock, std::chrono::seconds(10),
+                        [this] { return set_; });
   }
 
  private:
@@ -58,7 +59,7 @@ struct Request {
   Timeout deadline;             // only the handler's thread touches the handle
   std::atomic<int> answers{0};  // answers sent to the client: must end at 1
   std::atomic<bool> timed_out{false};
-  Event deadline_answered;      // lets a hanging backend give up
+  Event deadline_answered;  // lets a hanging backend give up
 };
 
 bool Hangs(int id) { return id % 4 == 3; }  // the backend misses the budget
@@ -70,11 +71,16 @@ bool Serve(tickwheel::Timer& timer, int id, std::atomic<int>& dropped) {
   // The task holds a shared_ptr: the request lives until both the handler
   // and the task are done with it, whichever finishes last. cancel() destroys
   // the task, and with it this reference, before it returns.
-  req->deadline = timer.newTimeout([req] {
-    req->timed_out = true;
-    req->answers.fetch_add(1);  // "504 timed out" to the client
-    req->deadline_answered.Set();
-  }, kBudget).value();
+  req->deadline =
+      timer
+          .newTimeout(
+              [req] {
+                req->timed_out = true;
+                req->answers.fetch_add(1);  // "504 timed out" to the client
+                req->deadline_answered.Set();
+              },
+              kBudget)
+          .value();
 
   // The backend call: quick, or stuck until the deadline has answered.
   if (Hangs(id)) {
@@ -108,11 +114,13 @@ bool StreamDemo(tickwheel::Timer& timer) {
   };
   // A weak_ptr this time: a stream closed and freed before its deadline needs
   // no timing out, and its deadline must not keep it alive.
-  Timeout idle = timer.newTimeout(
-      [weak = std::weak_ptr<Stream>(stream)] {
-        if (auto s = weak.lock()) s->timed_out.Set();
-      },
-      kBudget).value();
+  Timeout idle = timer
+                     .newTimeout(
+                         [weak = std::weak_ptr<Stream>(stream)] {
+                           if (auto s = weak.lock()) s->timed_out.Set();
+                         },
+                         kBudget)
+                     .value();
   fmt::print("stream: deadline at {:.0f} ms\n", ms(idle.deadline()));
   Clock::time_point last_reset;
   for (int chunk = 1; chunk <= 3; ++chunk) {
@@ -153,11 +161,13 @@ int main() {
 
   const bool stream_ok = StreamDemo(*timer);
   const tickwheel::TimerMetrics m = timer->metrics();
-  fmt::print("late replies dropped: {}; timer: expired={} cancelled={} pending={}\n",
-             dropped.load(), m.expired, m.cancelled, m.pending);
+  fmt::print(
+      "late replies dropped: {}; timer: expired={} cancelled={} pending={}\n",
+      dropped.load(), m.expired, m.cancelled, m.pending);
   int hanging = 0;
   for (int id = 0; id < kRequests; ++id) hanging += Hangs(id);
-  const bool ok = stream_ok && wrong == 0 && dropped == hanging && m.pending == 0;
+  const bool ok =
+      stream_ok && wrong == 0 && dropped == hanging && m.pending == 0;
   fmt::print("{}\n", ok ? "OK" : "WRONG");
   return ok ? 0 : 1;
 }

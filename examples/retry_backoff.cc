@@ -49,8 +49,11 @@ class Retrier : public std::enable_shared_from_this<Retrier> {
   // `op(attempt)` returns true on success; attempts count from 1.
   Retrier(tickwheel::Timer& timer, std::string name,
           std::function<bool(int)> op, Backoff backoff, uint32_t seed)
-      : timer_(timer), name_(std::move(name)), op_(std::move(op)),
-        backoff_(backoff), rng_(seed) {}
+      : timer_(timer),
+        name_(std::move(name)),
+        op_(std::move(op)),
+        backoff_(backoff),
+        rng_(seed) {}
 
   // Only the timer's thread touches the state below until done() is ready:
   // tasks run one at a time there, and scheduling happens-before the run.
@@ -77,13 +80,15 @@ class Retrier : public std::enable_shared_from_this<Retrier> {
   }
 
   void Attempt() {
-    const absl::Duration waited = absl::FromChrono(Clock::now() - scheduled_at_);
+    const absl::Duration waited =
+        absl::FromChrono(Clock::now() - scheduled_at_);
     if (waited < planned_) ran_early_ = true;
     ++attempts_;
-    const std::string what = fmt::format(
-        "{:<5} attempt {} at {:3} ms", name_, attempts_,
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_)
-            .count());
+    const std::string what =
+        fmt::format("{:<5} attempt {} at {:3} ms", name_, attempts_,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        Clock::now() - start_)
+                        .count());
     if (op_(attempts_)) {
       fmt::print("  {}: succeeded\n", what);
       return Finish(true);
@@ -142,7 +147,8 @@ int main() {
   flaky->Start();
   down->Start();
   const bool finished =
-      flaky_done.wait_for(std::chrono::seconds(10)) == std::future_status::ready &&
+      flaky_done.wait_for(std::chrono::seconds(10)) ==
+          std::future_status::ready &&
       down_done.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
   // Before the Timer goes: after stop(), no task runs and none can schedule.
   const size_t left = timer->stop().value().size();
@@ -151,7 +157,7 @@ int main() {
                   flaky->attempts() == 4 && !down->succeeded() &&
                   down->attempts() == backoff.max_attempts &&
                   !flaky->ran_early() && !down->ran_early();
-  fmt::print("{}\n", ok ? "OK: every retry waited at least its delay"
-                        : "WRONG");
+  fmt::print("{}\n",
+             ok ? "OK: every retry waited at least its delay" : "WRONG");
   return ok ? 0 : 1;
 }

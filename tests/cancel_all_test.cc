@@ -32,7 +32,8 @@ TEST(CancelAllTest, CancelsEveryPendingTimeoutAndTheTimerGoesOn) {
   std::vector<Timeout> timeouts;
   auto add = [&](absl::Duration delay) {
     probes.push_back(std::make_shared<Probe>());
-    timeouts.push_back(t.timer->newTimeout(ProbeTask(probes.back()), delay).value());
+    timeouts.push_back(
+        t.timer->newTimeout(ProbeTask(probes.back()), delay).value());
   };
   for (int i = 0; i < 40; ++i) add(absl::Milliseconds(5 + i));  // to be filed
   t.clock->AwaitIdle();
@@ -120,10 +121,11 @@ TEST(CancelAllTest, RacingSchedulersAndCancelsEndEveryTaskOnce) {
     threads.emplace_back([&, th] {
       std::vector<Timeout> mine;
       for (int i = 0; i < kEach; ++i) {
-        mine.push_back(timer
-                           ->newTimeout([&, c = Counted(&destroyed)] { ++runs; },
-                                        absl::Microseconds((i * 37) % 3000))
-                           .value());
+        mine.push_back(
+            timer
+                ->newTimeout([&, c = Counted(&destroyed)] { ++runs; },
+                             absl::Microseconds((i * 37) % 3000))
+                .value());
         if (i % 7 == 0 && mine[i / 2].cancel()) ++cancels;
         if (i % 500 == th) cancelled_all += timer->cancelAll();
       }

@@ -50,10 +50,9 @@ TEST(CancelReclamationTest, CancelledTimeoutsDoNotPileUpWhileTheWorkerSleeps) {
   int64_t cancels = 0;
   for (int round = 0; round < kRounds; ++round) {
     for (int i = 0; i < kPerRound; ++i) {
-      batch.push_back(timer
-                          ->newTimeout([](const Timeout&) {},
-                                       absl::Seconds(150 + i % 50))
-                          .value());
+      batch.push_back(
+          timer->newTimeout([](const Timeout&) {}, absl::Seconds(150 + i % 50))
+              .value());
     }
     for (const Timeout& t : batch) {
       ASSERT_TRUE(t.cancel());
@@ -68,7 +67,8 @@ TEST(CancelReclamationTest, CancelledTimeoutsDoNotPileUpWhileTheWorkerSleeps) {
   for (size_t i = 0; i < rss.size(); ++i) {
     std::printf("round %zu: rss %.1f MB\n", i, rss[i] / 1e6);
   }
-#if !defined(ABSL_HAVE_ADDRESS_SANITIZER) && !defined(ABSL_HAVE_THREAD_SANITIZER)
+#if !defined(ABSL_HAVE_ADDRESS_SANITIZER) && \
+    !defined(ABSL_HAVE_THREAD_SANITIZER)
   // After the first rounds have sized the pools and the wheel, more rounds
   // of the same traffic add nothing: piled-up nodes would add about 9.6 MB
   // per round. The margin allows for allocator noise.

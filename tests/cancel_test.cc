@@ -33,7 +33,7 @@ TEST(CancelTest, CancelBeforeExpiryDestroysCapturesAtOnce) {
   EXPECT_TRUE(timeout.isCancelled());
   EXPECT_FALSE(timeout.isExpired());
   EXPECT_TRUE(probe->captures_destroyed.load());  // by cancel() itself
-  EXPECT_FALSE(timeout.cancel());  // only the first cancel wins
+  EXPECT_FALSE(timeout.cancel());                 // only the first cancel wins
   t.clock->AdvanceAndSettle(absl::Milliseconds(10));
   EXPECT_EQ(t.timer->metrics().cancelled, 1);
   t.clock->AdvanceInSteps(absl::Seconds(31), absl::Seconds(1));

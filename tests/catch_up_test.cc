@@ -56,19 +56,27 @@ TEST(CatchUpTest, BlockingTaskMakesLaterOnesCatchUpInOrderNoneEarly) {
   std::mutex mu;
   std::condition_variable cv;
   bool started = false, release = false;
-  struct Run { int id; int64_t tick; int64_t clock_ms; };
+  struct Run {
+    int id;
+    int64_t tick;
+    int64_t clock_ms;
+  };
   std::vector<Run> runs;  // guarded by mu
   for (int i = 0; i < 10; ++i) {
-    ASSERT_TRUE(t.timer->newTimeout([&, i](const Timeout& self) {
-      std::unique_lock<std::mutex> lock(mu);
-      runs.push_back({i, self.timer()->metrics().ticks,
-                      t.clock->NowNanos() / kMs});
-      if (i == 1) {
-        started = true;
-        cv.notify_all();
-        cv.wait(lock, [&] { return release; });
-      }
-    }, absl::Milliseconds(10 * (i + 1))).ok());  // task i due at tick i
+    ASSERT_TRUE(t.timer
+                    ->newTimeout(
+                        [&, i](const Timeout& self) {
+                          std::unique_lock<std::mutex> lock(mu);
+                          runs.push_back({i, self.timer()->metrics().ticks,
+                                          t.clock->NowNanos() / kMs});
+                          if (i == 1) {
+                            started = true;
+                            cv.notify_all();
+                            cv.wait(lock, [&] { return release; });
+                          }
+                        },
+                        absl::Milliseconds(10 * (i + 1)))
+                    .ok());  // task i due at tick i
   }
   t.clock->AdvanceAndSettle(absl::Milliseconds(10));
   t.clock->Advance(absl::Milliseconds(10));  // task 1 starts and blocks
@@ -125,7 +133,7 @@ TEST(CatchUpTest, BurstRunsInTheTickItIsDue) {
 TEST(CatchUpTest, OverdueBacklogRunsWithoutAnotherTick) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(1), 512));
   t.timer->newTimeout([](const Timeout&) {}, absl::Milliseconds(10)).value();
-  SettlePastHousekeeping(t);  // now 2 ms; the worker sleeps until 10 ms
+  SettlePastHousekeeping(t);       // now 2 ms; the worker sleeps until 10 ms
   constexpr int kBacklog = 16000;  // four slices; within the fast lane
   auto order = std::make_shared<std::vector<int>>();
   order->reserve(kBacklog);
@@ -142,7 +150,8 @@ TEST(CatchUpTest, OverdueBacklogRunsWithoutAnotherTick) {
   t.clock->Advance(absl::Milliseconds(40));  // to 42 ms, in one step
   t.clock->AwaitIdle();
   ASSERT_EQ(static_cast<int>(order->size()), kBacklog);
-  for (int i = 0; i < kBacklog; ++i) ASSERT_EQ((*order)[i], i) << "position " << i;
+  for (int i = 0; i < kBacklog; ++i)
+    ASSERT_EQ((*order)[i], i) << "position " << i;
   EXPECT_EQ(t.timer->pendingTimeouts(), 0);
 }
 
@@ -168,8 +177,10 @@ TEST(CatchUpTest, OverdueBacklogTasksMayCancelAndSchedule) {
                   ran->push_back(i);
                   (*handles)[i + 1].cancel();  // the last one: an empty handle
                   if (i % 100 == 0) {
-                    timer->newTimeout([children](const Timeout&) { ++*children; },
-                                      absl::ZeroDuration())
+                    timer
+                        ->newTimeout(
+                            [children](const Timeout&) { ++*children; },
+                            absl::ZeroDuration())
                         .value();
                   }
                 },

@@ -146,9 +146,9 @@ TEST(CellPoolTest, FreedCellsComeBackInAddressOrder) {
   std::thread([&] {
     for (void* p : scrambled) Pool::Free(p);
   }).join();
-  EXPECT_EQ(Pool::Depot().FreeCells(),
-            Pool::Depot().MappedBytes() / CellDepot::kChunkBytes *
-                Pool::Depot().CellsPerChunk());
+  EXPECT_EQ(Pool::Depot().FreeCells(), Pool::Depot().MappedBytes() /
+                                           CellDepot::kChunkBytes *
+                                           Pool::Depot().CellsPerChunk());
   // A fresh thread gets them back front to back, in the order fresh memory
   // was first handed out: chunk by chunk, ascending within a chunk.
   std::vector<void*> again;
@@ -240,9 +240,9 @@ TEST(CellPoolTest, AChildForkedWhileOthersUseThePoolCanUseIt) {
     }
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status)) << "child died (signal "
-                                   << (WIFSIGNALED(status) ? WTERMSIG(status) : 0)
-                                   << "): a depot mutex was inherited locked?";
+    ASSERT_TRUE(WIFEXITED(status))
+        << "child died (signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0)
+        << "): a depot mutex was inherited locked?";
     EXPECT_EQ(WEXITSTATUS(status), 0);
   }
   stop.store(true);
@@ -286,7 +286,8 @@ TEST(CellPoolTest, ThreadsThatFindTheDepotEmptyAtOnceGetDistinctCells) {
   // What the cells need, plus at most one spare from the two threads that
   // may map at once.
   const size_t per_chunk = Pool::Depot().CellsPerChunk();
-  const size_t needed = (size_t{kThreads} * kPerThread + per_chunk - 1) / per_chunk;
+  const size_t needed =
+      (size_t{kThreads} * kPerThread + per_chunk - 1) / per_chunk;
   EXPECT_LE(Pool::Depot().MappedBytes(), (needed + 1) * CellDepot::kChunkBytes);
   for (auto& cells : got) {
     for (void* p : cells) Pool::Free(p);

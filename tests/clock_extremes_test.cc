@@ -134,8 +134,9 @@ TEST(ClockExtremesTest, ATimerOnANegativeClockRunsItsTasks) {
   options.clock = std::make_shared<OffsetClock>(manual, -1000000000);
   auto timer = Timer::Create(options).value();
   std::atomic<int> ran{0};
-  ASSERT_TRUE(timer->newTimeout([&](const Timeout&) { ran++; },
-                                absl::Milliseconds(10)).ok());
+  ASSERT_TRUE(
+      timer->newTimeout([&](const Timeout&) { ran++; }, absl::Milliseconds(10))
+          .ok());
   manual->AdvanceAndSettle(absl::Milliseconds(20));
   EXPECT_EQ(ran.load(), 1);
 }

@@ -91,14 +91,16 @@ TEST(RealClockTest, MonotonicNanosReadsSteadyClock) {
   // sleeps on steady_clock: they must be one clock.
   RealClock clock;
   for (int i = 0; i < 1000; ++i) {
-    const int64_t before = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count();
+    const int64_t before =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::steady_clock::now().time_since_epoch())
+            .count();
     const int64_t mid = RealClock::MonotonicNanos();
     const int64_t virt = clock.NowNanos();
-    const int64_t after = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                              std::chrono::steady_clock::now().time_since_epoch())
-                              .count();
+    const int64_t after =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::steady_clock::now().time_since_epoch())
+            .count();
     ASSERT_LE(before, mid);
     ASSERT_LE(mid, virt);
     ASSERT_LE(virt, after);

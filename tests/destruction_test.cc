@@ -28,7 +28,8 @@ TEST(DestructionTest, DestructorWithoutStopDestroysTasksWithoutRunningThem) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
   auto probe = std::make_shared<Probe>();
   auto queued = std::make_shared<Probe>();
-  Timeout held = t.timer->newTimeout(ProbeTask(probe), absl::Seconds(10)).value();
+  Timeout held =
+      t.timer->newTimeout(ProbeTask(probe), absl::Seconds(10)).value();
   t.clock->AdvanceAndSettle(absl::Milliseconds(10));
   t.timer->newTimeout(ProbeTask(queued), absl::Seconds(10)).value();
   t.timer.reset();
@@ -52,10 +53,15 @@ TEST(DestructionTest, TaskDestroysItsOwnTimer) {
   std::atomic<bool> destroyed{false};
   Timeout later_handle =
       t.timer->newTimeout(ProbeTask(later), absl::Seconds(1)).value();
-  ASSERT_TRUE(t.timer->newTimeout([&](const Timeout&) {
-    t.timer.reset();  // from the worker thread: the worker finishes shutdown
-    destroyed = true;
-  }, absl::Milliseconds(10)).ok());
+  ASSERT_TRUE(t.timer
+                  ->newTimeout(
+                      [&](const Timeout&) {
+                        t.timer.reset();  // from the worker thread: the worker
+                                          // finishes shutdown
+                        destroyed = true;
+                      },
+                      absl::Milliseconds(10))
+                  .ok());
   Timeout same_tick_handle =
       t.timer->newTimeout(ProbeTask(same_tick), absl::Milliseconds(10)).value();
   // AwaitIdle returns once the detached worker has finished and unregistered.

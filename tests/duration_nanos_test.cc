@@ -54,10 +54,11 @@ TEST(DurationNanosTest, MatchesTheLibraryOnRandomDelays) {
     // Quarter nanoseconds over every magnitude up to ~2^62.
     const int shift = static_cast<int>(rng() % 63);
     const auto quarters = static_cast<int64_t>(rng() >> (1 + shift));
-    const absl::Duration d = absl::Nanoseconds(quarters) / 4 *
-                             (rng() % 2 == 0 ? 1 : -1);
+    const absl::Duration d =
+        absl::Nanoseconds(quarters) / 4 * (rng() % 2 == 0 ? 1 : -1);
     ASSERT_EQ(DelayNanos(d), Library(d)) << d;
-    const absl::Duration s = absl::Seconds(static_cast<int64_t>(rng() >> shift));
+    const absl::Duration s =
+        absl::Seconds(static_cast<int64_t>(rng() >> shift));
     ASSERT_EQ(DelayNanos(s), Library(s)) << s;
   }
 }

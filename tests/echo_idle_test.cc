@@ -122,7 +122,8 @@ TEST(EchoIdleTest, ClosesExactlyTheSilentConnections) {
   auto tracker = IdleTracker::Create(options).value();
   tools::EchoServerOptions server_options;
   server_options.address = "127.0.0.1";
-  auto server = tools::EchoServer::Create(tracker.get(), server_options).value();
+  auto server =
+      tools::EchoServer::Create(tracker.get(), server_options).value();
   std::thread io([&] { EXPECT_TRUE(server->Run().ok()); });
 
   std::vector<Client> clients(kClients);
@@ -195,20 +196,23 @@ TEST(EchoIdleTest, ClosesExactlyTheSilentConnections) {
       continue;
     }
     ASSERT_TRUE(c.eof) << "silent client " << i << " was never closed";
-    EXPECT_EQ(c.error, 0) << "silent client " << i << ": " << std::strerror(c.error);
+    EXPECT_EQ(c.error, 0) << "silent client " << i << ": "
+                          << std::strerror(c.error);
     const absl::Duration idle_for = ToAbsl(c.eof_at - c.last_send);
     min_margin = std::min(min_margin, idle_for - kIdle);
     max_delay = std::max(max_delay, idle_for - kIdle);
     // Never before the idle timeout: the only allowance is the documented one,
     // the coarse clock's observed lag when the worker was late.
-    EXPECT_GE(idle_for + lag, kIdle) << "silent client " << i << " closed early";
+    EXPECT_GE(idle_for + lag, kIdle)
+        << "silent client " << i << " closed early";
     EXPECT_LE(idle_for, kIdle + ToAbsl(kLateBound))
         << "silent client " << i << " closed late";
   }
-  fmt::print("echo idle test: closed {} silent; EOF seen {} to {} after the "
-             "idle timeout; tracker: {}\ntimer: {}\n",
-             silent_closed(), absl::FormatDuration(min_margin),
-             absl::FormatDuration(max_delay), m, tracker->timerMetrics());
+  fmt::print(
+      "echo idle test: closed {} silent; EOF seen {} to {} after the "
+      "idle timeout; tracker: {}\ntimer: {}\n",
+      silent_closed(), absl::FormatDuration(min_margin),
+      absl::FormatDuration(max_delay), m, tracker->timerMetrics());
   EXPECT_EQ(m.fired, kClients / 2);
   EXPECT_EQ(m.tracked, kClients / 2);
   tools::EchoServerStats st = server->stats();

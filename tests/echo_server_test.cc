@@ -51,7 +51,8 @@ class CloseLog {
     cv_.notify_all();
   }
   // Waits until `n` events are in, or `timeout`; returns a copy of them.
-  std::vector<tools::CloseEvent> WaitFor(size_t n, SteadyClock::duration timeout) {
+  std::vector<tools::CloseEvent> WaitFor(size_t n,
+                                         SteadyClock::duration timeout) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, timeout, [&] { return events_.size() >= n; });
     return events_;
@@ -76,7 +77,8 @@ class Harness {
     tracker_ = IdleTracker::Create(tracker_options).value();
     options.address = "127.0.0.1";
     options.on_close = [this](const tools::CloseEvent& e) { log_.Add(e); };
-    server_ = tools::EchoServer::Create(tracker_.get(), std::move(options)).value();
+    server_ =
+        tools::EchoServer::Create(tracker_.get(), std::move(options)).value();
     io_ = std::thread([this] { EXPECT_TRUE(server_->Run().ok()); });
   }
   ~Harness() { StopAndJoin(); }
@@ -161,9 +163,9 @@ Received SendHalfCloseAndRead(int fd, const std::string& payload,
     pollfd p{fd, static_cast<short>(POLLIN | (half_closed ? 0 : POLLOUT)), 0};
     if (poll(&p, 1, 100) <= 0) continue;
     if (p.revents & POLLOUT) {
-      const ssize_t n = send(fd, payload.data() + sent,
-                             std::min<size_t>(payload.size() - sent, 65536),
-                             MSG_NOSIGNAL);
+      const ssize_t n =
+          send(fd, payload.data() + sent,
+               std::min<size_t>(payload.size() - sent, 65536), MSG_NOSIGNAL);
       if (n > 0) sent += static_cast<size_t>(n);
       if (n < 0 && errno != EAGAIN && errno != EINTR) r.error = errno;
     }
@@ -184,14 +186,15 @@ Received SendHalfCloseAndRead(int fd, const std::string& payload,
 }
 
 // Sends all of `payload` without reading; false on error or `timeout`.
-bool SendAll(int fd, const std::string& payload, SteadyClock::duration timeout) {
+bool SendAll(int fd, const std::string& payload,
+             SteadyClock::duration timeout) {
   size_t sent = 0;
   const auto deadline = SteadyClock::now() + timeout;
   while (sent < payload.size() && SteadyClock::now() < deadline) {
     pollfd p{fd, POLLOUT, 0};
     if (poll(&p, 1, 100) <= 0) continue;
-    const ssize_t n = send(fd, payload.data() + sent, payload.size() - sent,
-                           MSG_NOSIGNAL);
+    const ssize_t n =
+        send(fd, payload.data() + sent, payload.size() - sent, MSG_NOSIGNAL);
     if (n > 0) sent += static_cast<size_t>(n);
     if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
   }
@@ -199,14 +202,16 @@ bool SendAll(int fd, const std::string& payload, SteadyClock::duration timeout) 
 }
 
 // Reads into `r` until it holds `want` bytes, EOF, an error or `timeout`.
-void ReadUntil(int fd, size_t want, SteadyClock::duration timeout, Received* r) {
+void ReadUntil(int fd, size_t want, SteadyClock::duration timeout,
+               Received* r) {
   const auto deadline = SteadyClock::now() + timeout;
   char buf[65536];
   while (r->data.size() < want && !r->eof && r->error == 0 &&
          SteadyClock::now() < deadline) {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, 100) <= 0) continue;
-    const ssize_t n = read(fd, buf, std::min(sizeof(buf), want - r->data.size()));
+    const ssize_t n =
+        read(fd, buf, std::min(sizeof(buf), want - r->data.size()));
     if (n > 0) r->data.append(buf, static_cast<size_t>(n));
     if (n == 0) r->eof = true;
     if (n < 0 && errno != EAGAIN && errno != EINTR) r->error = errno;
@@ -215,7 +220,8 @@ void ReadUntil(int fd, size_t want, SteadyClock::duration timeout, Received* r) 
 
 // Sends `message` and reads it back; false on error, a wrong echo or
 // `timeout`.
-bool EchoOnce(int fd, const std::string& message, SteadyClock::duration timeout) {
+bool EchoOnce(int fd, const std::string& message,
+              SteadyClock::duration timeout) {
   if (!SendAll(fd, message, timeout)) return false;
   Received r;
   ReadUntil(fd, message.size(), timeout, &r);
@@ -241,7 +247,8 @@ TEST(EchoServerTest, HalfCloseGetsItsEchoThenEof) {
     EXPECT_TRUE(r.eof) << "no EOF after the echo";
     EXPECT_EQ(r.data.size(), payload.size());
     EXPECT_TRUE(r.data == payload) << "the echo differs from what was sent";
-    const std::vector<tools::CloseEvent> events = h.log().WaitFor(i + 1, seconds(10));
+    const std::vector<tools::CloseEvent> events =
+        h.log().WaitFor(i + 1, seconds(10));
     ASSERT_EQ(events.size(), i + 1);
     EXPECT_EQ(events[i].reason, tools::CloseReason::kPeer);
     EXPECT_EQ(events[i].bytes_echoed, static_cast<int64_t>(sizes[i]));
@@ -284,7 +291,8 @@ TEST(EchoServerTest, ClientThatNeverReadsIsBoundedAndClosedWhenIdle) {
   while (events.empty() && SteadyClock::now() < deadline) {
     pollfd p{fd, POLLOUT, 0};
     if (poll(&p, 1, 10) > 0 && (p.revents & POLLOUT)) {
-      (void)send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);  // may fail once closed
+      (void)send(fd, chunk.data(), chunk.size(),
+                 MSG_NOSIGNAL);  // may fail once closed
     }
     filled = filled || h.server().stats().max_buffered_bytes >= kBound;
     events = h.log().WaitFor(1, milliseconds(0));
@@ -378,10 +386,12 @@ TEST(EchoServerTest, ShutdownClosesAreReportedAsShutdown) {
     ASSERT_TRUE(EchoOnce(fds.back(), "hello\n", seconds(10)));
   }
   h.StopAndJoin();
-  const std::vector<tools::CloseEvent> events = h.log().WaitFor(kClients, seconds(0));
+  const std::vector<tools::CloseEvent> events =
+      h.log().WaitFor(kClients, seconds(0));
   ASSERT_EQ(events.size(), static_cast<size_t>(kClients));
   for (const tools::CloseEvent& e : events) {
-    EXPECT_EQ(e.reason, tools::CloseReason::kShutdown) << "connection #" << e.id;
+    EXPECT_EQ(e.reason, tools::CloseReason::kShutdown)
+        << "connection #" << e.id;
     EXPECT_EQ(e.bytes_echoed, 6);
   }
   const tools::EchoServerStats st = h.server().stats();
@@ -393,7 +403,8 @@ TEST(EchoServerTest, ShutdownClosesAreReportedAsShutdown) {
     Received r;
     ReadUntil(fd, 1, seconds(10), &r);
     EXPECT_TRUE(r.eof && r.data.empty() && r.error == 0)
-        << "eof=" << r.eof << " bytes=" << r.data.size() << " error=" << r.error;
+        << "eof=" << r.eof << " bytes=" << r.data.size()
+        << " error=" << r.error;
     close(fd);
   }
 }
@@ -407,7 +418,8 @@ TEST(EchoServerTest, ResetByClientIsReportedAsError) {
   ASSERT_TRUE(EchoOnce(fd, "x", seconds(10)));
   const linger abort_on_close{1, 0};
   ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_on_close,
-                       sizeof(abort_on_close)), 0);
+                       sizeof(abort_on_close)),
+            0);
   close(fd);  // sends RST instead of FIN
   const std::vector<tools::CloseEvent> events = h.log().WaitFor(1, seconds(10));
   ASSERT_EQ(events.size(), 1u);
@@ -421,7 +433,8 @@ TEST(EchoServerTest, ResetByClientIsReportedAsError) {
 TEST(EchoServerTest, ReasonNames) {
   EXPECT_STREQ(tools::CloseReasonName(tools::CloseReason::kPeer), "peer");
   EXPECT_STREQ(tools::CloseReasonName(tools::CloseReason::kIdle), "idle");
-  EXPECT_STREQ(tools::CloseReasonName(tools::CloseReason::kShutdown), "shutdown");
+  EXPECT_STREQ(tools::CloseReasonName(tools::CloseReason::kShutdown),
+               "shutdown");
   EXPECT_STREQ(tools::CloseReasonName(tools::CloseReason::kError), "error");
 }
 

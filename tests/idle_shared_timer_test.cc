@@ -61,7 +61,8 @@ TEST_F(IdleSharedTimerTest, FiresOnTheApplicationsTimerBesideItsOwnTasks) {
   auto tracker = Make();
   ASSERT_TRUE(tracker->Activate().ok());
   std::atomic<int> app_runs{0};
-  ASSERT_TRUE(timer_->newTimeout([&] { ++app_runs; }, absl::Milliseconds(50)).ok());
+  ASSERT_TRUE(
+      timer_->newTimeout([&] { ++app_runs; }, absl::Milliseconds(50)).ok());
   IdleHandle idle = tracker->Register(Record()).value();
   Step(absl::Milliseconds(40));
   idle.touch();  // at 40 ms, stamped within one refresh period (a tick)
@@ -91,12 +92,14 @@ TEST_F(IdleSharedTimerTest, UsesTheTimersTickAndRejectsASecondClock) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(IdleSharedTimerTest, DeactivateTakesItsTimeoutsOffAndLeavesTheTimerRunning) {
+TEST_F(IdleSharedTimerTest,
+       DeactivateTakesItsTimeoutsOffAndLeavesTheTimerRunning) {
   auto tracker = Make();
   ASSERT_TRUE(tracker->Activate().ok());
   ASSERT_TRUE(timer_->newTimeout([] {}, absl::Seconds(10)).ok());
   std::vector<IdleHandle> handles;
-  for (int i = 0; i < 5; ++i) handles.push_back(tracker->Register(Record()).value());
+  for (int i = 0; i < 5; ++i)
+    handles.push_back(tracker->Register(Record()).value());
   EXPECT_EQ(timer_->pendingTimeouts(), 1 + 5 + 1) << "app, checks, refresh";
   Step(absl::Milliseconds(50));
   ASSERT_TRUE(tracker->Deactivate().ok());
@@ -105,7 +108,8 @@ TEST_F(IdleSharedTimerTest, DeactivateTakesItsTimeoutsOffAndLeavesTheTimerRunnin
   Step(absl::Seconds(1));
   EXPECT_TRUE(fired().empty()) << "never fires while inactive";
   std::atomic<int> app_runs{0};
-  ASSERT_TRUE(timer_->newTimeout([&] { ++app_runs; }, absl::Milliseconds(10)).ok());
+  ASSERT_TRUE(
+      timer_->newTimeout([&] { ++app_runs; }, absl::Milliseconds(10)).ok());
   Step(absl::Milliseconds(10));
   EXPECT_EQ(app_runs.load(), 1) << "the timer keeps running";
 
@@ -120,12 +124,14 @@ TEST_F(IdleSharedTimerTest, DestroyingTheTrackerLeavesTheTimerRunning) {
   {
     auto tracker = Make();
     ASSERT_TRUE(tracker->Activate().ok());
-    for (int i = 0; i < 3; ++i) handles.push_back(tracker->Register(Record()).value());
+    for (int i = 0; i < 3; ++i)
+      handles.push_back(tracker->Register(Record()).value());
   }
   EXPECT_EQ(timer_->pendingTimeouts(), 0);
   EXPECT_FALSE(handles[0].unregister()) << "inert once the tracker is gone";
   std::atomic<int> app_runs{0};
-  ASSERT_TRUE(timer_->newTimeout([&] { ++app_runs; }, absl::Milliseconds(10)).ok());
+  ASSERT_TRUE(
+      timer_->newTimeout([&] { ++app_runs; }, absl::Milliseconds(10)).ok());
   Step(absl::Milliseconds(200));
   EXPECT_EQ(app_runs.load(), 1);
   EXPECT_TRUE(fired().empty());

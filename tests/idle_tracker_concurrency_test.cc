@@ -86,17 +86,17 @@ TEST_P(IdleTrackerConcurrencyTest, UnregisterRacingFireIsAllOrNothing) {
     std::vector<IdleHandle> handles;
     for (int i = 0; i < kPerRound; ++i) {
       Slot* s = &slots[i];
-      handles.push_back(
-          tracker
-              ->Register(
-                  [s] {
-                    if (s->unregistered.load()) s->ran_after_unregister = true;
-                    s->runs.fetch_add(1);
-                    std::this_thread::yield();
-                    s->completed = true;
-                  },
-                  absl::Microseconds(500 + rng() % 3000))
-              .value());
+      handles.push_back(tracker
+                            ->Register(
+                                [s] {
+                                  if (s->unregistered.load())
+                                    s->ran_after_unregister = true;
+                                  s->runs.fetch_add(1);
+                                  std::this_thread::yield();
+                                  s->completed = true;
+                                },
+                                absl::Microseconds(500 + rng() % 3000))
+                            .value());
     }
     std::vector<int> order(kPerRound);
     for (int i = 0; i < kPerRound; ++i) order[i] = i;
@@ -114,7 +114,8 @@ TEST_P(IdleTrackerConcurrencyTest, UnregisterRacingFireIsAllOrNothing) {
           ++fired_first;
           EXPECT_TRUE(completed) << "unregister returned while on_idle ran";
         }
-        if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+        if (i % 7 == 0)
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
     });
     unregisterer.join();
@@ -175,7 +176,8 @@ TEST_P(IdleTrackerConcurrencyTest, TouchAndReregisterRaceTheWorker) {
   {
     std::lock_guard<std::mutex> l(mu);
     for (int64_t id : fired_ids) {
-      EXPECT_EQ(fired_ids.count(id), 1u) << "registration " << id << " fired twice";
+      EXPECT_EQ(fired_ids.count(id), 1u)
+          << "registration " << id << " fired twice";
     }
   }
   const IdleTrackerMetrics m = tracker->metrics();

@@ -165,7 +165,8 @@ TEST_F(IdleTrackerTest, TouchDefersByExactlyTheRemainingTime) {
 TEST_F(IdleTrackerTest, PerObjectTimeoutOverridesDefault) {
   auto tracker = Make();
   ASSERT_TRUE(tracker->Activate().ok());
-  IdleHandle a = tracker->Register(rec_.Callback(1), absl::Milliseconds(30)).value();
+  IdleHandle a =
+      tracker->Register(rec_.Callback(1), absl::Milliseconds(30)).value();
   IdleHandle b = tracker->Register(rec_.Callback(2)).value();
   Step(absl::Milliseconds(200));
   EXPECT_EQ(rec_.events(),
@@ -348,7 +349,8 @@ TEST_F(IdleTrackerTest, DeactivateLeavesObjectsDormantAndActivateRearms) {
 
 TEST_F(IdleTrackerTest, ActivationIsReferenceCounted) {
   auto tracker = Make();
-  EXPECT_EQ(tracker->Deactivate().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(tracker->Deactivate().code(),
+            absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(tracker->Activate().ok());
   ASSERT_TRUE(tracker->Activate().ok());
   EXPECT_EQ(tracker->metrics().active, 2);
@@ -361,7 +363,8 @@ TEST_F(IdleTrackerTest, ActivationIsReferenceCounted) {
   EXPECT_FALSE(tracker->isActive());
   EXPECT_EQ(clock_->SleeperCount(), 0) << "the worker is gone";
   EXPECT_GT(tracker->timerMetrics().ticks, 0) << "last timer's metrics kept";
-  EXPECT_EQ(tracker->Deactivate().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(tracker->Deactivate().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(IdleTrackerTest, TaskExecutorRunsOnIdleAndUnregisterCancelsQueued) {

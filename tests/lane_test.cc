@@ -76,7 +76,8 @@ TEST(LaneTest, TakeBackFromADestroyedLanesCellFailsHarmlessly) {
   ASSERT_EQ(lane.Cell(cb), cell) << "the array was handed on";
   lane.Publish(cb, &b);
   EXPECT_FALSE(SmallLane::TakeBackPending(cell, &a));
-  EXPECT_TRUE(SmallLane::TakeBackPending(cell, &b)) << "the live item is intact";
+  EXPECT_TRUE(SmallLane::TakeBackPending(cell, &b))
+      << "the live item is intact";
   SmallLane::Bury(cell);
   EXPECT_EQ(PopNow(lane, &got), SmallLane::Popped::kTakenBack);
 }
@@ -169,8 +170,8 @@ TEST(LaneTest, ConcurrentProducersTakeBackRacingTheConsumer) {
         if (i % 4 == 0 && TakeBackAndBury(lane, cell, &items[id])) {
           owners[id].fetch_add(1, std::memory_order_relaxed);
           took_back.fetch_add(1, std::memory_order_relaxed);
-        } else if (i % 4 == 2 &&
-                   Lane<int, 64>::TakeBackPending(lane.Cell(cell), &items[id])) {
+        } else if (i % 4 == 2 && Lane<int, 64>::TakeBackPending(lane.Cell(cell),
+                                                                &items[id])) {
           // What cancel() does: give the cell back if it is the last
           // claimed, else leave a tombstone.
           owners[id].fetch_add(1, std::memory_order_relaxed);

@@ -35,9 +35,10 @@ TEST(PendingCountTest, MaxPendingIsEnforcedAndSlotsAreReleased) {
   auto t = MakeManualTimer(options);
   std::vector<Timeout> timeouts;
   for (int i = 0; i < 3; ++i) {
-    timeouts.push_back(
-        t.timer->newTimeout([](const Timeout&) {}, absl::Milliseconds(15 + i * 100))
-            .value());
+    timeouts.push_back(t.timer
+                           ->newTimeout([](const Timeout&) {},
+                                        absl::Milliseconds(15 + i * 100))
+                           .value());
   }
   absl::Status full =
       t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).status();
@@ -48,13 +49,16 @@ TEST(PendingCountTest, MaxPendingIsEnforcedAndSlotsAreReleased) {
 
   // A cancel frees its slot as soon as it returns.
   ASSERT_TRUE(timeouts[2].cancel());
-  EXPECT_TRUE(t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).ok());
-  EXPECT_FALSE(t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).ok());
+  EXPECT_TRUE(
+      t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).ok());
+  EXPECT_FALSE(
+      t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).ok());
   // An expiry frees its slot too.
   t.clock->AdvanceAndSettle(absl::Milliseconds(20));
   EXPECT_TRUE(timeouts[0].isExpired());
   EXPECT_EQ(t.timer->pendingTimeouts(), 2);
-  EXPECT_TRUE(t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).ok());
+  EXPECT_TRUE(
+      t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).ok());
 }
 
 // The periodic pattern at the limit: a task that reschedules itself finds its
@@ -65,11 +69,17 @@ TEST(PendingCountTest, AnExpiredTasksSlotIsFreeWhenItRuns) {
   ManualTimer t = MakeManualTimer(options);
   absl::Status child = absl::UnknownError("task did not run");
   int64_t pending_in_task = -1;  // written by the worker, read once it sleeps
-  ASSERT_TRUE(t.timer->newTimeout([&](const Timeout& self) {
-    pending_in_task = self.timer()->pendingTimeouts();
-    child = self.timer()->newTimeout([](const Timeout&) {},
-                                     absl::Milliseconds(10)).status();
-  }, absl::Milliseconds(10)).ok());
+  ASSERT_TRUE(t.timer
+                  ->newTimeout(
+                      [&](const Timeout& self) {
+                        pending_in_task = self.timer()->pendingTimeouts();
+                        child = self.timer()
+                                    ->newTimeout([](const Timeout&) {},
+                                                 absl::Milliseconds(10))
+                                    .status();
+                      },
+                      absl::Milliseconds(10))
+                  .ok());
   t.clock->AdvanceAndSettle(absl::Milliseconds(10));
   EXPECT_EQ(pending_in_task, 0) << "the running task still counts as pending";
   EXPECT_TRUE(child.ok()) << child;
@@ -82,9 +92,13 @@ TEST(PendingCountTest, ACatchUpPassReleasesEachSlotBeforeItsTaskRuns) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(10)));
   std::vector<int64_t> seen;  // worker thread; read after settling
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(t.timer->newTimeout([&](const Timeout& self) {
-      seen.push_back(self.timer()->pendingTimeouts());
-    }, absl::Milliseconds(10 * (i + 1))).ok());
+    ASSERT_TRUE(t.timer
+                    ->newTimeout(
+                        [&](const Timeout& self) {
+                          seen.push_back(self.timer()->pendingTimeouts());
+                        },
+                        absl::Milliseconds(10 * (i + 1)))
+                    .ok());
   }
   t.clock->AdvanceAndSettle(absl::Milliseconds(50));  // one catch-up pass
   EXPECT_EQ(seen, (std::vector<int64_t>{4, 3, 2, 1, 0}));
@@ -118,7 +132,8 @@ TEST(PendingCountTest, MaxPendingFromManyThreadsIsNeverExceeded) {
           auto r = t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1));
           if (r.ok()) {
             accepted++;
-          } else if (r.status().code() == absl::StatusCode::kResourceExhausted &&
+          } else if (r.status().code() ==
+                         absl::StatusCode::kResourceExhausted &&
                      StatusMentions(r.status(), "max_pending_timeouts (64)") &&
                      StatusMentions(r.status(), "(65)")) {
             exhausted++;

@@ -47,11 +47,11 @@ auto Recorder(std::shared_ptr<Runs> runs, std::shared_ptr<ManualClock> clock) {
 TEST(PeriodicTest, RunsOnTheGridAndNeverEarly) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
   auto runs = std::make_shared<Runs>();
-  Timeout timeout = t.timer
-                        ->newPeriodic(Recorder(runs, t.clock),
-                                      absl::Milliseconds(10),
-                                      absl::Milliseconds(7))
-                        .value();
+  Timeout timeout =
+      t.timer
+          ->newPeriodic(Recorder(runs, t.clock), absl::Milliseconds(10),
+                        absl::Milliseconds(7))
+          .value();
   EXPECT_TRUE(timeout.isPeriodic());
   t.clock->AdvanceInSteps(absl::Milliseconds(80), absl::Milliseconds(1));
   const std::vector<int64_t> at = runs->snapshot();
@@ -89,8 +89,8 @@ TEST(PeriodicTest, CancelFromItsOwnRunIsItsLast) {
   Timeout timeout =
       t.timer
           ->newPeriodic(
-              [probe, guard = CaptureGuard(probe), &cancelled](
-                  const Timeout& self) {
+              [probe, guard = CaptureGuard(probe),
+               &cancelled](const Timeout& self) {
                 if (probe->runs.fetch_add(1) + 1 == 3 && self.cancel()) {
                   ++cancelled;
                 }
@@ -127,11 +127,11 @@ TEST(PeriodicTest, CancelFromOutsideStopsItAndDestroysItsTask) {
 TEST(PeriodicTest, ResetMovesTheNextRunAndTheGridRestartsFromIt) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
   auto runs = std::make_shared<Runs>();
-  Timeout timeout = t.timer
-                        ->newPeriodic(Recorder(runs, t.clock),
-                                      absl::Milliseconds(10),
-                                      absl::Milliseconds(10))
-                        .value();
+  Timeout timeout =
+      t.timer
+          ->newPeriodic(Recorder(runs, t.clock), absl::Milliseconds(10),
+                        absl::Milliseconds(10))
+          .value();
   t.clock->AdvanceInSteps(absl::Milliseconds(12), absl::Milliseconds(1));
   ASSERT_TRUE(timeout.reset(absl::Milliseconds(3)));  // next at 15
   t.clock->AdvanceInSteps(absl::Milliseconds(22), absl::Milliseconds(1));
@@ -218,8 +218,9 @@ TEST(PeriodicTest, WithAnExecutorRunsNeverOverlap) {
   };
   ManualTimer t = MakeManualTimer(std::move(options));
   std::atomic<int> runs{0};
-  t.timer->newPeriodic([&] { ++runs; }, absl::Milliseconds(2),
-                       absl::Milliseconds(2))
+  t.timer
+      ->newPeriodic([&] { ++runs; }, absl::Milliseconds(2),
+                    absl::Milliseconds(2))
       .value();
   t.clock->AdvanceInSteps(absl::Milliseconds(2), absl::Milliseconds(1));
   // The run at 2 ms is handed over and held: it is still in progress when
@@ -235,8 +236,8 @@ TEST(PeriodicTest, WithAnExecutorRunsNeverOverlap) {
 
 TEST(PeriodicTest, InvalidPeriodsAreRefused) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
-  for (absl::Duration period :
-       {absl::ZeroDuration(), -absl::Milliseconds(1), absl::InfiniteDuration()}) {
+  for (absl::Duration period : {absl::ZeroDuration(), -absl::Milliseconds(1),
+                                absl::InfiniteDuration()}) {
     absl::StatusOr<Timeout> r =
         t.timer->newPeriodic([] {}, absl::Milliseconds(1), period);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument)

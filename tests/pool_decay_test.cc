@@ -76,7 +76,7 @@ TEST(PoolDecayTest, ChunksUnusedForThePeriodGoBackDownToTheFloor) {
   depot.Decay(MonotonicNanos() + kPeriod);
   EXPECT_EQ(depot.ResidentChunks(), CellDepot::kKeptFreeChunks);
   EXPECT_EQ(depot.ReleasedChunks(), resident - CellDepot::kKeptFreeChunks);
-  EXPECT_EQ(depot.MappedBytes(), mapped);  // address ranges stay mapped
+  EXPECT_EQ(depot.MappedBytes(), mapped);        // address ranges stay mapped
   EXPECT_EQ(depot.NextDecayNanos(), INT64_MAX);  // at the floor: no more
   // The pages really left: RSS fell by most of what was released (other
   // threads of the test binary may allocate meanwhile, hence the margin).
@@ -147,7 +147,9 @@ TEST(PoolDecayTest, TheFirstDecayDueCallsOneWakerOnce) {
   using Pool = CellPool<Tag<5>, 64>;
   CellDepot& depot = Pool::Depot();
   std::atomic<int> first{0}, second{0};
-  const auto count = [](void* n) { static_cast<std::atomic<int>*>(n)->fetch_add(1); };
+  const auto count = [](void* n) {
+    static_cast<std::atomic<int>*>(n)->fetch_add(1);
+  };
   depot.AddWaker(count, &first);
   depot.AddWaker(count, &second);
   const std::vector<void*> cells =

@@ -93,8 +93,8 @@ TEST(PoolPrefaultTest, TheTargetGrowsWithRecentGrowth) {
     }
   }).join();
   EXPECT_FALSE(depot.ReserveWanted());
-  const size_t ready = depot.FreeCells() +
-                       depot.ReserveChunks() * depot.CellsPerChunk();
+  const size_t ready =
+      depot.FreeCells() + depot.ReserveChunks() * depot.CellsPerChunk();
   EXPECT_GE(ready, kTarget * depot.CellsPerChunk());
   EXPECT_LT(ready, (kTarget + 1) * depot.CellsPerChunk());
   FreeOnAThread<Pool>(cells);
@@ -139,15 +139,18 @@ TEST(PoolPrefaultTest, AProducerServedByAnotherThreadTakesNoPageFaults) {
   int64_t served_faults = 0, alone_faults = 0;
   std::vector<void*> served_cells, alone_cells;
   std::thread([&] {
-    auto [faults, cells] = produce(
-        [] { return Served::Allocate(); }, n,
-        [&] {
-          // Between slices, hand a shortfall over and wait for the answer:
-          // the worker is never late here, so every chunk is ready in time.
-          if (!Served::Depot().ReserveWanted()) return;
-          asked.fetch_add(1);
-          while (answered.load() < asked.load()) std::this_thread::yield();
-        });
+    auto [faults, cells] = produce([] { return Served::Allocate(); }, n,
+                                   [&] {
+                                     // Between slices, hand a shortfall over
+                                     // and wait for the answer: the worker is
+                                     // never late here, so every chunk is ready
+                                     // in time.
+                                     if (!Served::Depot().ReserveWanted())
+                                       return;
+                                     asked.fetch_add(1);
+                                     while (answered.load() < asked.load())
+                                       std::this_thread::yield();
+                                   });
     served_faults = faults;
     served_cells = std::move(cells);
   }).join();

@@ -34,7 +34,8 @@ using ::tickwheel::testing::ThreadMinorFaults;
 // Polls `done` every millisecond for up to 30 s.
 template <typename Done>
 bool Eventually(Done&& done) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!done()) {
     if (std::chrono::steady_clock::now() > until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -87,15 +88,14 @@ TEST(PoolWorkerTest, RetainedMemoryGoesBackOnceUnusedAndThenTheWorkerSleeps) {
   CellDepot& depot = NodePool::Depot();
   auto timer = Timer::Create().value();
   ASSERT_TRUE(timer->newTimeout(Noop, absl::Hours(2)).ok());  // starts it
-  constexpr int kTimeouts = 500000;  // a dozen chunks
+  constexpr int kTimeouts = 500000;                           // a dozen chunks
   std::vector<Timeout> timeouts;
   timeouts.reserve(kTimeouts);
   const int64_t rss_before = ResidentBytes();
   for (int i = 0; i < kTimeouts; ++i) {
     timeouts.push_back(timer->newTimeout(Noop, absl::Hours(1)).value());
   }
-  EXPECT_GE(depot.ResidentChunks(),
-            kTimeouts / depot.CellsPerChunk());
+  EXPECT_GE(depot.ResidentChunks(), kTimeouts / depot.CellsPerChunk());
   for (Timeout& t : timeouts) ASSERT_TRUE(t.cancel());
   timeouts.clear();
   timeouts.shrink_to_fit();
@@ -121,8 +121,8 @@ TEST(PoolWorkerTest, RetainedMemoryGoesBackOnceUnusedAndThenTheWorkerSleeps) {
   // Down to the floor, nothing is due: the worker sleeps toward its
   // timeout, waking no more for the pool.
   const int64_t wakeups = timer->metrics().wakeups;
-  std::this_thread::sleep_for(std::chrono::nanoseconds(
-      CellDepot::kDecayNanos + 500'000'000));
+  std::this_thread::sleep_for(
+      std::chrono::nanoseconds(CellDepot::kDecayNanos + 500'000'000));
   EXPECT_EQ(timer->metrics().wakeups, wakeups);
   EXPECT_EQ(timer->pendingTimeouts(), 1);
 }

@@ -25,9 +25,9 @@
 // the tick (TimerOptions::slack).
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstddef>
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -55,9 +55,9 @@ constexpr int kMaxSlots = 600;
 // What a task does when it runs.
 enum class Action {
   kNothing,
-  kResetOther,   // reset() a random timeout to a random delay
+  kResetOther,  // reset() a random timeout to a random delay
   kResetOtherIntoThePast,
-  kResetSelf,    // one-shot: must fail; periodic: moves the next run
+  kResetSelf,  // one-shot: must fail; periodic: moves the next run
   kCancelOther,
   kScheduleChild,
 };
@@ -104,10 +104,9 @@ int64_t DeadlineNanos(const Timeout& t) {
 // the mutex still orders their accesses for the sanitizers.
 class Program {
  public:
-  Program(uint64_t seed, bool slack, Tally* tally)
-      : rng_(seed), tally_(tally) {
-    TimerOptions options = ::tickwheel::testing::Tick(
-        absl::Nanoseconds(kTick), kTicksPerWheel);
+  Program(uint64_t seed, bool slack, Tally* tally) : rng_(seed), tally_(tally) {
+    TimerOptions options =
+        ::tickwheel::testing::Tick(absl::Nanoseconds(kTick), kTicksPerWheel);
     if (slack) options.slack = absl::Nanoseconds(kTick / 4);
     t_ = MakeManualTimer(std::move(options));
     slots_.reserve(kMaxSlots);

@@ -97,8 +97,9 @@ TEST(ResetTest, ResetBeforeTheWorkerFilesItTakesEffect) {
   auto late = std::make_shared<Probe>();
   Timeout a =
       t.timer->newTimeout(ProbeTask(early, t.clock), absl::Seconds(1)).value();
-  Timeout b = t.timer->newTimeout(ProbeTask(late, t.clock), absl::Milliseconds(3))
-                  .value();
+  Timeout b =
+      t.timer->newTimeout(ProbeTask(late, t.clock), absl::Milliseconds(3))
+          .value();
   ASSERT_TRUE(a.reset(absl::Milliseconds(2)));
   ASSERT_TRUE(b.reset(absl::Milliseconds(4)));
   t.clock->AdvanceInSteps(absl::Milliseconds(10), absl::Milliseconds(1));
@@ -208,10 +209,8 @@ TEST(ResetTest, LaterDeadlineInsideOneCatchUpPassRunsInThatPass) {
       order.push_back(id);
     };
   };
-  Timeout moved =
-      t.timer->newTimeout(log(1), absl::Milliseconds(10)).value();
-  Timeout later =
-      t.timer->newTimeout(log(2), absl::Milliseconds(45)).value();
+  Timeout moved = t.timer->newTimeout(log(1), absl::Milliseconds(10)).value();
+  Timeout later = t.timer->newTimeout(log(2), absl::Milliseconds(45)).value();
   t.clock->AwaitIdle();  // both filed: `moved` at its first deadline
   ASSERT_TRUE(moved.reset(absl::Milliseconds(30)));
   t.clock->AdvanceAndSettle(absl::Milliseconds(60));  // one pass, ticks 0-5

@@ -42,7 +42,8 @@ using ::tickwheel::testing::Tick;
 TEST(SchedulingTest, EmptyTaskIsInvalidArgumentAndStartsNothing) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(10)));
   const int64_t live = LiveTimerCount();
-  absl::StatusOr<Timeout> r = t.timer->newTimeout(TimerTask(), absl::Seconds(1));
+  absl::StatusOr<Timeout> r =
+      t.timer->newTimeout(TimerTask(), absl::Seconds(1));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(StatusMentions(r.status(), "empty")) << r.status();
   EXPECT_EQ(t.timer->newTimeout(nullptr, absl::Seconds(1)).status().code(),
@@ -122,7 +123,8 @@ TEST(SchedulingTest, RunsAtTheFirstTickBoundaryAfterTheDeadline) {
   auto exact = std::make_shared<Probe>();
   auto just_after = std::make_shared<Probe>();
   auto far = std::make_shared<Probe>();
-  t.timer->newTimeout(ProbeTask(exact, t.clock), absl::Milliseconds(30)).value();
+  t.timer->newTimeout(ProbeTask(exact, t.clock), absl::Milliseconds(30))
+      .value();
   t.timer->newTimeout(ProbeTask(just_after, t.clock), absl::Milliseconds(31))
       .value();
   // 4 buckets of 10 ms: 1000 revolutions away.
@@ -151,10 +153,10 @@ TEST(SchedulingTest, NonPositiveDelaysRunAtTheFirstTickAndInfiniteOnesNever) {
       runs.push_back({i, t.clock->NowNanos()});
     };
   };
-  const absl::Duration soon[] = {absl::Nanoseconds(-1), absl::ZeroDuration(),
-                                 -absl::InfiniteDuration(),
-                                 absl::Nanoseconds(INT64_MIN),
-                                 absl::Seconds(-1e12), absl::Seconds(-5)};
+  const absl::Duration soon[] = {
+      absl::Nanoseconds(-1),     absl::ZeroDuration(),
+      -absl::InfiniteDuration(), absl::Nanoseconds(INT64_MIN),
+      absl::Seconds(-1e12),      absl::Seconds(-5)};
   const absl::Duration never[] = {absl::InfiniteDuration(),
                                   absl::Nanoseconds(INT64_MAX),
                                   absl::Hours(3000000), absl::Seconds(1e18)};
@@ -225,10 +227,12 @@ TEST(SchedulingTest, DelaysNearTheInt64LimitNeverWrap) {
   t.clock->AdvanceAndSettle(absl::Hours(24 * 365 * 100));  // catch-up: a while
   EXPECT_EQ(first->runs.load(), 1);
   std::vector<std::shared_ptr<Probe>> probes;
-  for (int64_t d : {INT64_MAX, INT64_MAX - 1, INT64_MAX / 2 + 1, INT64_MAX - 999}) {
+  for (int64_t d :
+       {INT64_MAX, INT64_MAX - 1, INT64_MAX / 2 + 1, INT64_MAX - 999}) {
     probes.push_back(std::make_shared<Probe>());
     ASSERT_TRUE(
-        t.timer->newTimeout(ProbeTask(probes.back()), absl::Nanoseconds(d)).ok());
+        t.timer->newTimeout(ProbeTask(probes.back()), absl::Nanoseconds(d))
+            .ok());
   }
   t.clock->AdvanceAndSettle(absl::Hours(24));
   for (const auto& p : probes) EXPECT_EQ(p->runs.load(), 0);

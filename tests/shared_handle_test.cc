@@ -115,7 +115,8 @@ class Crew {
 // away), so that cancels find their nodes still in the producer's lane.
 struct SleepyTimer {
   SleepyTimer() : timer(Timer::Create(Tick(absl::Seconds(1))).value()) {
-    anchor = timer->newTimeout([](const Timeout&) {}, absl::Seconds(50)).value();
+    anchor =
+        timer->newTimeout([](const Timeout&) {}, absl::Seconds(50)).value();
   }
   ~SleepyTimer() {
     anchor.cancel();
@@ -289,8 +290,8 @@ void SharedHandlesRound(uint32_t seed, bool use_executor) {
   MustReturnWithin(std::chrono::seconds(60), "~Timer", [&] { timer.reset(); });
   int bad = 0;
   for (int id = 0; id < kHandles; ++id) {
-    const int ends = ledger.runs[id].load() + ledger.wins[id].load() +
-                     in_stop[id];
+    const int ends =
+        ledger.runs[id].load() + ledger.wins[id].load() + in_stop[id];
     if (ends != 1 || ledger.destroyed[id].load() != 1) {
       if (++bad <= 10) {
         ADD_FAILURE() << "task " << id << ": ran " << ledger.runs[id].load()

@@ -39,7 +39,8 @@ ManualTimer WithSlack(absl::Duration slack) {
 // Records (task id, clock reading) of every run, in run order.
 class RunLog {
  public:
-  explicit RunLog(std::shared_ptr<ManualClock> clock) : clock_(std::move(clock)) {}
+  explicit RunLog(std::shared_ptr<ManualClock> clock)
+      : clock_(std::move(clock)) {}
   absl::AnyInvocable<void()> Task(int id) {
     return [this, id] {
       std::lock_guard<std::mutex> l(mu_);
@@ -110,10 +111,9 @@ TEST(SlackTest, DeadlinesWithinTheSlackShareOneWakeup) {
   // Two groups: 21, 22 and 23.5 ms (within 3 ms of 21), then 26 ms.
   const int64_t deadlines_us[] = {26000, 22000, 21000, 23500};
   for (int i = 0; i < 4; ++i) {
-    ASSERT_TRUE(t.timer
-                    ->newTimeout(log.Task(i),
-                                 absl::Microseconds(deadlines_us[i]))
-                    .ok());
+    ASSERT_TRUE(
+        t.timer->newTimeout(log.Task(i), absl::Microseconds(deadlines_us[i]))
+            .ok());
   }
   // The tick in which the worker takes in new timeouts ends with a
   // housekeeping wake-up (it may take them in at its first wake-up, at
@@ -140,7 +140,8 @@ TEST(SlackTest, NeverEarlyNeverLaterThanTheSlackInDeadlineOrder) {
     for (int i = 0; i < 300; ++i) {
       deadline.push_back(static_cast<int64_t>(rng() % (200 * kMs)));
       ASSERT_TRUE(
-          t.timer->newTimeout(log.Task(i), absl::Nanoseconds(deadline[i])).ok());
+          t.timer->newTimeout(log.Task(i), absl::Nanoseconds(deadline[i]))
+              .ok());
     }
     // Steps of random length; the worker settles after each.
     std::vector<int64_t> readings;
@@ -155,9 +156,10 @@ TEST(SlackTest, NeverEarlyNeverLaterThanTheSlackInDeadlineOrder) {
       const auto [id, ran_at] = runs[k];
       EXPECT_GE(ran_at, deadline[id]) << "early; slack " << slack;
       // The first clock reading at or after deadline + slack.
-      const int64_t latest =
-          *std::lower_bound(readings.begin(), readings.end(), deadline[id] + slack);
-      EXPECT_LE(ran_at, latest) << "later than the slack allows; slack " << slack;
+      const int64_t latest = *std::lower_bound(readings.begin(), readings.end(),
+                                               deadline[id] + slack);
+      EXPECT_LE(ran_at, latest)
+          << "later than the slack allows; slack " << slack;
       if (k > 0) {
         EXPECT_LE(deadline[runs[k - 1].first], deadline[id])
             << "not in deadline order; slack " << slack;
@@ -169,8 +171,10 @@ TEST(SlackTest, NeverEarlyNeverLaterThanTheSlackInDeadlineOrder) {
 TEST(SlackTest, ResetMovesTheWakeupBothWays) {
   ManualTimer t = WithSlack(absl::ZeroDuration());
   RunLog log(t.clock);
-  Timeout later = t.timer->newTimeout(log.Task(1), absl::Milliseconds(21)).value();
-  Timeout earlier = t.timer->newTimeout(log.Task(2), absl::Milliseconds(28)).value();
+  Timeout later =
+      t.timer->newTimeout(log.Task(1), absl::Milliseconds(21)).value();
+  Timeout earlier =
+      t.timer->newTimeout(log.Task(2), absl::Milliseconds(28)).value();
   t.clock->AwaitIdle();
   ASSERT_TRUE(later.reset(absl::Milliseconds(27)));    // later, same tick
   ASSERT_TRUE(earlier.reset(absl::Milliseconds(22)));  // earlier, same tick

@@ -46,10 +46,9 @@ TEST(StopTest, StopReturnsUnprocessedTimeoutsEarliestFirst) {
   std::vector<Timeout> scheduled;
   for (int seconds : {30, 10, 20, 0}) {
     probes.push_back(std::make_shared<Probe>());
-    scheduled.push_back(t.timer
-                            ->newTimeout(ProbeTask(probes.back()),
-                                         absl::Seconds(seconds))
-                            .value());
+    scheduled.push_back(
+        t.timer->newTimeout(ProbeTask(probes.back()), absl::Seconds(seconds))
+            .value());
   }
   Timeout cancelled =
       t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(5)).value();
@@ -98,8 +97,10 @@ TEST(StopTest, TakeTaskOnlyOnceAndOnlyAfterStop) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(10)));
   auto ran = std::make_shared<Probe>(), cancelled = std::make_shared<Probe>();
   auto stopped = std::make_shared<Probe>(), raced = std::make_shared<Probe>();
-  Timeout a = t.timer->newTimeout(ProbeTask(ran), absl::Milliseconds(10)).value();
-  Timeout b = t.timer->newTimeout(ProbeTask(cancelled), absl::Seconds(5)).value();
+  Timeout a =
+      t.timer->newTimeout(ProbeTask(ran), absl::Milliseconds(10)).value();
+  Timeout b =
+      t.timer->newTimeout(ProbeTask(cancelled), absl::Seconds(5)).value();
   Timeout c = t.timer->newTimeout(ProbeTask(stopped), absl::Seconds(5)).value();
   Timeout d = t.timer->newTimeout(ProbeTask(raced), absl::Seconds(6)).value();
   EXPECT_TRUE(c.takeTask() == nullptr) << "pending: no task to take";
@@ -145,9 +146,14 @@ TEST(StopTest, StopFromTheWorkerThreadFailsAndTheTimerGoesOn) {
     ManualTimer t = MakeManualTimer(options);
     self.store(t.timer.get());
     auto later = std::make_shared<Probe>();
-    ASSERT_TRUE(t.timer->newTimeout([&](const Timeout& me) {
-      seen.push_back(me.timer()->stop().status());  // a task
-    }, absl::Milliseconds(10)).ok());
+    ASSERT_TRUE(t.timer
+                    ->newTimeout(
+                        [&](const Timeout& me) {
+                          seen.push_back(
+                              me.timer()->stop().status());  // a task
+                        },
+                        absl::Milliseconds(10))
+                    .ok());
     ASSERT_TRUE(
         t.timer->newTimeout(ProbeTask(later), absl::Milliseconds(20)).ok());
     t.clock->AdvanceAndSettle(absl::Milliseconds(10));

@@ -95,7 +95,7 @@ struct StressCounts {
   int64_t from_tasks = 0;  // newTimeout() calls made inside tasks
   int64_t periodic = 0;    // accepted newPeriodic() timeouts
   int64_t periodic_runs = 0;
-  int64_t resets = 0;      // reset() calls that returned true
+  int64_t resets = 0;  // reset() calls that returned true
   int64_t by_cancel_all = 0;
 
   void Add(const StressCounts& o) {
@@ -130,9 +130,9 @@ struct Entry {
   std::atomic<int> destroyed{0};
   std::atomic<int> cancelled{0};  // cancel() calls that returned true
   std::atomic<int> early{0};
-  std::atomic<int> bad_code{0};   // rejected with an unexpected status
+  std::atomic<int> bad_code{0};  // rejected with an unexpected status
   std::atomic<bool> periodic{false};
-  std::atomic<int> resets{0};     // reset() calls that returned true
+  std::atomic<int> resets{0};       // reset() calls that returned true
   std::atomic<bool> in_run{false};  // a periodic run is in progress
   std::atomic<int> overlaps{0};     // runs that began during another
   std::atomic<bool> cancel_returned{false};
@@ -210,8 +210,10 @@ class StressRound {
     // Usually in the second half; one round in eight almost at once; some
     // after the producers are done.
     const int64_t stop_after =
-        rng() % 8 == 0 ? static_cast<int64_t>(rng() % 64)
-                       : total_ops / 2 + static_cast<int64_t>(rng() % (total_ops * 3 / 4 + 1));
+        rng() % 8 == 0
+            ? static_cast<int64_t>(rng() % 64)
+            : total_ops / 2 +
+                  static_cast<int64_t>(rng() % (total_ops * 3 / 4 + 1));
     const int pause_us = static_cast<int>(rng() % 2000);
 
     std::vector<std::thread> threads;
@@ -239,7 +241,8 @@ class StressRound {
           std::this_thread::yield();
         }
         if (s == 0 && pause_us > 1000) {
-          std::this_thread::sleep_for(std::chrono::microseconds(pause_us - 1000));
+          std::this_thread::sleep_for(
+              std::chrono::microseconds(pause_us - 1000));
         }
         stop_started_.store(true);
         absl::StatusOr<std::vector<Timeout>> r = timer_->stop();
@@ -332,8 +335,8 @@ class StressRound {
         }
         // Ended by cancel(), stop() or, failing both, a cancelAll().
         if (cancelled + in_stop[id] > 1) {
-          report(id, fmt::format("periodic: cancelled {} stopped {}",
-                                 cancelled, in_stop[id]));
+          report(id, fmt::format("periodic: cancelled {} stopped {}", cancelled,
+                                 in_stop[id]));
         }
         counts.by_cancel_all += 1 - cancelled - in_stop[id];
         continue;
@@ -380,7 +383,11 @@ class StressRound {
       if (stop_started_.load() && ++after_stop > 100) break;
       const uint64_t r = rng();
       switch (r % 10) {
-        case 0: case 1: case 2: case 3: case 4:
+        case 0:
+        case 1:
+        case 2:
+        case 3:
+        case 4:
           Schedule(timer_.get(), 0, rng());
           break;
         case 5:
@@ -392,7 +399,9 @@ class StressRound {
             ResetRandom(rng());
           }
           break;
-        case 6: case 7: case 8:
+        case 6:
+        case 7:
+        case 8:
           CancelRandom(rng());
           break;
         default:
@@ -426,8 +435,8 @@ class StressRound {
     }
     const int64_t not_before =
         NowNanos() + std::max<int64_t>(0, absl::ToInt64Nanoseconds(delay));
-    TimerTask task = [this, id, depth, not_before, capture = Capture(this, id)](
-                         const Timeout& self) {
+    TimerTask task = [this, id, depth, not_before,
+                      capture = Capture(this, id)](const Timeout& self) {
       RunTask(id, depth, not_before, self);
     };
     Adopt(id, timer->newTimeout(std::move(task), delay), r);
@@ -450,7 +459,8 @@ class StressRound {
       e.rejected.store(1);
       const absl::StatusCode code = t.status().code();
       const bool ok_code =
-          (code == absl::StatusCode::kFailedPrecondition && stop_started_.load()) ||
+          (code == absl::StatusCode::kFailedPrecondition &&
+           stop_started_.load()) ||
           (code == absl::StatusCode::kResourceExhausted && p_.max_pending > 0);
       if (!ok_code) e.bad_code.store(1);
     }
@@ -467,8 +477,8 @@ class StressRound {
         (r >> 4) % 4 == 0 ? 0 : 1 + static_cast<int>((r >> 8) % 6);
     const absl::Duration period = absl::Milliseconds(1 + (r >> 12) % 3);
     const absl::Duration initial = absl::Microseconds((r >> 16) % 3000);
-    TimerTask task = [this, id, last_run, capture = Capture(this, id)](
-                         const Timeout& self) {
+    TimerTask task = [this, id, last_run,
+                      capture = Capture(this, id)](const Timeout& self) {
       RunPeriodic(id, last_run, self);
     };
     absl::StatusOr<Timeout> t =
@@ -618,8 +628,9 @@ TEST(StressTest, ExactlyOnceUnderProducersCancelsAndStop) {
                              seed, p.use_executor, p.max_pending, p.stoppers));
     total.Add(StressRound(p).Run());
   }
-  const double secs = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start).count();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   fmt::print("stress: {} rounds in {:.2f}s, {}\n", kRounds, secs,
              total.ToString());
   EXPECT_GT(total.ran, 0);
@@ -646,8 +657,9 @@ TEST(StressTest, Soak) {
     ++rounds;
     if (::testing::Test::HasFailure()) break;
   }
-  const double secs = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start).count();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   fmt::print("soak: {} rounds in {:.1f}s, {}\n", rounds, secs,
              total.ToString());
 }

@@ -81,8 +81,10 @@ TEST(TaskExecutorTest, ThrowingExecutorIsLoggedAndDropsOnlyThatTask) {
   };
   ManualTimer t = MakeManualTimer(options);
   auto dropped = std::make_shared<Probe>(), next = std::make_shared<Probe>();
-  ASSERT_TRUE(t.timer->newTimeout(ProbeTask(dropped), absl::Milliseconds(10)).ok());
-  ASSERT_TRUE(t.timer->newTimeout(ProbeTask(next), absl::Milliseconds(10)).ok());
+  ASSERT_TRUE(
+      t.timer->newTimeout(ProbeTask(dropped), absl::Milliseconds(10)).ok());
+  ASSERT_TRUE(
+      t.timer->newTimeout(ProbeTask(next), absl::Milliseconds(10)).ok());
   t.clock->AdvanceAndSettle(absl::Milliseconds(10));
   EXPECT_EQ(dropped->runs.load(), 0);
   EXPECT_EQ(next->runs.load(), 1);

@@ -45,8 +45,9 @@ TEST(TaskShapesTest, NullaryTasksRun) {
   t.timer->newTimeout(fn, absl::Milliseconds(1)).value();
   // A large nullary callable goes into a box; it runs all the same.
   std::array<char, 100> big{};
-  t.timer->newTimeout([&lambda_runs, big] { lambda_runs += big[0] + 1; },
-                      absl::Milliseconds(1))
+  t.timer
+      ->newTimeout([&lambda_runs, big] { lambda_runs += big[0] + 1; },
+                   absl::Milliseconds(1))
       .value();
   t.clock->AdvanceAndSettle(absl::Milliseconds(1));
   EXPECT_EQ(lambda_runs, 3);

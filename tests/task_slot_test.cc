@@ -44,9 +44,9 @@ struct alignas(kAlign) Counted {
   std::array<unsigned char, kPad> pad{};
 };
 
-using Small = Counted<8>;                         // 16 bytes: inline
-using Large = Counted<64>;                        // boxed
-using OverAligned = Counted<0, 16>;               // 16-aligned: boxed
+using Small = Counted<8>;            // 16 bytes: inline
+using Large = Counted<64>;           // boxed
+using OverAligned = Counted<0, 16>;  // 16-aligned: boxed
 static_assert(kFitsInline<Small>);
 static_assert(!kFitsInline<Large>);
 static_assert(!kFitsInline<OverAligned>);
@@ -83,7 +83,10 @@ TYPED_TEST(TaskSlotTypedTest, RunsAndResetDestroysOnce) {
 
 TYPED_TEST(TaskSlotTypedTest, DestructorDestroysOnce) {
   Counts c;
-  { TaskSlot slot; EmplaceInto(slot, TypeParam(&c)); }
+  {
+    TaskSlot slot;
+    EmplaceInto(slot, TypeParam(&c));
+  }
   EXPECT_EQ(c.live, 0);
 }
 
@@ -153,7 +156,8 @@ struct ThrowingMove {
   ThrowingMove(Counts* c, const bool* t) : counts(c), moves_throw(t) {
     ++counts->live;
   }
-  ThrowingMove(ThrowingMove&& o) : counts(o.counts), moves_throw(o.moves_throw) {
+  ThrowingMove(ThrowingMove&& o)
+      : counts(o.counts), moves_throw(o.moves_throw) {
     if (*moves_throw) throw std::runtime_error("move failed");
     ++counts->live;
   }
@@ -262,8 +266,8 @@ TEST(TaskSlotTimerTest, NewTimeoutTakesCallablesDirectly) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
   Counts small, large;
   ASSERT_TRUE(t.timer->newTimeout(Small(&small), absl::Milliseconds(1)).ok());
-  ASSERT_TRUE(t.timer->newTimeout(Large(&large), std::chrono::milliseconds(1))
-                  .ok());
+  ASSERT_TRUE(
+      t.timer->newTimeout(Large(&large), std::chrono::milliseconds(1)).ok());
   const Small lvalue(&small);  // copied in
   ASSERT_TRUE(t.timer->newTimeout(lvalue, absl::Seconds(10)).ok());
   EXPECT_EQ(small.live, 3);  // two in nodes, and `lvalue`

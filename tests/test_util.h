@@ -17,8 +17,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tickwheel/timer/timer.h"
 #include "tickwheel/timer/manual_clock.h"
+#include "tickwheel/timer/timer.h"
 
 namespace tickwheel::testing {
 
@@ -42,7 +42,8 @@ struct Probe {
 // A move-only object that marks its probe when the last copy is destroyed.
 class CaptureGuard {
  public:
-  explicit CaptureGuard(std::shared_ptr<Probe> probe) : probe_(std::move(probe)) {}
+  explicit CaptureGuard(std::shared_ptr<Probe> probe)
+      : probe_(std::move(probe)) {}
   CaptureGuard(CaptureGuard&& other) noexcept = default;
   CaptureGuard& operator=(CaptureGuard&&) = delete;
   ~CaptureGuard() {
@@ -73,7 +74,8 @@ inline ManualTimer MakeManualTimer(TimerOptions options) {
   ManualTimer t;
   t.clock = std::make_shared<ManualClock>();
   options.clock = t.clock;
-  absl::StatusOr<std::unique_ptr<Timer>> timer = Timer::Create(std::move(options));
+  absl::StatusOr<std::unique_ptr<Timer>> timer =
+      Timer::Create(std::move(options));
   EXPECT_TRUE(timer.ok()) << timer.status();
   if (timer.ok()) t.timer = *std::move(timer);
   return t;

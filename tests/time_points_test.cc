@@ -39,7 +39,8 @@ TEST(TimePointsTest, NewTimeoutAtRunsAtItsDeadlineNeverBefore) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
   auto probe = std::make_shared<Probe>();
   const TimePoint at = t.timer->now() + std::chrono::milliseconds(7);
-  Timeout timeout = t.timer->newTimeoutAt(ProbeTask(probe, t.clock), at).value();
+  Timeout timeout =
+      t.timer->newTimeoutAt(ProbeTask(probe, t.clock), at).value();
   EXPECT_EQ(timeout.deadline(), at);
   t.clock->AdvanceInSteps(absl::Milliseconds(6), absl::Milliseconds(1));
   EXPECT_EQ(probe->runs.load(), 0);
@@ -73,11 +74,13 @@ TEST(TimePointsTest, DeadlineOfAHandleOutlivesItsTimer) {
 TEST(TimePointsTest, AnyChronoDurationIsADelay) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
   using std::chrono::duration;
-  EXPECT_EQ(t.timer->newTimeout([] {}, duration<double>(0.5)).value().deadline(),
-            TimePoint(std::chrono::milliseconds(500)));
   EXPECT_EQ(
-      t.timer->newTimeout([] {}, duration<int, std::milli>(250)).value().deadline(),
-      TimePoint(std::chrono::milliseconds(250)));
+      t.timer->newTimeout([] {}, duration<double>(0.5)).value().deadline(),
+      TimePoint(std::chrono::milliseconds(500)));
+  EXPECT_EQ(t.timer->newTimeout([] {}, duration<int, std::milli>(250))
+                .value()
+                .deadline(),
+            TimePoint(std::chrono::milliseconds(250)));
   EXPECT_EQ(t.timer->newTimeout([] {}, std::chrono::days(1)).value().deadline(),
             TimePoint(std::chrono::hours(24)));
   EXPECT_EQ(t.timer->newTimeout([] {}, duration<float, std::micro>(1.5f))
@@ -91,10 +94,9 @@ TEST(TimePointsTest, AnyChronoDurationIsADelay) {
                 .time_since_epoch()
                 .count(),
             INT64_MAX);
-  EXPECT_EQ(t.timer->newTimeout([] {}, duration<double>(-1e300))
-                .value()
-                .deadline(),
-            TimePoint{});  // negative: now
+  EXPECT_EQ(
+      t.timer->newTimeout([] {}, duration<double>(-1e300)).value().deadline(),
+      TimePoint{});  // negative: now
   EXPECT_EQ(t.timer
                 ->newPeriodic([] {}, duration<double>(0.25),
                               std::chrono::milliseconds(100))

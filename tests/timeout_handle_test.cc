@@ -33,7 +33,8 @@ TEST(TimeoutHandleTest, EmptyHandleIsInert) {
 
 TEST(TimeoutHandleTest, CopiesAssignmentsAndMovesShareOneTimeout) {
   auto t = MakeManualTimer(Tick(absl::Milliseconds(10)));
-  Timeout a = t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).value();
+  Timeout a =
+      t.timer->newTimeout([](const Timeout&) {}, absl::Seconds(1)).value();
   Timeout b = a;
   Timeout c;
   c = b;

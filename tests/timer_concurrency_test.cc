@@ -107,9 +107,9 @@ TEST(TimerConcurrencyTest, StopRacingProducersThenDestroyLosesNothing) {
       producers.emplace_back([&] {
         while (!go.load()) std::this_thread::yield();
         for (int i = 0; i < 2000; ++i) {
-          absl::StatusOr<Timeout> t = timer->newTimeout(
-              [&](const Timeout&) { ran.fetch_add(1); },
-              absl::Milliseconds(i % 3 == 0 ? 0 : 1000));
+          absl::StatusOr<Timeout> t =
+              timer->newTimeout([&](const Timeout&) { ran.fetch_add(1); },
+                                absl::Milliseconds(i % 3 == 0 ? 0 : 1000));
           if (t.ok()) {
             accepted.fetch_add(1);
           } else {
@@ -192,8 +192,9 @@ TEST(TimerConcurrencyTest, OneThreadsTimeoutsRunInItsOrder) {
     });
   }
   for (auto& t : threads) t.join();
-  for (int waited = 0; done.load(std::memory_order_acquire) <
-                           kThreads * kPerThread && waited < 30000;
+  for (int waited = 0;
+       done.load(std::memory_order_acquire) < kThreads * kPerThread &&
+       waited < 30000;
        ++waited) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -215,7 +216,8 @@ TEST(TimerConcurrencyTest, MaxPendingWhileTasksExpireAndAreCancelled) {
   auto timer = Timer::Create(options).value();
   std::atomic<int64_t> worst{0}, accepted{0}, ran{0}, cancelled{0};
   auto note = [&](int64_t n) {
-    for (int64_t w = worst.load(); n > w && !worst.compare_exchange_weak(w, n);) {
+    for (int64_t w = worst.load();
+         n > w && !worst.compare_exchange_weak(w, n);) {
     }
   };
   std::vector<std::thread> threads;
@@ -250,20 +252,24 @@ TEST(TimerConcurrencyTest, MaxPendingWhileTasksExpireAndAreCancelled) {
 // and the handles outlive it: every task ran at most once or was cancelled,
 // its captures are destroyed, and afterwards each handle reads either expired
 // or cancelled, cancel() returns false and takeTask() nothing.
-TEST(TimerConcurrencyTest, CancelRacingTheDestructorAndHandlesOutlivingTheTimer) {
+TEST(TimerConcurrencyTest,
+     CancelRacingTheDestructorAndHandlesOutlivingTheTimer) {
   std::vector<std::shared_ptr<Probe>> probes;
   std::vector<Timeout> handles;
   auto timer = Timer::Create(Tick(absl::Milliseconds(1))).value();
   for (int i = 0; i < 2000; ++i) {
     probes.push_back(std::make_shared<Probe>());
-    handles.push_back(timer->newTimeout(ProbeTask(probes.back()),
-                                        absl::Microseconds(i % 3000)).value());
+    handles.push_back(
+        timer
+            ->newTimeout(ProbeTask(probes.back()), absl::Microseconds(i % 3000))
+            .value());
   }
   std::atomic<int64_t> cancelled{0};
   std::vector<std::thread> cancellers;
   for (int c = 0; c < 2; ++c) {
     cancellers.emplace_back([&, c] {
-      for (size_t i = c; i < handles.size(); i += 2) cancelled += handles[i].cancel();
+      for (size_t i = c; i < handles.size(); i += 2)
+        cancelled += handles[i].cancel();
     });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1));

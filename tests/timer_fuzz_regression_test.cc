@@ -33,7 +33,8 @@ std::filesystem::path CorpusDir() {
 
 void Replay(const std::string& name, const std::vector<uint8_t>& bytes) {
   // Printed first, so that an abort names the input.
-  std::fprintf(stderr, "replaying %s (%zu bytes)\n", name.c_str(), bytes.size());
+  std::fprintf(stderr, "replaying %s (%zu bytes)\n", name.c_str(),
+               bytes.size());
   LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
 }
 
@@ -51,9 +52,9 @@ TEST(TimerFuzzRegressionTest, CommittedCorpus) {
                                      std::istreambuf_iterator<char>());
     Replay(file.filename().string(), bytes);
   }
-  std::printf("corpus: %zu inputs, %lld operations\n", files.size(),
-              static_cast<long long>(tickwheel::model::FuzzOpsExecuted() -
-                                     ops_before));
+  std::printf(
+      "corpus: %zu inputs, %lld operations\n", files.size(),
+      static_cast<long long>(tickwheel::model::FuzzOpsExecuted() - ops_before));
 }
 
 TEST(TimerFuzzRegressionTest, FixedSeedRandomInputs) {
@@ -65,9 +66,9 @@ TEST(TimerFuzzRegressionTest, FixedSeedRandomInputs) {
     for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
     Replay("random #" + std::to_string(i), bytes);
   }
-  std::printf("random: %d inputs, %lld operations\n", kInputs,
-              static_cast<long long>(tickwheel::model::FuzzOpsExecuted() -
-                                     ops_before));
+  std::printf(
+      "random: %d inputs, %lld operations\n", kInputs,
+      static_cast<long long>(tickwheel::model::FuzzOpsExecuted() - ops_before));
   // One opcode byte in sixteen is a race: the random inputs must reach them.
   EXPECT_GT(tickwheel::model::FuzzRacesExecuted(), 100);
 }

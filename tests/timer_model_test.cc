@@ -32,7 +32,8 @@ TEST(TimerModelTest, RunsAtFirstTickEndAtOrAfterDeadline) {
   }
   for (int i = 0; i < 20; ++i) m.Advance(absl::Nanoseconds(10));
   // Acceptance order within a tick: the negative delay (id 8) runs last at 10.
-  EXPECT_EQ(RunClocks(m), (std::vector<int64_t>{10, 10, 10, 10, 20, 40, 40, 50, 100}));
+  EXPECT_EQ(RunClocks(m),
+            (std::vector<int64_t>{10, 10, 10, 10, 20, 40, 40, 50, 100}));
   EXPECT_EQ(m.events()[3].id, 8);
   EXPECT_EQ(m.CheckContract(), "");
 }
@@ -43,9 +44,9 @@ TEST(TimerModelTest, NeverIntoAPassedTickAndCatchUpInOrder) {
   m.Schedule(false, absl::Nanoseconds(100), {}, &code);  // starts at 1000
   m.Advance(absl::Nanoseconds(25));                      // ticks 0, 1 done
   EXPECT_EQ(m.ticks_processed(), 2);
-  m.Schedule(false, absl::ZeroDuration(), {}, &code);    // deadline 25: tick 2
-  m.Schedule(false, absl::Nanoseconds(30), {}, &code);   // deadline 55: tick 5
-  m.Advance(absl::Nanoseconds(200));                     // all at once
+  m.Schedule(false, absl::ZeroDuration(), {}, &code);   // deadline 25: tick 2
+  m.Schedule(false, absl::Nanoseconds(30), {}, &code);  // deadline 55: tick 5
+  m.Advance(absl::Nanoseconds(200));                    // all at once
   ASSERT_EQ(m.events().size(), 3u);
   EXPECT_EQ(m.events()[0].id, 1);
   EXPECT_EQ(m.events()[0].tick, 2);

@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
-#include "tickwheel/timer/timer.h"
 #include "tickwheel/timer/clock.h"
+#include "tickwheel/timer/timer.h"
 
 namespace tickwheel {
 namespace {
@@ -53,8 +53,9 @@ TEST(TimerRealtimeTest, SlowTaskMakesLaterOnesCatchUpInOrderNoneEarly) {
   auto clock = RealClock::Shared();
   const int64_t start = clock->NowNanos();
   timer
-      ->newTimeout([](const Timeout&) { absl::SleepFor(absl::Milliseconds(30)); },
-                   absl::Milliseconds(1))
+      ->newTimeout(
+          [](const Timeout&) { absl::SleepFor(absl::Milliseconds(30)); },
+          absl::Milliseconds(1))
       .value();
   for (int i = 1; i <= 5; ++i) {
     timer

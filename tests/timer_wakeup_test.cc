@@ -80,7 +80,8 @@ TEST(TimerWakeupTest, CancelledNodesAreUnlinkedWhileTrafficFlows) {
   for (int i = 0; i < 5; ++i) {
     probes.push_back(std::make_shared<Probe>());
     Timeout timeout =
-        t.timer->newTimeout(ProbeTask(probes.back()), absl::Seconds(30)).value();
+        t.timer->newTimeout(ProbeTask(probes.back()), absl::Seconds(30))
+            .value();
     ASSERT_TRUE(timeout.cancel());
     t.clock->AdvanceAndSettle(absl::Milliseconds(1));
   }

@@ -103,9 +103,8 @@ TEST(WheelTest, LevelsCoverEveryTick) {
 TEST(WheelTest, ExpiresExactlyAtDueTickAcrossLevels) {
   Nodes nodes;
   Wheel wheel(8);  // level 0: 8 ticks; level 1: 64 buckets of 8; ...
-  const std::vector<int64_t> due = {0,   1,   7,    8,    9,    63,
-                                    64,  511, 512,  513,  4095, 4096,
-                                    801, 801, 5000, 32767};
+  const std::vector<int64_t> due = {
+      0, 1, 7, 8, 9, 63, 64, 511, 512, 513, 4095, 4096, 801, 801, 5000, 32767};
   for (int64_t d : due) {
     TimeoutNode* n = nodes.New();
     Insert(wheel, n, d);
@@ -147,13 +146,15 @@ TEST(WheelTest, FilesEachNodeAtTheLevelOfItsHighestDifferingDigit) {
   for (int bits0 : {0, 1, 3, 9, 20}) {
     Nodes nodes;
     Wheel wheel(1 << bits0);
-    for (int64_t elapsed : {int64_t{0}, int64_t{5}, int64_t{777}, int64_t{1} << 33}) {
+    for (int64_t elapsed :
+         {int64_t{0}, int64_t{5}, int64_t{777}, int64_t{1} << 33}) {
       if (elapsed > 0) AdvanceTo(wheel, elapsed - 1);  // the wheel is empty
       const int64_t at = wheel.elapsed();
       ASSERT_EQ(at, elapsed);
       for (int i = 0; i < 400; ++i) {
         // Ahead by 0 to 2^62 - 1 ticks, spread over every bit width.
-        const int64_t due = at + static_cast<int64_t>(rng() >> (2 + rng() % 62));
+        const int64_t due =
+            at + static_cast<int64_t>(rng() >> (2 + rng() % 62));
         TimeoutNode* n = nodes.New();
         Insert(wheel, n, due);
         ASSERT_EQ(Wheel::LevelOf(n), ReferenceLevel(bits0, due, at))
@@ -180,7 +181,8 @@ TEST(WheelTest, NextWorkTickSkipsEmptyTicksAndSeesCascades) {
   EXPECT_EQ(Wheel::LevelOf(far), 2);
   EXPECT_EQ(wheel.NextWorkTick(), 512);
   EXPECT_TRUE(AdvanceTo(wheel, 958).empty());
-  EXPECT_EQ(Wheel::LevelOf(far), 1);  // cascaded at the start of its bucket, early
+  EXPECT_EQ(Wheel::LevelOf(far),
+            1);  // cascaded at the start of its bucket, early
   EXPECT_EQ(wheel.NextWorkTick(), 1000 & ~7);
   auto fired = AdvanceTo(wheel, 1000);
   ASSERT_EQ(fired.size(), 1u);
@@ -227,7 +229,7 @@ TEST(WheelTest, TickRunsInInsertionOrderEvenAfterCascades) {
   TimeoutNode* a = nodes.New();
   TimeoutNode* b = nodes.New();
   Insert(wheel, a, 100);  // upper level
-  AdvanceTo(wheel, 95);  // a has moved down by now
+  AdvanceTo(wheel, 95);   // a has moved down by now
   Insert(wheel, b, 100);  // straight into level 0
   auto fired = AdvanceTo(wheel, 100);
   ASSERT_EQ(fired.size(), 2u);
@@ -435,8 +437,9 @@ TEST(WheelTest, BudgetStopResumesMidBucketWithArrivalsAndRemovals) {
 
 TEST(WheelTest, TickDividerMatchesDivision) {
   std::mt19937_64 rng(7);
-  for (int64_t d : {int64_t{1}, int64_t{3}, int64_t{1000000}, int64_t{999999937},
-                    int64_t{1} << 40, INT64_MAX - 1, INT64_MAX}) {
+  for (int64_t d :
+       {int64_t{1}, int64_t{3}, int64_t{1000000}, int64_t{999999937},
+        int64_t{1} << 40, INT64_MAX - 1, INT64_MAX}) {
     TickDivider div(d);
     for (int i = 0; i < 20000; ++i) {
       int64_t n = static_cast<int64_t>(rng() >> (rng() % 64));
@@ -453,7 +456,8 @@ TEST(WheelTest, TickDividerMatchesDivision) {
 
 TEST(WheelTest, DueTickOfMatchesDueTick) {
   std::mt19937_64 rng(11);
-  for (int64_t tick : {int64_t{1}, int64_t{7}, int64_t{1000000}, int64_t{1} << 33}) {
+  for (int64_t tick :
+       {int64_t{1}, int64_t{7}, int64_t{1000000}, int64_t{1} << 33}) {
     Wheel wheel(8, tick);
     alignas(16) TimeoutNode n;
     for (int i = 0; i < 20000; ++i) {
@@ -486,8 +490,7 @@ TEST(WheelTest, MatchesSortedModelOnRandomOperations) {
                             static_cast<int64_t>(rng() % 3);
         TimeoutNode* n = nodes.New();
         Insert(wheel, n, due);
-        const auto key =
-            std::make_pair(std::max(due, wheel.elapsed()), seq++);
+        const auto key = std::make_pair(std::max(due, wheel.elapsed()), seq++);
         model[key] = n;
         key_of[n] = key;
       } else if (op < 7 && !model.empty()) {
@@ -523,7 +526,6 @@ TEST(WheelTest, MatchesSortedModelOnRandomOperations) {
     }
   }
 }
-
 
 // A worker that wakes within ticks: Advance() with SortEachTick() plus
 // ExpireFiledBy() for the tick in progress hand out every node whose

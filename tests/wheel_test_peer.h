@@ -69,12 +69,12 @@ class WheelTestPeer {
       ++live;
       const int64_t due = w.DueTickOf(n);
       const bool overdue = Wheel::LevelOf(n) == Wheel::kOverdueLevel;
-      const bool placed =
-          overdue ? level == 0 && due < w.elapsed_ &&
-                        slot == w.SlotOf(0, w.elapsed_)
-                  : Wheel::LevelOf(n) == level &&
-                        w.SlotOf(level, due) == slot && due >= w.elapsed_ &&
-                        w.LevelFor(due) <= level;
+      const bool placed = overdue ? level == 0 && due < w.elapsed_ &&
+                                        slot == w.SlotOf(0, w.elapsed_)
+                                  : Wheel::LevelOf(n) == level &&
+                                        w.SlotOf(level, due) == slot &&
+                                        due >= w.elapsed_ &&
+                                        w.LevelFor(due) <= level;
       if ((n->where & Wheel::kIndexMask) != i || !placed) {
         return fmt::format(
             "level {} bucket {}: node {} filed={} due_tick={} where={}:{} "

@@ -35,7 +35,8 @@ TEST(WorkerThreadTest, WorkerStartsLazilyOnFirstNewTimeout) {
   EXPECT_EQ(t.clock->SleeperCount(), 0);
   t.clock->AdvanceAndSettle(absl::Seconds(5));  // before start: not counted
   auto probe = std::make_shared<Probe>();
-  t.timer->newTimeout(ProbeTask(probe, t.clock), absl::Milliseconds(10)).value();
+  t.timer->newTimeout(ProbeTask(probe, t.clock), absl::Milliseconds(10))
+      .value();
   EXPECT_EQ(t.clock->SleeperCount(), 1);
   t.clock->AdvanceAndSettle(absl::Milliseconds(10));
   // startTime is the first newTimeout, 5 s in: the task ran 10 ms after it.
@@ -65,14 +66,19 @@ TEST(WorkerThreadTest, ThrowingTasksAreLoggedAndTheWorkerGoesOn) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(10)));
   auto after = std::make_shared<Probe>();
   auto thrower = std::make_shared<Probe>();
-  ASSERT_TRUE(t.timer->newTimeout(
-      [guard = CaptureGuard(thrower)](const Timeout&) {
-        throw std::runtime_error("boom");
-      },
-      absl::Milliseconds(10)).ok());
-  ASSERT_TRUE(t.timer->newTimeout([](const Timeout&) { throw 42; },
-                                  absl::Milliseconds(10)).ok());
-  ASSERT_TRUE(t.timer->newTimeout(ProbeTask(after), absl::Milliseconds(10)).ok());
+  ASSERT_TRUE(t.timer
+                  ->newTimeout(
+                      [guard = CaptureGuard(thrower)](const Timeout&) {
+                        throw std::runtime_error("boom");
+                      },
+                      absl::Milliseconds(10))
+                  .ok());
+  ASSERT_TRUE(
+      t.timer
+          ->newTimeout([](const Timeout&) { throw 42; }, absl::Milliseconds(10))
+          .ok());
+  ASSERT_TRUE(
+      t.timer->newTimeout(ProbeTask(after), absl::Milliseconds(10)).ok());
   t.clock->AdvanceAndSettle(absl::Milliseconds(10));
   EXPECT_EQ(after->runs.load(), 1);
   EXPECT_TRUE(thrower->captures_destroyed.load());

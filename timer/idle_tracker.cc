@@ -53,8 +53,9 @@ absl::Status IdleHandle::reregister(absl::AnyInvocable<void()> on_idle) {
   if (entry_ == nullptr) {
     return absl::FailedPreconditionError("reregister: empty IdleHandle");
   }
-  return reregister(std::move(on_idle),
-                    absl::Nanoseconds(entry_->core()->config().default_timeout_nanos));
+  return reregister(
+      std::move(on_idle),
+      absl::Nanoseconds(entry_->core()->config().default_timeout_nanos));
 }
 
 absl::Status IdleHandle::reregister(absl::AnyInvocable<void()> on_idle,
@@ -80,8 +81,7 @@ bool IdleHandle::hasFired() const {
   if (entry_ == nullptr) return false;
   const internal::IdleState s = entry_->state();
   return s == internal::IdleState::kQueued ||
-         s == internal::IdleState::kRunning ||
-         s == internal::IdleState::kFired;
+         s == internal::IdleState::kRunning || s == internal::IdleState::kFired;
 }
 
 absl::Duration IdleHandle::idleTimeout() const {
@@ -121,8 +121,7 @@ absl::StatusOr<std::unique_ptr<IdleTracker>> IdleTracker::Create(
   config.refresh_nanos =
       std::max(absl::ToInt64Nanoseconds(options.refresh_period),
                absl::ToInt64Nanoseconds(config.tick_duration));
-  config.drain_timeout =
-      std::max(options.drain_timeout, absl::ZeroDuration());
+  config.drain_timeout = std::max(options.drain_timeout, absl::ZeroDuration());
   config.thread_name = std::move(options.thread_name);
   config.task_executor = std::move(options.task_executor);
   if (options.timer != nullptr) {
@@ -131,8 +130,8 @@ absl::StatusOr<std::unique_ptr<IdleTracker>> IdleTracker::Create(
     config.clock =
         options.clock ? std::move(options.clock) : RealClock::Shared();
   }
-  return std::unique_ptr<IdleTracker>(new IdleTracker(
-      std::make_shared<internal::IdleCore>(std::move(config))));
+  return std::unique_ptr<IdleTracker>(
+      new IdleTracker(std::make_shared<internal::IdleCore>(std::move(config))));
 }
 
 IdleTracker::IdleTracker(std::shared_ptr<internal::IdleCore> core)

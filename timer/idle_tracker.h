@@ -93,11 +93,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "tickwheel/timer/clock.h"
 #include "tickwheel/timer/idle/idle_entry.h"
 #include "tickwheel/timer/idle/idle_metrics.h"
 #include "tickwheel/timer/metrics.h"
 #include "tickwheel/timer/timer.h"
-#include "tickwheel/timer/clock.h"
 
 namespace tickwheel {
 
@@ -219,7 +219,7 @@ class IdleHandle {
       : entry_(entry), now_(now) {}
   void Release();
 
-  internal::IdleEntry* entry_ = nullptr;    // holds one reference
+  internal::IdleEntry* entry_ = nullptr;       // holds one reference
   const std::atomic<int64_t>* now_ = nullptr;  // the tracker's coarse clock
 };
 
@@ -265,13 +265,13 @@ class IdleTracker {
   // Undoes one Activate(). The last one stops the timer (with
   // IdleTrackerOptions::timer: cancels this tracker's timeouts on it and
   // leaves it running) and waits at most drain_timeout for a check or an
-  // on_idle still running (on the worker or on the executor). Tracked objects then stay registered but dormant:
-  // on_idle never runs for them while inactive, touch() and unregister()
-  // keep working, and the next Activate() re-arms them as above. on_idle
-  // calls already handed to task_executor before the stop still run when
-  // the executor gets to them.
-  // FailedPrecondition: more Deactivate() than Activate() calls.
-  // DeadlineExceeded: something was still running after drain_timeout; the
+  // on_idle still running (on the worker or on the executor). Tracked objects
+  // then stay registered but dormant: on_idle never runs for them while
+  // inactive, touch() and unregister() keep working, and the next Activate()
+  // re-arms them as above. on_idle calls already handed to task_executor before
+  // the stop still run when the executor gets to them. FailedPrecondition: more
+  // Deactivate() than Activate() calls. DeadlineExceeded: something was still
+  // running after drain_timeout; the
   //   stop completes in the background (a later Activate() starts a new
   //   timer meanwhile, and the old one's checks find themselves stale).
   // From inside on_idle: returns OK without waiting; the stop completes

@@ -25,11 +25,11 @@ class ManualClock::ManualSleeper final : public Clock::Sleeper {
     state_.deadline = deadline_nanos;
     state_.asleep = true;
     clock_->cv_.notify_all();  // AwaitIdle() may be waiting for this.
-    clock_->cv_.wait(
-        clock_->mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(clock_->mu_) {
-          return state_.woken || (deadline_nanos != INT64_MAX &&
-                                  clock_->now_ >= deadline_nanos);
-        });
+    clock_->cv_.wait(clock_->mu_,
+                     [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(clock_->mu_) {
+                       return state_.woken || (deadline_nanos != INT64_MAX &&
+                                               clock_->now_ >= deadline_nanos);
+                     });
     state_.asleep = false;
     state_.woken = false;
   }

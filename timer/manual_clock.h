@@ -75,9 +75,9 @@ class ManualClock final : public Clock {
   // One per live ManualSleeper, which owns it. Guarded by mu_ (declared on
   // ManualSleeper::state_; IdleLocked() reads them through sleepers_).
   struct SleeperState {
-    bool asleep = false;      // inside SleepUntil(), blocked
-    bool woken = false;       // Wake() not yet consumed
-    int64_t deadline = 0;     // valid while asleep
+    bool asleep = false;   // inside SleepUntil(), blocked
+    bool woken = false;    // Wake() not yet consumed
+    int64_t deadline = 0;  // valid while asleep
   };
 
   bool IdleLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -55,15 +55,15 @@ class LatenessHistogram {
 };
 
 struct TimerMetrics {
-  int64_t pending = 0;    // scheduled, neither expired, cancelled nor stopped
-  int64_t expired = 0;    // tasks the worker has claimed to run
+  int64_t pending = 0;  // scheduled, neither expired, cancelled nor stopped
+  int64_t expired = 0;  // tasks the worker has claimed to run
   // Successful cancel() calls, each counted when it returns.
   int64_t cancelled = 0;
-  int64_t ticks = 0;      // ticks processed
+  int64_t ticks = 0;  // ticks processed
   // Ticks processed late by a full tick or more (the worker fell behind: a
   // slow task, a suspended process) and caught up.
   int64_t catch_up_ticks = 0;
-  int64_t wakeups = 0;    // times the worker returned from sleep
+  int64_t wakeups = 0;  // times the worker returned from sleep
   // Largest (run time - deadline) of any expired task, measured when the
   // worker claims it; zero before the first expiry. lateness.max().
   absl::Duration worst_lateness = absl::ZeroDuration();

@@ -42,8 +42,7 @@ namespace tickwheel {
 // void(), and constructible from what is passed (copied from an lvalue,
 // moved from an rvalue).
 template <typename F>
-concept TimerTaskCallable =
-    std::constructible_from<std::decay_t<F>, F> &&
+concept TimerTaskCallable = std::constructible_from<std::decay_t<F>, F> &&
     (std::invocable<std::decay_t<F>&, const Timeout&> ||
      std::invocable<std::decay_t<F>&>);
 
@@ -110,9 +109,9 @@ struct AsTimerTask {
 // throwing (so that takeTask() can move it into a TimerTask's own inline
 // storage, which needs exactly that).
 template <typename D>
-inline constexpr bool kFitsInline = sizeof(D) <= TaskSlot::kInlineBytes &&
-                                    alignof(D) <= alignof(void*) &&
-                                    std::is_nothrow_move_constructible_v<D>;
+inline constexpr bool kFitsInline =
+    sizeof(D) <= TaskSlot::kInlineBytes &&
+    alignof(D) <= alignof(void*) && std::is_nothrow_move_constructible_v<D>;
 
 template <typename D>
 D& InlineCallable(void* storage) {
@@ -138,7 +137,8 @@ inline constexpr TaskOps kInlineOps = {
       if constexpr (std::is_invocable_v<D&, const Timeout&>) {
         *static_cast<TimerTask*>(task) = TimerTask(std::move(d));
       } else {
-        *static_cast<TimerTask*>(task) = TimerTask(AsTimerTask<D>{std::move(d)});
+        *static_cast<TimerTask*>(task) =
+            TimerTask(AsTimerTask<D>{std::move(d)});
       }
       std::destroy_at(&d);
     },
@@ -210,8 +210,8 @@ inline constexpr TaskOps kPeriodicOps = {
     },
     [](void* s) noexcept { BoxedCallable<PeriodicBox<D>>(s)->Unref(); },
     [](void* s, void* task) noexcept {
-      *static_cast<TimerTask*>(task) = TimerTask(
-          PeriodicCall<D>{{BoxedCallable<PeriodicBox<D>>(s), {}}});
+      *static_cast<TimerTask*>(task) =
+          TimerTask(PeriodicCall<D>{{BoxedCallable<PeriodicBox<D>>(s), {}}});
     },
     [](const void* s) {
       return (*std::launder(static_cast<PeriodicBox<D>* const*>(s)))
@@ -261,7 +261,9 @@ void EmplacePeriodicTask(TaskSlot& slot, void* args) {
   using D = std::decay_t<F>;
   auto* a = static_cast<PeriodicArgs*>(args);
   auto* box = new PeriodicBox<D>{
-      {1}, a->period_nanos, D(std::forward<F>(*static_cast<Object*>(a->callable)))};
+      {1},
+      a->period_nanos,
+      D(std::forward<F>(*static_cast<Object*>(a->callable)))};
   ::new (slot.storage()) PeriodicBox<D>*(box);
   slot.Install(&kPeriodicOps<D>);
 }

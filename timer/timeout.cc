@@ -38,10 +38,9 @@ Timeout& Timeout::operator=(Timeout&& other) noexcept {
 }
 
 Timer* Timeout::timer() const {
-  return node_ == nullptr
-             ? nullptr
-             : static_cast<Timer*>(
-                   shared_->owner.load(std::memory_order_acquire));
+  return node_ == nullptr ? nullptr
+                          : static_cast<Timer*>(
+                                shared_->owner.load(std::memory_order_acquire));
 }
 
 bool Timeout::isExpired() const {
@@ -143,12 +142,12 @@ bool Timeout::cancel() const {
       return false;
     }
     push = left == TimeoutState::kArmed && !(word & TimeoutNode::kNoticed);
-    const uint32_t want = TimeoutNode::WithState(word, TimeoutState::kCancelled) |
-                          (push ? TimeoutNode::kNoticed : 0);
+    const uint32_t want =
+        TimeoutNode::WithState(word, TimeoutState::kCancelled) |
+        (push ? TimeoutNode::kNoticed : 0);
     TICKWHEEL_INTERLEAVE_POINT();
-    if (node_->refs_state.compare_exchange_weak(word, want,
-                                                std::memory_order_acq_rel,
-                                                std::memory_order_relaxed)) {
+    if (node_->refs_state.compare_exchange_weak(
+            word, want, std::memory_order_acq_rel, std::memory_order_relaxed)) {
       break;
     }
   }

@@ -69,15 +69,16 @@ absl::Duration ToDuration(std::chrono::duration<Rep, Period> d) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   if constexpr (std::is_floating_point_v<Rep>) {
-    const long double ns = static_cast<long double>(d.count()) * Nanos::num /
-                           Nanos::den;
+    const long double ns =
+        static_cast<long double>(d.count()) * Nanos::num / Nanos::den;
     if (std::isnan(ns)) return absl::ZeroDuration();
     if (ns >= static_cast<long double>(kMax)) return absl::Nanoseconds(kMax);
     if (ns <= static_cast<long double>(kMin)) return absl::Nanoseconds(kMin);
     return absl::Nanoseconds(static_cast<int64_t>(ns));
   } else {
-    static_assert(std::is_integral_v<Rep>, "a duration with an integer or "
-                                           "floating-point count");
+    static_assert(std::is_integral_v<Rep>,
+                  "a duration with an integer or "
+                  "floating-point count");
     const auto count = static_cast<long double>(d.count());
     if constexpr (Nanos::den == 1) {
       int64_t ns;
@@ -234,7 +235,8 @@ class TimeoutAccess {
 template <>
 struct std::hash<tickwheel::Timeout> {
   size_t operator()(const tickwheel::Timeout& t) const noexcept {
-    return std::hash<const void*>()(tickwheel::internal::TimeoutAccess::Node(t));
+    return std::hash<const void*>()(
+        tickwheel::internal::TimeoutAccess::Node(t));
   }
 };
 

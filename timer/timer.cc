@@ -41,8 +41,9 @@ absl::StatusOr<WheelShape> CheckWheel(const TimerOptions& options) {
   }
   if (options.ticks_per_wheel <= 0 ||
       options.ticks_per_wheel > internal::Wheel::kMaxTicksPerWheel) {
-    return absl::InvalidArgumentError(fmt::format(
-        "ticks_per_wheel must be in [1, 2^30], got {}", options.ticks_per_wheel));
+    return absl::InvalidArgumentError(
+        fmt::format("ticks_per_wheel must be in [1, 2^30], got {}",
+                    options.ticks_per_wheel));
   }
   const int wheel =
       internal::Wheel::NormalizeTicksPerWheel(options.ticks_per_wheel);
@@ -56,14 +57,13 @@ absl::StatusOr<WheelShape> CheckWheel(const TimerOptions& options) {
   int64_t slack_nanos = tick_nanos;
   if (options.slack.has_value()) {
     if (*options.slack < absl::ZeroDuration()) {
-      return absl::InvalidArgumentError(
-          fmt::format("slack must be >= 0, got {}",
-                      absl::FormatDuration(*options.slack)));
+      return absl::InvalidArgumentError(fmt::format(
+          "slack must be >= 0, got {}", absl::FormatDuration(*options.slack)));
     }
     // Whole nanoseconds, rounded down: never later than asked.
-    slack_nanos = std::min(
-        tick_nanos, absl::ToInt64Nanoseconds(absl::Trunc(*options.slack,
-                                                         absl::Nanoseconds(1))));
+    slack_nanos =
+        std::min(tick_nanos, absl::ToInt64Nanoseconds(absl::Trunc(
+                                 *options.slack, absl::Nanoseconds(1))));
   }
   return WheelShape{tick_nanos, wheel, slack_nanos};
 }
@@ -81,8 +81,9 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
   const int wheel = shape->ticks_per_wheel;
   if (absl::Status s = internal::AcquireInstanceSlot(); !s.ok()) return s;
 
-  std::unique_ptr<Timer> timer(new Timer(absl::Nanoseconds(tick_nanos), wheel,
-                                         absl::Nanoseconds(shape->slack_nanos)));
+  std::unique_ptr<Timer> timer(
+      new Timer(absl::Nanoseconds(tick_nanos), wheel,
+                absl::Nanoseconds(shape->slack_nanos)));
   internal::WorkerConfig config;
   config.tick_nanos = tick_nanos;
   config.ticks_per_wheel = wheel;
@@ -99,8 +100,8 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
   } catch (const std::bad_alloc&) {
     internal::ReleaseInstanceSlot();
     timer->counted_ = false;
-    return absl::ResourceExhaustedError(fmt::format(
-        "not enough memory for a wheel of {} buckets", wheel));
+    return absl::ResourceExhaustedError(
+        fmt::format("not enough memory for a wheel of {} buckets", wheel));
   }
   return timer;
 }

@@ -94,8 +94,8 @@
 #include "tickwheel/timer/metrics.h"
 #include "tickwheel/timer/task.h"
 #include "tickwheel/timer/timeout.h"
-#include "tickwheel/worker/nanos.h"
 #include "tickwheel/worker/deadline_spec.h"
+#include "tickwheel/worker/nanos.h"
 
 // The version of tickwheel these headers belong to (CHANGELOG.md).
 #define TICKWHEEL_VERSION_MAJOR 0
@@ -108,7 +108,6 @@ namespace tickwheel {
 namespace internal {
 class Worker;
 }  // namespace internal
-
 
 struct TimerOptions {
   // The wheel's resolution: tasks run at tick boundaries. Must be > 0 (at
@@ -156,7 +155,8 @@ class Timer {
   //   rounded up) overflows int64 nanoseconds; slack < 0.
   // ResourceExhausted: more live timers than the instance limit when it is
   //   set to fail (timer/instance_limit.h), or no memory for the wheel.
-  static absl::StatusOr<std::unique_ptr<Timer>> Create(TimerOptions options = {});
+  static absl::StatusOr<std::unique_ptr<Timer>> Create(
+      TimerOptions options = {});
 
   // The checks of Create() on tick_duration and ticks_per_wheel, without
   // creating a timer (the same InvalidArgument errors).
@@ -217,12 +217,11 @@ class Timer {
   // otherwise, with the same errors and cost.
   template <TimerTaskCallable F>
   absl::StatusOr<Timeout> newTimeoutAt(F&& task, TimePoint deadline) {
-    return ScheduleTask(
-        std::forward<F>(task),
-        {std::chrono::duration_cast<std::chrono::nanoseconds>(
-             deadline.time_since_epoch())
-             .count(),
-         true, false});
+    return ScheduleTask(std::forward<F>(task),
+                        {std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             deadline.time_since_epoch())
+                             .count(),
+                         true, false});
   }
 
   // Schedules `task` to run at a fixed rate: at start + initial_delay +
@@ -244,9 +243,9 @@ class Timer {
                                       absl::Duration period);
   template <TimerTaskCallable F, typename R1, typename P1, typename R2,
             typename P2>
-  absl::StatusOr<Timeout> newPeriodic(F&& task,
-                                      std::chrono::duration<R1, P1> initial_delay,
-                                      std::chrono::duration<R2, P2> period) {
+  absl::StatusOr<Timeout> newPeriodic(
+      F&& task, std::chrono::duration<R1, P1> initial_delay,
+      std::chrono::duration<R2, P2> period) {
     return newPeriodic(std::forward<F>(task),
                        internal::ToDuration(initial_delay),
                        internal::ToDuration(period));
@@ -254,24 +253,24 @@ class Timer {
 
   // A task that is not a TimerTaskCallable: one readable error.
   template <typename F, typename... Args>
-    requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
-  absl::StatusOr<Timeout> newTimeout(F&&, Args&&...) {
+  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
+      absl::StatusOr<Timeout> newTimeout(F&&, Args&&...) {
     static_assert(internal::kAlwaysFalse<F>,
                   "tickwheel: a timer task must be callable as "
                   "void(const tickwheel::Timeout&) or void()");
     return absl::InternalError("unreachable");
   }
   template <typename F, typename... Args>
-    requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
-  absl::StatusOr<Timeout> newTimeoutAt(F&&, Args&&...) {
+  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
+      absl::StatusOr<Timeout> newTimeoutAt(F&&, Args&&...) {
     static_assert(internal::kAlwaysFalse<F>,
                   "tickwheel: a timer task must be callable as "
                   "void(const tickwheel::Timeout&) or void()");
     return absl::InternalError("unreachable");
   }
   template <typename F, typename... Args>
-    requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
-  absl::StatusOr<Timeout> newPeriodic(F&&, Args&&...) {
+  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
+      absl::StatusOr<Timeout> newPeriodic(F&&, Args&&...) {
     static_assert(internal::kAlwaysFalse<F>,
                   "tickwheel: a timer task must be callable as "
                   "void(const tickwheel::Timeout&) or void()");
@@ -342,8 +341,7 @@ class Timer {
 
   // A callable that is not empty, to the worker (Worker::Schedule).
   absl::StatusOr<Timeout> Schedule(internal::TaskEmplacer emplace,
-                                   void* callable,
-                                   internal::DeadlineSpec when);
+                                   void* callable, internal::DeadlineSpec when);
   static absl::Status EmptyTaskError();
   static absl::Status PeriodError(absl::Duration period);
 

@@ -36,7 +36,8 @@ int main() {
   absl::StatusOr<std::unique_ptr<tickwheel::Timer>> created =
       tickwheel::Timer::Create(options);
   if (!created.ok()) {
-    fmt::print(stderr, "Timer::Create failed: {}\n", created.status().ToString());
+    fmt::print(stderr, "Timer::Create failed: {}\n",
+               created.status().ToString());
     return 1;
   }
   tickwheel::Timer& timer = **created;
@@ -48,17 +49,18 @@ int main() {
     return std::chrono::duration<double, std::milli>(t - start).count();
   };
   auto since_start = [at] { return at(std::chrono::steady_clock::now()); };
-  fmt::print("tickwheel demo: tick {}, {} buckets (one turn = {})\n\n",
-             absl::FormatDuration(timer.tickDuration()), timer.ticksPerWheel(),
-             absl::FormatDuration(timer.tickDuration() * timer.ticksPerWheel()));
+  fmt::print(
+      "tickwheel demo: tick {}, {} buckets (one turn = {})\n\n",
+      absl::FormatDuration(timer.tickDuration()), timer.ticksPerWheel(),
+      absl::FormatDuration(timer.tickDuration() * timer.ticksPerWheel()));
 
   const std::vector<Job> jobs = {
       {"retry request #1", absl::Milliseconds(120)},
       {"request deadline", absl::Milliseconds(300)},  // pushed back below
       {"cache refresh", absl::Milliseconds(450)},     // cancelled below
       {"lease renewal", absl::Milliseconds(700)},
-      {"idle connection", absl::Seconds(5)},   // still pending at stop()
-      {"daily report", absl::Hours(24)},        // many turns of the wheel away
+      {"idle connection", absl::Seconds(5)},  // still pending at stop()
+      {"daily report", absl::Hours(24)},      // many turns of the wheel away
   };
   std::vector<tickwheel::Timeout> handles;
   for (const Job& job : jobs) {
@@ -73,8 +75,8 @@ int main() {
       return 1;
     }
     handles.push_back(*t);
-    fmt::print("  {:7.1f} ms  scheduled {:<16} in {}\n", since_start(), job.name,
-               absl::FormatDuration(job.delay));
+    fmt::print("  {:7.1f} ms  scheduled {:<16} in {}\n", since_start(),
+               job.name, absl::FormatDuration(job.delay));
   }
 
   // A heartbeat: every 200 ms from 100 ms. Runs never overlap, so the count
@@ -89,11 +91,13 @@ int main() {
       },
       absl::Milliseconds(100), absl::Milliseconds(200));
   if (!heartbeat.ok()) {
-    fmt::print(stderr, "newPeriodic failed: {}\n", heartbeat.status().ToString());
+    fmt::print(stderr, "newPeriodic failed: {}\n",
+               heartbeat.status().ToString());
     return 1;
   }
-  fmt::print("  {:7.1f} ms  scheduled heartbeat        every 200ms from 100ms\n",
-             since_start());
+  fmt::print(
+      "  {:7.1f} ms  scheduled heartbeat        every 200ms from 100ms\n",
+      since_start());
 
   // The request deadline moves back by 250 ms twice (more data arrived).
   auto push_back = [&] {
@@ -137,13 +141,14 @@ int main() {
 
   const tickwheel::TimerMetrics metrics = timer.metrics();
   const tickwheel::LatenessHistogram& late = metrics.lateness;
-  fmt::print("\nlateness (start of run - deadline) over {} runs: p50 {}, p90 {}, "
-             "p99 {}, max {}\n  (a task runs at the first tick at or after its "
-             "deadline, never before)\n",
-             late.count(), absl::FormatDuration(late.Percentile(0.5)),
-             absl::FormatDuration(late.Percentile(0.9)),
-             absl::FormatDuration(late.Percentile(0.99)),
-             absl::FormatDuration(late.max()));
+  fmt::print(
+      "\nlateness (start of run - deadline) over {} runs: p50 {}, p90 {}, "
+      "p99 {}, max {}\n  (a task runs at the first tick at or after its "
+      "deadline, never before)\n",
+      late.count(), absl::FormatDuration(late.Percentile(0.5)),
+      absl::FormatDuration(late.Percentile(0.9)),
+      absl::FormatDuration(late.Percentile(0.99)),
+      absl::FormatDuration(late.max()));
   fmt::print("metrics: {}\n", metrics);
   return 0;
 }

@@ -1,8 +1,9 @@
 // tools/echo_server: a TCP echo server that closes idle connections with
 // tickwheel::IdleTracker (see tools/echo_server_lib.h).
 //
-//   bazel run //tools:echo_server -- --port=7000 --idle_timeout=10s --tick=100ms
-//   # elsewhere: nc 127.0.0.1 7000   (type, see the echo; stop typing, get cut)
+//   bazel run //tools:echo_server -- --port=7000 --idle_timeout=10s
+//   --tick=100ms # elsewhere: nc 127.0.0.1 7000   (type, see the echo; stop
+//   typing, get cut)
 //
 // Flags (absl duration syntax: 1.5s, 250ms, 2m):
 //   --port=N            TCP port on --address (default 7000; 0 = ephemeral)
@@ -40,7 +41,8 @@
 
 namespace {
 
-bool ParseFlag(std::string_view arg, std::string_view name, std::string* value) {
+bool ParseFlag(std::string_view arg, std::string_view name,
+               std::string* value) {
   const std::string prefix = fmt::format("--{}=", name);
   if (arg.substr(0, prefix.size()) != prefix) return false;
   *value = std::string(arg.substr(prefix.size()));
@@ -56,7 +58,8 @@ bool ParseFlag(std::string_view arg, std::string_view name, std::string* value) 
   std::exit(2);
 }
 
-absl::Duration ParseDurationOrDie(const std::string& flag, const std::string& v) {
+absl::Duration ParseDurationOrDie(const std::string& flag,
+                                  const std::string& v) {
   absl::Duration d;
   if (!absl::ParseDuration(v, &d) || d <= absl::ZeroDuration()) {
     Usage(fmt::format("--{}: not a positive duration: '{}'", flag, v));
@@ -72,10 +75,11 @@ std::string DescribeClose(const tickwheel::tools::CloseEvent& e) {
   if (e.reason == tickwheel::tools::CloseReason::kError) {
     reason += fmt::format(": {}", std::strerror(e.error));
   }
-  return fmt::format("connection #{} from {} closed ({}) after {}: {} bytes "
-                     "echoed, {} unsent",
-                     e.id, e.peer, reason, absl::FormatDuration(e.lifetime),
-                     e.bytes_echoed, e.bytes_unsent);
+  return fmt::format(
+      "connection #{} from {} closed ({}) after {}: {} bytes "
+      "echoed, {} unsent",
+      e.id, e.peer, reason, absl::FormatDuration(e.lifetime), e.bytes_echoed,
+      e.bytes_unsent);
 }
 
 struct Flags {
@@ -83,7 +87,8 @@ struct Flags {
   std::string address = "127.0.0.1";
   absl::Duration idle_timeout = absl::Seconds(60);
   absl::Duration tick = absl::Milliseconds(100);
-  int64_t max_buffered = tickwheel::tools::EchoServerOptions().max_buffered_bytes;
+  int64_t max_buffered =
+      tickwheel::tools::EchoServerOptions().max_buffered_bytes;
 };
 
 Flags ParseFlagsOrDie(int argc, char** argv) {
@@ -93,7 +98,8 @@ Flags ParseFlagsOrDie(int argc, char** argv) {
     if (ParseFlag(argv[i], "port", &v)) {
       char* end = nullptr;
       f.port = static_cast<int>(std::strtol(v.c_str(), &end, 10));
-      if (*end != '\0' || f.port < 0 || f.port > 65535) Usage("bad --port: " + v);
+      if (*end != '\0' || f.port < 0 || f.port > 65535)
+        Usage("bad --port: " + v);
     } else if (ParseFlag(argv[i], "address", &v)) {
       f.address = v;
     } else if (ParseFlag(argv[i], "idle_timeout", &v)) {
@@ -103,7 +109,8 @@ Flags ParseFlagsOrDie(int argc, char** argv) {
     } else if (ParseFlag(argv[i], "max_buffered", &v)) {
       char* end = nullptr;
       f.max_buffered = std::strtoll(v.c_str(), &end, 10);
-      if (*end != '\0' || f.max_buffered <= 0) Usage("bad --max_buffered: " + v);
+      if (*end != '\0' || f.max_buffered <= 0)
+        Usage("bad --max_buffered: " + v);
     } else {
       Usage(fmt::format("unknown argument '{}'", argv[i]));
     }
@@ -130,12 +137,12 @@ constexpr size_t kLogQueueLines = 4096;
 void PrintTotals(const tickwheel::tools::EchoServerStats& st,
                  const tickwheel::tools::LineLoggerStats& log,
                  const tickwheel::IdleTracker& tracker) {
-  fmt::print("accepted={} closed_idle={} closed_by_peer={} "
-             "closed_at_shutdown={} closed_on_error={} bytes_echoed={} "
-             "max_buffered_bytes={}\n",
-             st.accepted, st.closed_idle, st.closed_by_peer,
-             st.closed_at_shutdown, st.closed_on_error, st.bytes_echoed,
-             st.max_buffered_bytes);
+  fmt::print(
+      "accepted={} closed_idle={} closed_by_peer={} "
+      "closed_at_shutdown={} closed_on_error={} bytes_echoed={} "
+      "max_buffered_bytes={}\n",
+      st.accepted, st.closed_idle, st.closed_by_peer, st.closed_at_shutdown,
+      st.closed_on_error, st.bytes_echoed, st.max_buffered_bytes);
   fmt::print("log lines: written={} dropped={} failed={}\n", log.written,
              log.dropped, log.failed);
   fmt::print("tracker: {}\ntimer: {}\n", tracker.metrics(),
@@ -165,7 +172,8 @@ int main(int argc, char** argv) {
   }
   // Declared before the server, so destroyed after it: on_close may run
   // until the server is gone.
-  auto logger = tickwheel::tools::LineLogger::Create(STDOUT_FILENO, kLogQueueLines);
+  auto logger =
+      tickwheel::tools::LineLogger::Create(STDOUT_FILENO, kLogQueueLines);
   if (!logger.ok()) {
     fmt::print(stderr, "echo_server: {}\n", logger.status().ToString());
     return 1;

@@ -61,7 +61,7 @@ struct EchoServer::Conn {
   uint64_t id = 0;
   std::string peer;
   absl::Time accepted_at;
-  std::string out;     // echo bytes; those before out_off are written
+  std::string out;  // echo bytes; those before out_off are written
   size_t out_off = 0;
   int64_t bytes_read = 0;
   int64_t bytes_echoed = 0;
@@ -92,11 +92,13 @@ absl::StatusOr<std::unique_ptr<EchoServer>> EchoServer::Create(
     return absl::InvalidArgumentError(
         fmt::format("not an IPv4 address: '{}'", s->options_.address));
   }
-  s->listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  s->listen_fd_ =
+      socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s->listen_fd_ < 0) return Errno("socket");
   int one = 1;
   setsockopt(s->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+  if (bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) !=
+      0) {
     return Errno("bind");
   }
   if (listen(s->listen_fd_, 4096) != 0) return Errno("listen");
@@ -184,7 +186,8 @@ void EchoServer::AcceptAll() {
     socklen_t len = sizeof(peer);
     const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len,
                            SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or a transient error (EMFILE...): retry later
+    if (fd < 0)
+      return;  // EAGAIN, or a transient error (EMFILE...): retry later
     auto conn = std::make_unique<Conn>();
     Conn* c = conn.get();
     c->fd = fd;
@@ -331,7 +334,8 @@ void EchoServer::Close(Conn* c, CloseReason reason) {
   // First: after this, on_idle is over or will never run, so it cannot
   // shutdown() a descriptor number that close() below frees for reuse.
   c->idle.unregister();
-  if (c->idle_fired.load(std::memory_order_acquire)) reason = CloseReason::kIdle;
+  if (c->idle_fired.load(std::memory_order_acquire))
+    reason = CloseReason::kIdle;
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   close(c->fd);
   const auto unsent = static_cast<int64_t>(c->out.size() - c->out_off);
@@ -367,8 +371,8 @@ void EchoServer::Close(Conn* c, CloseReason reason) {
   conns_.erase(c->fd);  // destroys c (its handle is already unregistered)
 }
 
-absl::StatusOr<std::unique_ptr<LineLogger>> LineLogger::Create(int fd,
-                                                              size_t capacity) {
+absl::StatusOr<std::unique_ptr<LineLogger>> LineLogger::Create(
+    int fd, size_t capacity) {
   if (fd < 0) {
     return absl::InvalidArgumentError(fmt::format("bad descriptor {}", fd));
   }
@@ -381,7 +385,8 @@ absl::StatusOr<std::unique_ptr<LineLogger>> LineLogger::Create(int fd,
   return logger;
 }
 
-LineLogger::LineLogger(int fd, size_t capacity) : fd_(fd), capacity_(capacity) {}
+LineLogger::LineLogger(int fd, size_t capacity)
+    : fd_(fd), capacity_(capacity) {}
 
 LineLogger::~LineLogger() { Stop(); }
 
@@ -436,7 +441,8 @@ void LineLogger::WriterLoop() {
       batch.swap(queue_);
     }
     for (const std::string& line : batch) {
-      (WriteAll(line) ? written_ : failed_).fetch_add(1, std::memory_order_relaxed);
+      (WriteAll(line) ? written_ : failed_)
+          .fetch_add(1, std::memory_order_relaxed);
     }
     batch.clear();
   }

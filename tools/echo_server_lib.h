@@ -100,17 +100,17 @@ const char* CloseReasonName(CloseReason reason);
 // Reported once per closed connection, on the thread that closes it (Run()'s,
 // or the destructor's).
 struct CloseEvent {
-  uint64_t id = 0;           // 1, 2, ... in accept order
-  std::string peer;          // "127.0.0.1:54321"
+  uint64_t id = 0;   // 1, 2, ... in accept order
+  std::string peer;  // "127.0.0.1:54321"
   CloseReason reason = CloseReason::kPeer;
-  int error = 0;             // for kError: the errno of the failed call
+  int error = 0;  // for kError: the errno of the failed call
   int64_t bytes_read = 0;
   int64_t bytes_echoed = 0;
   int64_t bytes_unsent = 0;  // read but not echoed when closed
   // Reading had ended with EOF: the client half-closed (or, for an idle
   // close, on_idle's own shutdown ended it).
   bool read_eof = false;
-  absl::Duration lifetime;   // accept to close
+  absl::Duration lifetime;  // accept to close
 };
 
 struct EchoServerOptions {

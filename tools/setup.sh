@@ -3,9 +3,9 @@
 #
 # Everything comes from Debian's archive: Bazel 4.2.3 (bazel-bootstrap), Abseil,
 # fmt, GoogleTest/GoogleMock, Google Benchmark, Boost (Asio, for the benchmark's
-# baseline), clang 14 with its sanitizer/libFuzzer runtime, and CMake, Ninja,
-# pkg-config and make for the CMake build and its consumers
-# (tools/check_cmake.sh). Safe to run repeatedly: when every package is
+# baseline), clang 14 with its sanitizer/libFuzzer runtime, clang-format (the
+# style check), and CMake, Ninja, pkg-config and make for the CMake build and
+# its consumers (tools/check_cmake.sh). Safe to run repeatedly: when every package is
 # installed it only checks and returns.
 set -euo pipefail
 
@@ -18,6 +18,7 @@ packages=(
   libbenchmark-dev
   libboost-dev
   clang
+  clang-format
   libclang-rt-14-dev
   g++
   pkg-config

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this script):
 #   1. install what is missing (tools/setup.sh), check the include rules
-#      (tools/check_includes.sh), and that every file, target, function and
-#      test the documents name exists (tools/check_docs.sh);
+#      (tools/check_includes.sh), the format (tools/check_format.sh), and
+#      that every file, target, function and test the documents name exists
+#      (tools/check_docs.sh);
 #   2. build everything, benchmarks included;
 #   3. run every test under the plain build and under ASan (with LSan), TSan
 #      and UBSan; any sanitizer report fails its test;
@@ -30,6 +31,8 @@ quiet=(--noshow_progress --ui_event_filters=-info,-debug)
 start=$(date +%s)
 echo "== include rules (CONTRIBUTING.md)"
 tools/check_includes.sh
+echo "== format (.clang-format)"
+tools/check_format.sh
 echo "== names in the documents"
 tools/check_docs.sh
 
@@ -48,7 +51,7 @@ show_failures() {
     done
 }
 
-passed=2  # the include rules, the names in the documents
+passed=3  # the include rules, the format, the names in the documents
 for cfg in "${configs[@]}"; do
   flags=()
   [[ "$cfg" != plain ]] && flags=(--config="$cfg")

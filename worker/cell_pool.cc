@@ -128,8 +128,7 @@ void CellDepot::ForgetMappersInChild(void* depot)
 }
 
 CellDepot::CellDepot(size_t cell_size)
-    : cell_size_(cell_size),
-      divide_(CellDivider::For(cell_size)) {
+    : cell_size_(cell_size), divide_(CellDivider::For(cell_size)) {
   const size_t max_cells = kChunk / cell_size;
   const size_t words = (max_cells + 63) / 64;
   const size_t header = sizeof(ChunkHeader) + words * sizeof(uint64_t);
@@ -282,7 +281,8 @@ FreeCell* CellDepot::TakeLocked(uint32_t max, uint32_t* count) {
     for (; w < h->words && n < max; ++w) {
       uint64_t word = bits[w];
       while (word != 0 && n < max) {
-        const size_t i = size_t{w} * 64 + static_cast<size_t>(std::countr_zero(word));
+        const size_t i =
+            size_t{w} * 64 + static_cast<size_t>(std::countr_zero(word));
         word &= word - 1;
         auto* cell = reinterpret_cast<FreeCell*>(cells + i * cell_size_);
         *tail = cell;
@@ -325,9 +325,9 @@ bool CellDepot::Replenish() {
       MutexLock lock(&mu_);
       // Chunks on their way from Take() count as ready: they go into the
       // reserve, or into use in place of one from it.
-      const size_t ready = free_cells_ +
-                           (reserve_.size() + static_cast<size_t>(mappers_)) *
-                               cells_per_chunk_;
+      const size_t ready =
+          free_cells_ +
+          (reserve_.size() + static_cast<size_t>(mappers_)) * cells_per_chunk_;
       if (ready >= TargetLocked() * cells_per_chunk_ ||
           mappers_ >= kMaxMappers) {
         return false;
@@ -345,7 +345,8 @@ bool CellDepot::Replenish() {
         released_.pop_back();
       }
     }
-    if (!PrepareIntoReserve(base)) return false;  // out of memory: Take() says so
+    if (!PrepareIntoReserve(base))
+      return false;  // out of memory: Take() says so
   }
 }
 
@@ -359,9 +360,9 @@ void CellDepot::Give(FreeCell* head) {
     // expires in allocation order; a refill hands out cells of one chunk),
     // so most cells cost one bit.
     ChunkHeader* h = nullptr;
-    uint32_t given = 0;     // cells of `h` in this run
-    uint32_t lowest = 0;    // the lowest bitmap word they set a bit in
-    int64_t now = 0;        // read once, when a chunk first empties
+    uint32_t given = 0;   // cells of `h` in this run
+    uint32_t lowest = 0;  // the lowest bitmap word they set a bit in
+    int64_t now = 0;      // read once, when a chunk first empties
     // Locals: the bitmap stores could alias the members, which the compiler
     // would then reload for every cell.
     const CellDivider divide = divide_;
@@ -375,9 +376,9 @@ void CellDepot::Give(FreeCell* head) {
         given = 0;
         lowest = UINT32_MAX;
       }
-      const auto offset = static_cast<size_t>(reinterpret_cast<char*>(cell) -
-                                              reinterpret_cast<char*>(h) -
-                                              first_cell);
+      const auto offset =
+          static_cast<size_t>(reinterpret_cast<char*>(cell) -
+                              reinterpret_cast<char*>(h) - first_cell);
       const size_t i = divide(offset);
       const auto w = static_cast<uint32_t>(i / 64);
       const uint64_t bit = uint64_t{1} << (i % 64);
@@ -474,8 +475,8 @@ void CellDepot::Decay(int64_t now_nanos) {
     int64_t next = INT64_MAX;
     if (SpareChunksLocked() > kKeptFreeChunks) {
       for (char* base : reserve_) {
-        next = std::min(next,
-                        reinterpret_cast<ChunkHeader*>(base)->spare_since);
+        next =
+            std::min(next, reinterpret_cast<ChunkHeader*>(base)->spare_since);
       }
       for (ChunkHeader* h : chunks_) {
         if (h != nullptr && h->free == cells_per_chunk_) {

@@ -70,11 +70,11 @@
 //   free chunks (reserve included) stay resident indefinitely; every other
 //   wholly free chunk is given back once it has been unused for kDecayNanos,
 //   at the next Decay() after that (or with another chunk that is due, once
-//   it has been unused for kDecayNanos - kDecaySlackNanos). A worker on the real clock with nothing
-//   else to do wakes when the next of those is due (NextDecayNanos()); each
-//   such wake-up gives at least one chunk back, and once the pool is down to
-//   kKeptFreeChunks nothing is due and it wakes no more. A chunk with one
-//   cell in use stays resident (cells do not move).
+//   it has been unused for kDecayNanos - kDecaySlackNanos). A worker on the
+//   real clock with nothing else to do wakes when the next of those is due
+//   (NextDecayNanos()); each such wake-up gives at least one chunk back, and
+//   once the pool is down to kKeptFreeChunks nothing is due and it wakes no
+//   more. A chunk with one cell in use stays resident (cells do not move).
 //
 // Ground rules
 //   * Allocate() and Free() may be called from any thread. A cell may be
@@ -281,7 +281,7 @@ class CellDepot {
   void CallWaker();
 
   const size_t cell_size_;
-  const CellDivider divide_;  // by cell_size_
+  const CellDivider divide_;      // by cell_size_
   size_t first_cell_offset_ = 0;  // the header, rounded up to a cell
   size_t cells_per_chunk_ = 0;
   mutable Mutex mu_;
@@ -326,8 +326,8 @@ struct CellCache {
   FreeCell* recent;  // freed by this thread, newest first
   FreeCell* refill;  // from the depot, ascending addresses
   uint32_t recent_count;
-  bool registered;   // a flusher gives the cells back at thread exit
-  bool exited;       // flushed at thread exit: bypass the cache
+  bool registered;  // a flusher gives the cells back at thread exit
+  bool exited;      // flushed at thread exit: bypass the cache
 };
 
 // Slow paths of CellPool, out of line.
@@ -381,13 +381,13 @@ class CellPool {
  private:
   // initial-exec: one %fs-relative access even when linked into a shared
   // library (the model glibc's and tcmalloc's caches use); 24 bytes.
-  __attribute__((tls_model("initial-exec"))) static thread_local CellCache
-      cache_;
+  __attribute__((
+      tls_model("initial-exec"))) static thread_local CellCache cache_;
 };
 
 template <typename Tag, size_t kCellSize>
-__attribute__((tls_model("initial-exec"))) thread_local CellCache
-    CellPool<Tag, kCellSize>::cache_{};
+__attribute__((tls_model(
+    "initial-exec"))) thread_local CellCache CellPool<Tag, kCellSize>::cache_{};
 
 }  // namespace tickwheel::internal
 

@@ -10,7 +10,7 @@
 namespace tickwheel::internal {
 
 struct DeadlineSpec {
-  int64_t nanos = 0;      // a delay (>= 0), or with `absolute` a clock reading
+  int64_t nanos = 0;  // a delay (>= 0), or with `absolute` a clock reading
   bool absolute = false;
   bool periodic = false;  // the task's table has the period (TaskOps)
 };

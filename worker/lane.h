@@ -93,9 +93,8 @@ class Lane {
           !RefreshHead(tail)) {
         return -1;
       }
-    } while (!tail_.compare_exchange_weak(tail, tail + 1,
-                                          std::memory_order_seq_cst,
-                                          std::memory_order_relaxed));
+    } while (!tail_.compare_exchange_weak(
+        tail, tail + 1, std::memory_order_seq_cst, std::memory_order_relaxed));
     return static_cast<int64_t>(tail & kMask);
   }
 
@@ -196,10 +195,9 @@ class Lane {
   bool RefreshHead(uint64_t tail) {
     const uint64_t head = head_.load(std::memory_order_acquire);
     uint64_t seen = seen_head_.load(std::memory_order_relaxed);
-    while (seen < head &&
-           !seen_head_.compare_exchange_weak(seen, head,
-                                             std::memory_order_release,
-                                             std::memory_order_relaxed)) {
+    while (seen < head && !seen_head_.compare_exchange_weak(
+                              seen, head, std::memory_order_release,
+                              std::memory_order_relaxed)) {
     }
     return tail - head < kCapacity;
   }
@@ -237,10 +235,10 @@ class Lane {
   // common Claim() and Pop() touch no line the other side writes; that is
   // why the array's address is on the producers' line and the consumer
   // keeps its own copy.
-  alignas(64) std::atomic<uint64_t> tail_{0};       // producers CAS
+  alignas(64) std::atomic<uint64_t> tail_{0};  // producers CAS
   std::atomic<uint64_t> seen_head_{0};  // producers: a head_ they have read
   std::atomic<std::atomic<T*>*> cells_{nullptr};  // set once, by a producer
-  alignas(64) std::atomic<uint64_t> head_{0};  // the consumer stores
+  alignas(64) std::atomic<uint64_t> head_{0};     // the consumer stores
   uint64_t seen_tail_ = 0;  // consumer-only: tail_ at the last Refresh()
   // Consumer-only: cells_, loaded by Refresh() until it is set. Read after
   // tail_ with acquire: a claim counted in seen_tail_ came after its

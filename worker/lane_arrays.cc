@@ -47,7 +47,7 @@ void* TakeLaneArray(size_t bytes, bool* reused) {
     }
   }
   *reused = false;
-  void* array = ::operator new(bytes, std::align_val_t{64}, std::nothrow);
+  void* array = ::operator new (bytes, std::align_val_t{64}, std::nothrow);
   if (array != nullptr) std::memset(array, 0, bytes);
   return array;
 }

@@ -45,8 +45,8 @@ void LogCurrentException(std::string_view who, std::string_view then);
 // out-of-line call is a frame per task.
 template <typename F>
 [[gnu::always_inline]] inline void RunLoggingExceptions(std::string_view who,
-                                                       std::string_view then,
-                                                       F&& f) {
+                                                        std::string_view then,
+                                                        F&& f) {
   try {
     std::forward<F>(f)();
   } catch (...) {

@@ -1,9 +1,9 @@
 // worker/mpsc_queue.h
 // -----------------------------------------------------------------------------
-// An intrusive, unbounded, lock-free multi-producer / single-consumer FIFO queue
-// (Dmitry Vyukov's design). tickwheel uses two of them per producer shard:
-// the pending queue (newTimeout -> worker) and the notice queue (cancel() and
-// a reset() to an earlier deadline -> worker).
+// An intrusive, unbounded, lock-free multi-producer / single-consumer FIFO
+// queue (Dmitry Vyukov's design). tickwheel uses two of them per producer
+// shard: the pending queue (newTimeout -> worker) and the notice queue
+// (cancel() and a reset() to an earlier deadline -> worker).
 //
 // "Intrusive" means the queue allocates nothing: each element carries its own
 // link, named by the `Link` template argument, so pushing costs one atomic
@@ -13,7 +13,8 @@
 //   * Push() may be called from any number of threads at once. It is wait-free.
 //   * Pop() and Empty() may be called by one consumer thread at a time (the
 //     worker; after the worker has been joined, the thread that joined it).
-//   * An element is pushed at most once at a time: its link belongs to the queue
+//   * An element is pushed at most once at a time: its link belongs to the
+//   queue
 //     from Push() until Pop() returns it.
 //   * After Pop() returns an element, no producer will ever write its link
 //     again, so the consumer may reuse the link for its own purposes (a timer
@@ -107,8 +108,7 @@ class MpscQueue {
   // True when no element has been pushed and not yet popped, counting elements
   // whose Push() is still in progress. Consumer thread only.
   bool Empty() const {
-    return tail_ == &stub_ &&
-           head_.load(std::memory_order_seq_cst) == &stub_;
+    return tail_ == &stub_ && head_.load(std::memory_order_seq_cst) == &stub_;
   }
 
  private:

@@ -55,8 +55,8 @@ class ABSL_LOCKABLE Mutex {
   // sleeping in the kernel and being woken costs ten times that. Backs off
   // exponentially (1, 2, 4, ... 64 pauses between tries, ~127 in all), so a
   // waiter whose holder was descheduled gives up quickly and sleeps.
-  void LockSpinning() ABSL_EXCLUSIVE_LOCK_FUNCTION()
-      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  void LockSpinning()
+      ABSL_EXCLUSIVE_LOCK_FUNCTION() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (int pauses = 1; pauses <= 64; pauses *= 2) {
       if (mu_.try_lock()) return;
       for (int i = 0; i < pauses; ++i) Pause();

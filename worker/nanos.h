@@ -33,8 +33,7 @@ namespace tickwheel::internal {
 inline int64_t DelayNanos(absl::Duration d) {
   const int64_t seconds = absl::time_internal::GetRepHi(d);
   if (seconds >= 0 && seconds >> 33 == 0) {  // also excludes +infinity
-    return seconds * 1000 * 1000 * 1000 +
-           absl::time_internal::GetRepLo(d) / 4;
+    return seconds * 1000 * 1000 * 1000 + absl::time_internal::GetRepLo(d) / 4;
   }
   return std::max<int64_t>(0, absl::ToInt64Nanoseconds(d));
 }

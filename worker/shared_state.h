@@ -55,10 +55,11 @@ class BacklogWaker {
 // reservations not yet pushed). With max_pending_timeouts set (`limited`),
 // every reservation and release uses shards[0].pending_word instead, so
 // that one CAS enforces the limit exactly, and a cancel() counts itself in
-// its cancel_word with a second RMW, which the sum then ignores. stop() sets the closed bit in every word; a
-// reservation checks its own word's bit in the same RMW. After stop() has set
-// them all, each successful reservation's increment is visible to its reads,
-// so a sum of zero means every reservation has been given back.
+// its cancel_word with a second RMW, which the sum then ignores. stop() sets
+// the closed bit in every word; a reservation checks its own word's bit in the
+// same RMW. After stop() has set them all, each successful reservation's
+// increment is visible to its reads, so a sum of zero means every reservation
+// has been given back.
 struct SharedTimerState {
   static constexpr int kShards = 8;  // a power of two
   static constexpr int64_t kClosed = 1;

@@ -170,10 +170,10 @@
 namespace tickwheel::internal {
 
 enum class TimeoutState : uint8_t {
-  kQueued = 0,        // scheduled; in a lane or queue, not yet in the wheel
-  kArmed = 1,         // scheduled; linked in the wheel by the worker
-  kCancelled = 2,     // cancelled by cancel()
-  kExpired = 3,       // the worker claimed it to run (it may be running now)
+  kQueued = 0,     // scheduled; in a lane or queue, not yet in the wheel
+  kArmed = 1,      // scheduled; linked in the wheel by the worker
+  kCancelled = 2,  // cancelled by cancel()
+  kExpired = 3,    // the worker claimed it to run (it may be running now)
   // kCancelled, where a losing take-back's claim landed (CancelTakenBack):
   // reads as cancelled, and nothing leaves it.
   kCancelledAgain = 4,
@@ -296,16 +296,16 @@ struct TimeoutNode {
   // whose handle came from newTimeout().
   using LaneCellPtr = std::atomic<TimeoutNode*>*;
   void SetLaneCell(LaneCellPtr cell) {
-    next.store(reinterpret_cast<TimeoutNode*>(
-                   reinterpret_cast<uintptr_t>(cell) | 1),
-               std::memory_order_relaxed);
+    next.store(
+        reinterpret_cast<TimeoutNode*>(reinterpret_cast<uintptr_t>(cell) | 1),
+        std::memory_order_relaxed);
   }
   // The cell, or nullptr for a node that went through the pending queue.
   // Only meaningful while the state is kQueued: once armed, `next` belongs
   // to the notice queue.
   LaneCellPtr LaneCell() const {
-    const auto v = reinterpret_cast<uintptr_t>(
-        next.load(std::memory_order_relaxed));
+    const auto v =
+        reinterpret_cast<uintptr_t>(next.load(std::memory_order_relaxed));
     return (v & 1) != 0 ? reinterpret_cast<LaneCellPtr>(v & ~uintptr_t{1})
                         : nullptr;
   }
@@ -367,9 +367,9 @@ struct TimeoutNode {
   uint32_t ReleaseBusy(uint32_t clear, uint32_t set) {
     uint32_t w = refs_state.load(std::memory_order_relaxed);
     TICKWHEEL_INTERLEAVE_POINT();
-    while (!refs_state.compare_exchange_weak(
-        w, (w & ~(kBusy | clear)) | set, std::memory_order_acq_rel,
-        std::memory_order_relaxed)) {
+    while (!refs_state.compare_exchange_weak(w, (w & ~(kBusy | clear)) | set,
+                                             std::memory_order_acq_rel,
+                                             std::memory_order_relaxed)) {
     }
     return w;
   }
@@ -411,7 +411,8 @@ struct TimeoutNode {
     static_assert(Pack(0, TimeoutState::kCancelled) + kClaim + 1 ==
                       Pack(0, TimeoutState::kCancelledAgain),
                   "a late claim must land on kCancelledAgain");
-    const uint32_t old = refs_state.fetch_add(kClaim, std::memory_order_acq_rel);
+    const uint32_t old =
+        refs_state.fetch_add(kClaim, std::memory_order_acq_rel);
     return StateOf(old) == TimeoutState::kQueued;
   }
 
@@ -424,7 +425,8 @@ struct TimeoutNode {
     uint32_t w = refs_state.load(std::memory_order_acquire);
     if (w == Pack(1, TimeoutState::kQueued)) {
       TICKWHEEL_INTERLEAVE_POINT();
-      refs_state.store(Pack(1, TimeoutState::kArmed), std::memory_order_relaxed);
+      refs_state.store(Pack(1, TimeoutState::kArmed),
+                       std::memory_order_relaxed);
       return true;
     }
     for (int spins = 0;; ++spins) {
@@ -478,7 +480,8 @@ struct TimeoutNode {
 class NodeRef {
  public:
   explicit NodeRef(TimeoutNode* node) : node_(node) {}
-  NodeRef(NodeRef&& other) noexcept : node_(std::exchange(other.node_, nullptr)) {}
+  NodeRef(NodeRef&& other) noexcept
+      : node_(std::exchange(other.node_, nullptr)) {}
   NodeRef& operator=(NodeRef&&) = delete;
   ~NodeRef() {
     if (node_ != nullptr) node_->Unref();

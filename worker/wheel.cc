@@ -14,7 +14,8 @@ namespace tickwheel::internal {
 
 int Wheel::NormalizeTicksPerWheel(int ticks_per_wheel) {
   assert(ticks_per_wheel >= 1 && ticks_per_wheel <= kMaxTicksPerWheel);
-  return static_cast<int>(std::bit_ceil(static_cast<uint32_t>(ticks_per_wheel)));
+  return static_cast<int>(
+      std::bit_ceil(static_cast<uint32_t>(ticks_per_wheel)));
 }
 
 Wheel::Wheel(int ticks_per_wheel, int64_t tick_nanos)

@@ -32,8 +32,8 @@
 //   (the low b bits are the level-0 digit, then 6 bits per upper level). A
 //   node due at tick d goes to the level of the highest digit in which d and
 //   elapsed differ (level 0 when they differ only in the level-0 digit or not
-//   at all), into the bucket named by d's digit at that level. While the wheel is at
-//   `elapsed`,
+//   at all), into the bucket named by d's digit at that level. While the wheel
+//   is at `elapsed`,
 //       remainingRounds = (d - elapsed) >> b
 //   is the number of full turns of the level-0 wheel still to wait, as in
 //   Netty (it is derived, never stored).
@@ -44,8 +44,8 @@
 //   bucket whose nodes lie scattered over the heap (random delays) costs
 //   memory bandwidth, not one cache miss after another as a linked list
 //   would, where each node's address is known only once the previous node
-//   has arrived. A node records its level and its index in the array (`where`), so
-//   Remove() is O(1): it clears the slot, leaving a tombstone; a bucket with
+//   has arrived. A node records its level and its index in the array (`where`),
+//   so Remove() is O(1): it clears the slot, leaving a tombstone; a bucket with
 //   more tombstones than live nodes is compacted, which moves each live node
 //   once per compaction, O(1) amortized per removal. An overdue node (one
 //   that reaches the worker after its due tick was processed) is due at
@@ -113,8 +113,8 @@ class TickDivider {
   // floor(n / d) and n % d, for n >= 0.
   int64_t Divide(int64_t n, int64_t* remainder) const {
     const uint64_t un = static_cast<uint64_t>(n);
-    uint64_t q = static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(un) * m_) >> 64);
+    uint64_t q =
+        static_cast<uint64_t>((static_cast<unsigned __int128>(un) * m_) >> 64);
     uint64_t r = un - q * d_;
     while (r >= d_) {
       ++q;
@@ -170,8 +170,8 @@ class Wheel {
     return DueTickAt(node->filed);
   }
   int64_t DueTickAt(int64_t deadline) const {
-    const int64_t d = deadline == INT64_MAX ? INT64_MAX
-                                            : SaturatingSub(deadline, origin_);
+    const int64_t d =
+        deadline == INT64_MAX ? INT64_MAX : SaturatingSub(deadline, origin_);
     if (d <= 0) return 0;
     int64_t remainder;
     const int64_t q = divider_.Divide(d, &remainder);
@@ -199,14 +199,14 @@ class Wheel {
   int64_t NextWorkTick() const;
 
   // Processes the ticks from elapsed() up to and including `last_tick`:
-  // cascades upper buckets as their time comes and hands every node due at or before `last_tick` to
-  // `expire(node)`, earliest tick first and in insertion order within a tick,
-  // after unlinking it. Stops once `budget` nodes have been expired or
-  // cascaded, or when `expire` returns false, and then returns false: call
-  // again to go on. Returns true when everything up to `last_tick` is done;
-  // elapsed() is then max(elapsed(), last_tick + 1). While `expire(node)`
-  // runs, elapsed() is the tick being expired. `expire` must not call Insert
-  // or Remove.
+  // cascades upper buckets as their time comes and hands every node due at or
+  // before `last_tick` to `expire(node)`, earliest tick first and in insertion
+  // order within a tick, after unlinking it. Stops once `budget` nodes have
+  // been expired or cascaded, or when `expire` returns false, and then returns
+  // false: call again to go on. Returns true when everything up to `last_tick`
+  // is done; elapsed() is then max(elapsed(), last_tick + 1). While
+  // `expire(node)` runs, elapsed() is the tick being expired. `expire` must not
+  // call Insert or Remove.
   template <typename F>
   bool Advance(int64_t last_tick, int64_t budget, F&& expire);
 
@@ -286,7 +286,8 @@ class Wheel {
   // in n->where; code is the level, or kOverdueLevel. Inline, like Insert():
   // the worker files every new node through here (see Insert()).
   void Append(Bucket& b, int level, int64_t slot, int code, TimeoutNode* n) {
-    if (b.size == b.capacity) [[unlikely]] MakeRoom(b, level, slot);
+    if (b.size == b.capacity) [[unlikely]]
+      MakeRoom(b, level, slot);
     n->where = static_cast<uint32_t>(code) << kIndexBits | b.size;
     b.slots[b.size++] = n;
     ++b.live;
@@ -333,7 +334,8 @@ class Wheel {
       // state). Both ends of an expiring node, in case it straddles two
       // cache lines (an unpooled node need not be aligned to its size).
       // Integer arithmetic, since the slot may be a tombstone (null).
-      const auto n = reinterpret_cast<uintptr_t>(b.slots[i + kPrefetchDistance]);
+      const auto n =
+          reinterpret_cast<uintptr_t>(b.slots[i + kPrefetchDistance]);
       __builtin_prefetch(reinterpret_cast<const void*>(n), 1);
       if constexpr (kWholeNode) {
         __builtin_prefetch(

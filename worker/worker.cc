@@ -266,9 +266,8 @@ void Worker::RunPeriodic(TimeoutNode* node, uint32_t w, int64_t now) {
         executor ? w | TimeoutNode::kBusy | TimeoutNode::kInFlight
                  : TimeoutNode::WithState(w, TimeoutState::kRunning) |
                        TimeoutNode::kBusy;
-    if (node->refs_state.compare_exchange_weak(w, want,
-                                               std::memory_order_acq_rel,
-                                               std::memory_order_acquire)) {
+    if (node->refs_state.compare_exchange_weak(
+            w, want, std::memory_order_acq_rel, std::memory_order_acquire)) {
       break;
     }
   }
@@ -302,13 +301,12 @@ void Worker::RunPeriodic(TimeoutNode* node, uint32_t w, int64_t now) {
       }
     };
     RunLoggingExceptions("the task_executor", "that run did not happen", [&] {
-      config_.task_executor(
-          [in_flight = InFlight(node), run = std::move(run),
-           self = shared_from_this()]() mutable {
-            RunLoggingExceptions("a timer task", "the timer goes on", [&] {
-              run.Invoke(in_flight.node.get(), &self->shared_);
-            });
-          });
+      config_.task_executor([in_flight = InFlight(node), run = std::move(run),
+                             self = shared_from_this()]() mutable {
+        RunLoggingExceptions("a timer task", "the timer goes on", [&] {
+          run.Invoke(in_flight.node.get(), &self->shared_);
+        });
+      });
     });
     return;
   }
@@ -338,9 +336,8 @@ void Worker::RunPeriodic(TimeoutNode* node, uint32_t w, int64_t now) {
     const uint32_t want =
         (still ? TimeoutNode::WithState(x, TimeoutState::kArmed) : x) &
         ~(TimeoutNode::kBusy | TimeoutNode::kMoved);
-    if (node->refs_state.compare_exchange_weak(x, want,
-                                               std::memory_order_acq_rel,
-                                               std::memory_order_relaxed)) {
+    if (node->refs_state.compare_exchange_weak(
+            x, want, std::memory_order_acq_rel, std::memory_order_relaxed)) {
       if (still) {
         refile_.push_back(node);
       } else {
@@ -464,8 +461,7 @@ void Worker::Sleep() {
   // Dekker with Schedule(): a node pushed before our store is seen here; one
   // pushed after it sees our plan and wakes us if it is due earlier.
   TICKWHEEL_INTERLEAVE_POINT();
-  if (!QueuesEmpty() ||
-      cancel_all_waiting_.load(std::memory_order_seq_cst)) {
+  if (!QueuesEmpty() || cancel_all_waiting_.load(std::memory_order_seq_cst)) {
     wake_limit_.store(kAwake, std::memory_order_seq_cst);
     return;
   }
@@ -501,9 +497,9 @@ bool Worker::ProcessNotices() {
         if (TimeoutNode::StateOf(w) == TimeoutState::kArmed) {
           want &= ~TimeoutNode::kMoved;
         }
-        if (node->refs_state.compare_exchange_weak(
-                w, want, std::memory_order_acq_rel,
-                std::memory_order_acquire)) {
+        if (node->refs_state.compare_exchange_weak(w, want,
+                                                   std::memory_order_acq_rel,
+                                                   std::memory_order_acquire)) {
           break;
         }
         if (w & TimeoutNode::kBusy) w = node->LoadNotBusy();
@@ -561,9 +557,10 @@ bool Worker::TransferPending(int64_t now) {
       // the due tick (Insert() computes it again) is rarely computed twice.
       node->filed = node->deadline.load(std::memory_order_relaxed);
       if (node->filed < last_advance_now_) {
-        if (const int64_t due = wheel_.DueTickOf(node); due < wheel_.elapsed()) {
+        if (const int64_t due = wheel_.DueTickOf(node);
+            due < wheel_.elapsed()) {
           if (!Expire(node, now, due)) return false;  // stop(), or a task
-          continue;                                    // destroyed the timer
+          continue;                                   // destroyed the timer
         }
       }
       wheel_.Insert(node);

@@ -360,9 +360,9 @@ class Worker : public std::enable_shared_from_this<Worker>,
     }
     // worker_word has one writer at a time: the worker thread, then the
     // thread that stops the timer after joining it. No RMW needed.
-    word.store(word.load(std::memory_order_relaxed) -
-                   slots * SharedTimerState::kOne,
-               std::memory_order_release);
+    word.store(
+        word.load(std::memory_order_relaxed) - slots * SharedTimerState::kOne,
+        std::memory_order_release);
   }
   // Sets the closed bit in every count word; true if this call set it first.
   bool Close();
@@ -440,9 +440,9 @@ class Worker : public std::enable_shared_from_this<Worker>,
 
   // Worker-only.
   Wheel wheel_;
-  std::vector<TimeoutNode*> refile_;  // see FlushRefiles()
+  std::vector<TimeoutNode*> refile_;         // see FlushRefiles()
   TimeoutNode* running_periodic_ = nullptr;  // its task is running inline
-  bool purge_ = false;  // cancelAll() left cancelled nodes in the wheel
+  bool purge_ = false;          // cancelAll() left cancelled nodes in the wheel
   int64_t expiring_tick_ = -1;  // the tick Expire() last saw (bookkeeping)
   // The clock reading of the last Advance(); none yet: nothing is overdue.
   int64_t last_advance_now_ = INT64_MIN;
@@ -451,8 +451,8 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // slice, so that it is filed again before the wheel gets there.
   int64_t advance_last_tick_ = INT64_MIN;
   bool refiled_within_pass_ = false;  // Expire() stopped the wheel for it
-  bool queue_traffic_ = false;   // the last pass popped from a queue
-  int next_shard_ = 0;           // where TransferPending starts next
+  bool queue_traffic_ = false;        // the last pass popped from a queue
+  int next_shard_ = 0;                // where TransferPending starts next
 
   // Written by the worker only (Bump), read by Counters().
   std::atomic<int64_t> expired_{0};

@@ -15,8 +15,8 @@
 namespace tickwheel::internal {
 
 absl::Status StoppedError(std::string_view call) {
-  return absl::FailedPreconditionError(fmt::format(
-      "{}: the timer has been stopped; create a new Timer", call));
+  return absl::FailedPreconditionError(
+      fmt::format("{}: the timer has been stopped; create a new Timer", call));
 }
 
 absl::StatusOr<TimeoutNode*> Worker::Schedule(TaskEmplacer emplace,
@@ -40,8 +40,8 @@ absl::StatusOr<TimeoutNode*> Worker::Schedule(TaskEmplacer emplace,
       return s;
     }
   }
-  absl::StatusOr<TimeoutNode*> node = NewNode(
-      emplace, callable, Deadline(now, when), when.periodic, count);
+  absl::StatusOr<TimeoutNode*> node =
+      NewNode(emplace, callable, Deadline(now, when), when.periodic, count);
   if (node.ok()) Publish(*node, shard);
   return node;
 }
@@ -61,8 +61,8 @@ absl::Status Worker::Reserve(std::atomic<int64_t>& count) {
             "raise the limit",
             SharedTimerState::Count(word) + 1, max));
       }
-    } while (!count.compare_exchange_weak(
-        word, word + SharedTimerState::kOne, std::memory_order_relaxed));
+    } while (!count.compare_exchange_weak(word, word + SharedTimerState::kOne,
+                                          std::memory_order_relaxed));
   } else {
     word = count.fetch_add(SharedTimerState::kOne, std::memory_order_relaxed);
     if (word & SharedTimerState::kClosed) {
@@ -185,8 +185,8 @@ absl::Status Worker::StartThread() {
     thread_ = std::thread([self = shared_from_this()] { self->Run(); });
   } catch (const std::system_error& e) {
     SetSleeperBeforeStart(nullptr);
-    return absl::ResourceExhaustedError(
-        fmt::format("newTimeout: cannot start the worker thread: {}", e.what()));
+    return absl::ResourceExhaustedError(fmt::format(
+        "newTimeout: cannot start the worker thread: {}", e.what()));
   }
   // newTimeout() must not compute a deadline before startTime exists.
   start_ready_.wait(false, std::memory_order_acquire);

@@ -79,8 +79,9 @@ std::vector<TimeoutNode*> Worker::CollectUnprocessed() {
   }
   // Earliest deadline first, the order in which they would have run; ties in
   // the order they were found.
-  std::stable_sort(stopped.begin(), stopped.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(
+      stopped.begin(), stopped.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<TimeoutNode*> result;
   result.reserve(stopped.size());
   for (const auto& entry : stopped) result.push_back(entry.second);
@@ -155,10 +156,10 @@ int64_t Worker::CancelAll() {
   }
   WakeForBacklog();
   MutexLock lock(&cancel_all_mu_);
-  cancel_all_cv_.wait(cancel_all_mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                                          cancel_all_mu_) {
-    return cancel_all_served_ >= ticket;
-  });
+  cancel_all_cv_.wait(cancel_all_mu_,
+                      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(cancel_all_mu_) {
+                        return cancel_all_served_ >= ticket;
+                      });
   int64_t cancelled = 0;
   auto it = std::find_if(cancel_all_results_.begin(), cancel_all_results_.end(),
                          [&](const auto& r) { return r.first == ticket; });
@@ -183,8 +184,8 @@ void Worker::ServeCancelAll() {
   // stop() has joined the worker nothing is pending, and each gets 0.
   std::vector<std::pair<int64_t, int64_t>> results;
   for (int64_t ticket = first; ticket <= last; ++ticket) {
-    const bool alive = !shutdown_.load(std::memory_order_acquire) ||
-                       OnWorkerThread();
+    const bool alive =
+        !shutdown_.load(std::memory_order_acquire) || OnWorkerThread();
     results.emplace_back(ticket, alive ? CancelAllHere() : 0);
     if (alive) PurgeCancelled();
   }
@@ -254,8 +255,8 @@ WorkerCounters Worker::Counters() const {
   WorkerCounters c;
   c.pending = pending();
   c.expired = expired_.load(std::memory_order_relaxed);
-  c.cancelled = shared_.CancelCount() +
-                cancelled_by_all_.load(std::memory_order_relaxed);
+  c.cancelled =
+      shared_.CancelCount() + cancelled_by_all_.load(std::memory_order_relaxed);
   c.ticks = ticks_.load(std::memory_order_relaxed);
   c.catch_up_ticks = catch_up_ticks_.load(std::memory_order_relaxed);
   c.wakeups = wakeups_.load(std::memory_order_relaxed);

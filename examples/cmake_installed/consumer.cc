@@ -65,18 +65,21 @@ void IdleConnections() {
 void RealClockTimeouts() {
   tickwheel::TimerOptions options;
   options.tick_duration = absl::Milliseconds(5);
-  std::unique_ptr<tickwheel::Timer> timer = tickwheel::Timer::Create(options).value();
+  std::unique_ptr<tickwheel::Timer> timer =
+      tickwheel::Timer::Create(options).value();
   std::atomic<int> ran{0};
   std::atomic<bool> cancelled_ran{false};
   timer->newTimeout([&] { ran.fetch_add(1); }, absl::Milliseconds(10)).value();
   timer->newTimeout([&] { ran.fetch_add(1); }, absl::Milliseconds(20)).value();
   tickwheel::Timeout doomed =
-      timer->newTimeout([&] { cancelled_ran = true; }, absl::Milliseconds(30)).value();
+      timer->newTimeout([&] { cancelled_ran = true; }, absl::Milliseconds(30))
+          .value();
   Check(doomed.cancel(), "cancel() before the deadline returns true");
 
   // Generous: a loaded machine may be slow, but not this slow.
   const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (ran.load() < 2 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
+  while (ran.load() < 2 && absl::Now() < give_up)
+    absl::SleepFor(absl::Milliseconds(5));
   Check(ran.load() == 2, "both real-clock timeouts ran");
   absl::StatusOr<std::vector<tickwheel::Timeout>> left = timer->stop();
   Check(left.ok() && left->empty(), "stop() returns no leftovers");

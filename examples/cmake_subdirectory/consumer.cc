@@ -33,7 +33,8 @@ int main() {
   absl::StatusOr<std::unique_ptr<tickwheel::Timer>> created =
       tickwheel::Timer::Create(options);
   if (!created.ok()) {
-    std::printf("FAIL: Timer::Create: %s\n", created.status().ToString().c_str());
+    std::printf("FAIL: Timer::Create: %s\n",
+                created.status().ToString().c_str());
     return 1;
   }
   std::unique_ptr<tickwheel::Timer> timer = *std::move(created);
@@ -45,15 +46,19 @@ int main() {
   auto at = [&clock](std::atomic<int64_t>& slot) {
     return [&clock, &slot] { slot = clock->NowNanos(); };
   };
-  tickwheel::Timeout request = timer->newTimeout(at(request_ran_at), absl::Milliseconds(50)).value();
-  tickwheel::Timeout retry = timer->newTimeout(at(retry_ran_at), absl::Milliseconds(80)).value();
-  tickwheel::Timeout lease = timer->newTimeout(at(lease_ran_at), absl::Milliseconds(100)).value();
+  tickwheel::Timeout request =
+      timer->newTimeout(at(request_ran_at), absl::Milliseconds(50)).value();
+  tickwheel::Timeout retry =
+      timer->newTimeout(at(retry_ran_at), absl::Milliseconds(80)).value();
+  tickwheel::Timeout lease =
+      timer->newTimeout(at(lease_ran_at), absl::Milliseconds(100)).value();
   Check(timer->pendingTimeouts() == 3, "three timeouts pending");
 
   Check(request.cancel(), "cancel() of a pending timeout returns true");
   Check(request.isCancelled(), "the cancelled timeout reports isCancelled()");
   Check(!request.cancel(), "a second cancel() returns false");
-  Check(lease.reset(absl::Milliseconds(150)), "reset() of a pending timeout returns true");
+  Check(lease.reset(absl::Milliseconds(150)),
+        "reset() of a pending timeout returns true");
   Check(timer->pendingTimeouts() == 2, "two timeouts pending after the cancel");
 
   const absl::Duration tick = timer->tickDuration();
@@ -63,7 +68,8 @@ int main() {
   Check(retry_ran_at >= 80 * kMs && retry_ran_at <= 90 * kMs,
         "the 80 ms timeout ran at its deadline, within a tick");
   Check(retry.isExpired(), "it reports isExpired()");
-  Check(lease_ran_at == -1, "the reset timeout did not run at its old deadline");
+  Check(lease_ran_at == -1,
+        "the reset timeout did not run at its old deadline");
 
   clock->AdvanceInSteps(absl::Milliseconds(60), tick);  // now 160 ms
   Check(lease_ran_at >= 150 * kMs && lease_ran_at <= 160 * kMs,

@@ -29,7 +29,8 @@ int main() {
   options.tick_duration = absl::Milliseconds(10);
   options.ticks_per_wheel = 64;
   options.clock = clock;
-  std::unique_ptr<tickwheel::Timer> timer = tickwheel::Timer::Create(options).value();
+  std::unique_ptr<tickwheel::Timer> timer =
+      tickwheel::Timer::Create(options).value();
 
   // Touched only by the worker, and read here after AdvanceInSteps() has
   // waited for it: the clock's settling orders the two.
@@ -41,8 +42,10 @@ int main() {
                         absl::Milliseconds(50), absl::Milliseconds(50))
           .value();
   tickwheel::Timeout flush =
-      timer->newTimeout([&] { flushed = true; }, std::chrono::seconds(10)).value();
-  Check(heartbeat.isPeriodic() && !flush.isPeriodic(), "one periodic, one one-shot");
+      timer->newTimeout([&] { flushed = true; }, std::chrono::seconds(10))
+          .value();
+  Check(heartbeat.isPeriodic() && !flush.isPeriodic(),
+        "one periodic, one one-shot");
 
   clock->AdvanceInSteps(absl::Milliseconds(220), timer->tickDuration());
   Check(heartbeats == std::vector<int64_t>({50, 100, 150, 200}),
@@ -53,7 +56,8 @@ int main() {
   Check(timer->pendingTimeouts() == 1, "the 10 s timeout is still pending");
 
   std::vector<tickwheel::Timeout> left = timer->stop().value();
-  Check(left.size() == 1 && left[0] == flush, "stop() returns the pending timeout");
+  Check(left.size() == 1 && left[0] == flush,
+        "stop() returns the pending timeout");
   Check(!flushed, "whose task did not run");
   tickwheel::TimerTask task = left.empty() ? nullptr : left[0].takeTask();
   Check(static_cast<bool>(task), "takeTask() hands the task over");

@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "tests/model/timer_model.h"
-#include "tickwheel/timer/timer.h"
 #include "tickwheel/timer/manual_clock.h"
+#include "tickwheel/timer/timer.h"
 
 namespace tickwheel::model {
 namespace {
@@ -26,7 +26,6 @@ namespace {
 // Attempts (newTimeout() calls) one input can make: kMaxOps from the test
 // thread, each with a chain of at most three children.
 constexpr int64_t kMaxIds = 4 * kMaxOps + 8;
-
 
 std::atomic<int64_t> ops_executed{0};
 std::atomic<int64_t> races_executed{0};
@@ -72,8 +71,8 @@ struct FuzzConfig {
 };
 
 FuzzConfig DecodeConfig(Reader& in) {
-  static constexpr std::array<int64_t, 8> kTicks = {1, 2, 3, 7, 10, 100, 1000,
-                                                    1000000};
+  static constexpr std::array<int64_t, 8> kTicks = {1,  2,   3,    7,
+                                                    10, 100, 1000, 1000000};
   static constexpr std::array<int, 8> kWheels = {1, 2, 3, 4, 5, 8, 16, 64};
   // Clock readings at which the ManualClock starts; bit 7 negates them (a
   // clock may have any origin: tests/clock_extremes_test.cc).
@@ -240,7 +239,9 @@ class RealSide {
     return Handle(id).resetAt(TimePoint(std::chrono::nanoseconds(at)));
   }
   bool TakeTask(int64_t id) { return Handle(id).takeTask() != nullptr; }
-  void Advance(int64_t nanos) { clock_->AdvanceAndSettle(absl::Nanoseconds(nanos)); }
+  void Advance(int64_t nanos) {
+    clock_->AdvanceAndSettle(absl::Nanoseconds(nanos));
+  }
   // Waits until the worker has finished what a newTimeout() woke it for.
   void Settle() { clock_->AwaitIdle(); }
   // metrics().ticks inside each run of task `id` so far.
@@ -322,9 +323,8 @@ class RealSide {
   };
 
   TimerTask MakeTask(int64_t id, TaskAction action) {
-    return [this, action, capture = Capture(this, id), id](const Timeout& self) {
-      RunTask(id, action, self);
-    };
+    return [this, action, capture = Capture(this, id),
+            id](const Timeout& self) { RunTask(id, action, self); };
   }
 
   void SetHandle(int64_t id, Timeout t) {
@@ -352,7 +352,8 @@ class RealSide {
     }
     if (action.cancel_previous) {
       const bool ok = Handle(id - 1).cancel();
-      Record({Event::Kind::kCancelledOther, id, tick, clock, id - 1, ok ? 1 : 0});
+      Record(
+          {Event::Kind::kCancelledOther, id, tick, clock, id - 1, ok ? 1 : 0});
     }
     if (action.cancel_all) {
       const int64_t count = timer->cancelAll();
@@ -397,7 +398,8 @@ std::string Compare(const TimerModel& model, RealSide& real,
   const std::vector<Event>& expected = model.events();
   for (size_t i = 0; i < std::max(events.size(), expected.size()); ++i) {
     const std::string r = i < events.size() ? events[i].ToString() : "(none)";
-    const std::string m = i < expected.size() ? expected[i].ToString() : "(none)";
+    const std::string m =
+        i < expected.size() ? expected[i].ToString() : "(none)";
     if (r != m) {
       return fmt::format("task event #{}: real {} model {}", i, r, m);
     }
@@ -551,9 +553,10 @@ std::string NotPending(int64_t id) {
                      id);
 }
 std::string StillPending(int64_t id, const char* after) {
-  return fmt::format("race: cancel(#{}) lost, but the model has it pending "
-                     "after {}",
-                     id, after);
+  return fmt::format(
+      "race: cancel(#{}) lost, but the model has it pending "
+      "after {}",
+      id, after);
 }
 
 // A race operation: the test thread and the racer act at once on the same
@@ -608,7 +611,9 @@ std::string RunRace(int kind, Reader& in, RaceContext& c) {
                               id, wins.load(), nanos);
       // Either order: the cancel before the advance, or after it.
       const std::vector<Event> observed = c.real.events();
-      auto advance = [&] { c.model.Advance(absl::Nanoseconds(nanos), &observed); };
+      auto advance = [&] {
+        c.model.Advance(absl::Nanoseconds(nanos), &observed);
+      };
       if (wins.load() == 1) {
         if (!c.model.Cancel(id)) return NotPending(id);
         advance();
@@ -668,8 +673,8 @@ std::string RunRace(int kind, Reader& in, RaceContext& c) {
   }
   // Kinds 0, 1, 2 and 7: as one cancel() (kind 2 has only one canceller).
   const bool m = c.model.Cancel(id);
-  *c.trace += fmt::format("  race({}): cancel(#{}) -> {} won\n", kind, id,
-                          wins.load());
+  *c.trace +=
+      fmt::format("  race({}): cancel(#{}) -> {} won\n", kind, id, wins.load());
   if (wins.load() != (m ? 1 : 0)) {
     return fmt::format("race({}) cancel(#{}): {} calls returned true, model {}",
                        kind, id, wins.load(), m ? 1 : 0);
@@ -699,7 +704,7 @@ std::string RunResetRace(Reader& in, RaceContext& c);
 // nanosecond, a turn of the wheel, times 1-4; or 0, which is refused.
 absl::Duration DecodePeriod(uint8_t p, int64_t tick, int64_t wheel) {
   const std::array<int64_t, 8> kPeriods = {
-      tick, 2 * tick, 3 * tick, tick + 1, std::max<int64_t>(1, tick / 2),
+      tick, 2 * tick,     3 * tick, tick + 1, std::max<int64_t>(1, tick / 2),
       1,    wheel * tick, 0};
   return absl::Nanoseconds(kPeriods[p & 7] * (1 + ((p >> 3) & 3)));
 }
@@ -765,8 +770,8 @@ std::string RunLaterOp(int kind, Reader& in, RaceContext& c) {
       bool r, m;
       if (kind == 3) {
         const int64_t at = static_cast<int64_t>(std::clamp<__int128>(
-            __int128{model.now()} + absl::ToInt64Nanoseconds(delay),
-            INT64_MIN, INT64_MAX));
+            __int128{model.now()} + absl::ToInt64Nanoseconds(delay), INT64_MIN,
+            INT64_MAX));
         r = real.ResetAt(id, at);
         m = model.ResetAt(id, at);
         *c.trace += fmt::format("  resetAt(#{}, {}) -> {}\n", id, at, r);
@@ -881,18 +886,20 @@ std::string RunResetRace(Reader& in, RaceContext& c) {
       std::atomic<bool> reset{false};
       Racer::Get().Race(cancel_shared, [&] { reset = shared.reset(delay); });
       c.real.Settle();
-      *c.trace += fmt::format("  race: cancel(#{}) -> {} || reset({}) -> {}\n",
-                              id, wins.load(), absl::FormatDuration(delay),
-                              reset.load());
+      *c.trace +=
+          fmt::format("  race: cancel(#{}) -> {} || reset({}) -> {}\n", id,
+                      wins.load(), absl::FormatDuration(delay), reset.load());
       if (wins.load() != (was_pending ? 1 : 0)) {
-        return fmt::format("race cancel(#{}) || reset: cancel won {}, but "
-                           "pending before: {}",
-                           id, wins.load(), was_pending);
+        return fmt::format(
+            "race cancel(#{}) || reset: cancel won {}, but "
+            "pending before: {}",
+            id, wins.load(), was_pending);
       }
       if (reset.load() && !c.model.Reset(id, delay)) {
-        return fmt::format("race: reset(#{}) returned true, model has it not "
-                           "pending",
-                           id);
+        return fmt::format(
+            "race: reset(#{}) returned true, model has it not "
+            "pending",
+            id);
       }
       c.model.Cancel(id);
       return "";
@@ -912,9 +919,10 @@ std::string RunResetRace(Reader& in, RaceContext& c) {
           absl::FormatDuration(a), ra.load(), absl::FormatDuration(b),
           rb.load(), got);
       if (ra.load() != was_pending || rb.load() != was_pending) {
-        return fmt::format("race reset(#{}) x2: returned {} and {}, pending "
-                           "before: {}",
-                           id, ra.load(), rb.load(), was_pending);
+        return fmt::format(
+            "race reset(#{}) x2: returned {} and {}, pending "
+            "before: {}",
+            id, ra.load(), rb.load(), was_pending);
       }
       if (!was_pending) return "";
       if (got != da && got != db) {
@@ -935,9 +943,10 @@ std::string RunResetRace(Reader& in, RaceContext& c) {
                       count.load(), id, wins.load());
       if (wins.load() == 1 && !was_pending) return NotPending(id);
       if (count.load() + wins.load() != pending) {
-        return fmt::format("race cancelAll() || cancel(#{}): {} + {} "
-                           "cancelled, {} were pending",
-                           id, count.load(), wins.load(), pending);
+        return fmt::format(
+            "race cancelAll() || cancel(#{}): {} + {} "
+            "cancelled, {} were pending",
+            id, count.load(), wins.load(), pending);
       }
       if (wins.load() == 1) c.model.Cancel(id);
       const int64_t m = c.model.CancelAll();
@@ -951,8 +960,8 @@ std::string RunResetRace(Reader& in, RaceContext& c) {
       const int64_t nanos = c.TakeAdvance(in.Byte());
       // Past the advance's end from either clock reading, so that the
       // moved timeout never runs within it, wherever the reset() lands.
-      const absl::Duration delay = std::max(
-          RaceDelay(in.Byte(), c), absl::Nanoseconds(nanos + c.tick));
+      const absl::Duration delay =
+          std::max(RaceDelay(in.Byte(), c), absl::Nanoseconds(nanos + c.tick));
       const int64_t before = c.model.ResetDeadline(delay);
       std::atomic<bool> reset{false};
       Racer::Get().Race([&] { c.real.Advance(nanos); },
@@ -966,26 +975,29 @@ std::string RunResetRace(Reader& in, RaceContext& c) {
         // After the advance (which may have run it), or it was not pending.
         c.model.Advance(absl::Nanoseconds(nanos), &observed);
         if (c.model.state(id) == TimerModel::State::kPending) {
-          return fmt::format("race reset(#{}) || advance: reset() returned "
-                             "false, the model has it pending after the "
-                             "advance",
-                             id);
+          return fmt::format(
+              "race reset(#{}) || advance: reset() returned "
+              "false, the model has it pending after the "
+              "advance",
+              id);
         }
         return "";
       }
       // Before the worker reached it, with the clock read before or after
       // the advance moved it: either way it does not run in the advance.
-      const int64_t after = static_cast<int64_t>(std::min<__int128>(
-          __int128{before} + nanos, INT64_MAX));
+      const int64_t after = static_cast<int64_t>(
+          std::min<__int128>(__int128{before} + nanos, INT64_MAX));
       if (got != before && got != after) {
-        return fmt::format("race reset(#{}) || advance: deadline {}, neither "
-                           "{} nor {}",
-                           id, got, before, after);
+        return fmt::format(
+            "race reset(#{}) || advance: deadline {}, neither "
+            "{} nor {}",
+            id, got, before, after);
       }
       if (!c.model.ResetAt(id, got)) {
-        return fmt::format("race: reset(#{}) returned true, model has it not "
-                           "pending",
-                           id);
+        return fmt::format(
+            "race: reset(#{}) returned true, model has it not "
+            "pending",
+            id);
       }
       c.model.Advance(absl::Nanoseconds(nanos), &observed);
       return "";
@@ -1000,15 +1012,17 @@ std::string RunResetRace(Reader& in, RaceContext& c) {
       *c.trace += fmt::format("  race: cancelAll() -> {} || stop() -> [{}]\n",
                               count.load(), fmt::join(stopped, ","));
       if (count.load() + static_cast<int64_t>(stopped.size()) != pending) {
-        return fmt::format("race cancelAll() || stop(): {} cancelled + {} "
-                           "stopped, {} were pending",
-                           count.load(), stopped.size(), pending);
+        return fmt::format(
+            "race cancelAll() || stop(): {} cancelled + {} "
+            "stopped, {} were pending",
+            count.load(), stopped.size(), pending);
       }
       const int64_t m = c.model.CancelAllExcept(stopped);
       if (m != count.load()) {
-        return fmt::format("race cancelAll() || stop(): cancelAll() real {} "
-                           "model {}",
-                           count.load(), m);
+        return fmt::format(
+            "race cancelAll() || stop(): cancelAll() real {} "
+            "model {}",
+            count.load(), m);
       }
       return CompareStop(c.model, code, stopped, c.model.Stop());
     }
@@ -1048,8 +1062,8 @@ std::string RunFuzzInput(const uint8_t* data, size_t size) {
     return diff;
   };
 
-  RaceContext race{real,         model,        tick,  wheel,
-                   config.max_pending == 0, &ticks_left, &trace};
+  RaceContext race{real,        model, tick, wheel, config.max_pending == 0,
+                   &ticks_left, &trace};
   for (int op = 0; op < kMaxOps && !in.empty(); ++op) {
     const uint8_t raw = in.Byte();
     ops_executed.fetch_add(1, std::memory_order_relaxed);
@@ -1072,7 +1086,12 @@ std::string RunFuzzInput(const uint8_t* data, size_t size) {
       continue;  // only handles are left
     }
     switch (opcode) {
-      case 0: case 1: case 2: case 3: case 4: case 5:
+      case 0:
+      case 1:
+      case 2:
+      case 3:
+      case 4:
+      case 5:
       case 13: {  // newTimeout (13: with an empty task)
         const bool empty_task = opcode == 13;
         const absl::Duration delay = DecodeDelay(in.Byte(), tick, wheel);
@@ -1080,10 +1099,10 @@ std::string RunFuzzInput(const uint8_t* data, size_t size) {
         Code real_code, model_code;
         const int64_t id = real.Schedule(empty_task, delay, action, &real_code);
         model.Schedule(empty_task, delay, action, &model_code);
-        trace += fmt::format("  #{} newTimeout({}, {}{}) -> {}\n", id,
-                             absl::FormatDuration(delay), action.ToString(),
-                             empty_task ? ", empty task" : "",
-                             CodeName(real_code));
+        trace +=
+            fmt::format("  #{} newTimeout({}, {}{}) -> {}\n", id,
+                        absl::FormatDuration(delay), action.ToString(),
+                        empty_task ? ", empty task" : "", CodeName(real_code));
         if (real_code != model_code) {
           return fail(fmt::format("newTimeout #{}: real {} model {}", id,
                                   CodeName(real_code), CodeName(model_code)));
@@ -1091,10 +1110,12 @@ std::string RunFuzzInput(const uint8_t* data, size_t size) {
         SettleAndResolve(race, id, 0);
         break;
       }
-      case 6: case 7: case 14: {  // cancel (14: the newest timeout)
+      case 6:
+      case 7:
+      case 14: {  // cancel (14: the newest timeout)
         if (model.next_id() == 0) break;
-        const int64_t id = opcode == 14 ? model.next_id() - 1
-                                        : in.Byte() % model.next_id();
+        const int64_t id =
+            opcode == 14 ? model.next_id() - 1 : in.Byte() % model.next_id();
         const bool r = real.Cancel(id);
         const bool m = model.Cancel(id);
         trace += fmt::format("  cancel(#{}) -> {}\n", id, r);
@@ -1103,7 +1124,9 @@ std::string RunFuzzInput(const uint8_t* data, size_t size) {
         }
         break;
       }
-      case 8: case 9: case 10: {  // advance the clock and settle
+      case 8:
+      case 9:
+      case 10: {  // advance the clock and settle
         const int64_t nanos = race.TakeAdvance(in.Byte());
         real.Advance(nanos);
         const std::vector<Event> observed = real.events();

@@ -38,8 +38,8 @@ int64_t DelayNanos(absl::Duration d) {
 int64_t NextRun(int64_t due, int64_t period, int64_t now) {
   const int64_t next = SatAdd(due, period);
   if (next > now) return next;
-  const int64_t missed = static_cast<int64_t>(
-      (static_cast<__int128>(now) - due) / period + 1);
+  const int64_t missed =
+      static_cast<int64_t>((static_cast<__int128>(now) - due) / period + 1);
   return SatAdd(due, SatMul(missed, period));
 }
 
@@ -77,10 +77,10 @@ const char* CodeName(Code code) {
 }
 
 std::string TaskAction::ToString() const {
-  std::string s = fmt::format(
-      "{{repeat={} child_delay={} cancel_prev={} stop={} throw={}", repeat,
-      absl::FormatDuration(child_delay), cancel_previous, try_stop,
-      throw_after);
+  std::string s =
+      fmt::format("{{repeat={} child_delay={} cancel_prev={} stop={} throw={}",
+                  repeat, absl::FormatDuration(child_delay), cancel_previous,
+                  try_stop, throw_after);
   if (cancel_all) s += " cancel_all=1";
   if (periodic_runs > 0) s += fmt::format(" runs={}", periodic_runs);
   return s + "}";
@@ -140,16 +140,16 @@ int64_t TimerModel::DueTick(const Node& n) const {
 
 int64_t TimerModel::Accept(bool empty_task, absl::Duration delay,
                            TaskAction action, int64_t first_tick, Code* code) {
-  return Accept(empty_task, When::kDelay, DelayNanos(delay), action,
-                first_tick, code);
+  return Accept(empty_task, When::kDelay, DelayNanos(delay), action, first_tick,
+                code);
 }
 
 void TimerModel::SetDeadline(int64_t id, int64_t clock_deadline) {
   Node& n = nodes_[id];
   n.clock_deadline = clock_deadline;
   // As the wheel reads it: INT64_MAX never comes, whatever startTime is.
-  n.deadline = clock_deadline == INT64_MAX ? INT64_MAX
-                                           : SatSub(clock_deadline, start_);
+  n.deadline =
+      clock_deadline == INT64_MAX ? INT64_MAX : SatSub(clock_deadline, start_);
 }
 
 int64_t TimerModel::Accept(bool empty_task, When when, int64_t nanos,
@@ -317,8 +317,8 @@ void TimerModel::RunNode(int64_t id, int64_t tick, int64_t pass_end,
                        id, ok ? 1 : 0});
   }
   if (action.try_stop) {
-    events_.push_back({Event::Kind::kStopFromTask, id, reported_tick, clock,
-                       -1, static_cast<int>(Code::kFailedPrecondition)});
+    events_.push_back({Event::Kind::kStopFromTask, id, reported_tick, clock, -1,
+                       static_cast<int>(Code::kFailedPrecondition)});
   }
   if (action.throw_after) ++throws_;
   Node& n = nodes_[id];
@@ -474,8 +474,8 @@ std::string TimerModel::CheckContract() const {
     // deadline in the past (newTimeoutAt()) may come before earlier runs.
     if (!n.ran_overdue) {
       if (e.tick < last_tick) {
-        return fmt::format("task {} ran at tick {} after tick {}", e.id,
-                           e.tick, last_tick);
+        return fmt::format("task {} ran at tick {} after tick {}", e.id, e.tick,
+                           last_tick);
       }
       last_tick = e.tick;
     }

@@ -163,8 +163,8 @@ class TimerModel {
 
   explicit TimerModel(ModelConfig config);
 
-  // newTimeout() from the test thread. Returns the attempt's id (ids count every
-  // attempt, accepted or not, from 0) and sets `*code`.
+  // newTimeout() from the test thread. Returns the attempt's id (ids count
+  // every attempt, accepted or not, from 0) and sets `*code`.
   int64_t Schedule(bool empty_task, absl::Duration delay, TaskAction action,
                    Code* code);
   // newTimeoutAt(): `at` is a clock reading.
@@ -235,8 +235,8 @@ class TimerModel {
   struct Node {
     State state = State::kRejected;
     int64_t clock_deadline = 0;  // as the timer stores it (a clock reading)
-    int64_t deadline = 0;       // nanoseconds after startTime
-    int64_t first_tick = 0;     // the tick being processed when it was accepted
+    int64_t deadline = 0;        // nanoseconds after startTime
+    int64_t first_tick = 0;  // the tick being processed when it was accepted
     TaskAction action;
     bool captures_alive = false;
     int64_t ran_tick = -1;
@@ -275,10 +275,10 @@ class TimerModel {
 
   const ModelConfig config_;
   std::vector<Node> nodes_;
-  int64_t now_;             // ManualClock reading
+  int64_t now_;  // ManualClock reading
   bool started_ = false;
-  int64_t start_ = 0;       // startTime (clock reading)
-  int64_t ticks_ = 0;       // ticks processed
+  int64_t start_ = 0;  // startTime (clock reading)
+  int64_t ticks_ = 0;  // ticks processed
   int64_t pending_ = 0;
   bool stopped_ = false;
   bool destroyed_ = false;

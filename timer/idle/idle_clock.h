@@ -43,9 +43,8 @@ class CoarseClock {
   // the previous ceiling had expired (the worker was late).
   int64_t Publish(int64_t ceiling) {
     int64_t cur = value_.load(std::memory_order_relaxed);
-    while (cur < ceiling &&
-           !value_.compare_exchange_weak(cur, ceiling,
-                                         std::memory_order_relaxed)) {
+    while (cur < ceiling && !value_.compare_exchange_weak(
+                                cur, ceiling, std::memory_order_relaxed)) {
     }
     return cur;
   }

@@ -47,7 +47,8 @@ void IdleCore::RemoveFromRegistryLocked(IdleEntry* entry) {
   } else {
     registry_head_ = entry->reg_next_;
   }
-  if (entry->reg_next_ != nullptr) entry->reg_next_->reg_prev_ = entry->reg_prev_;
+  if (entry->reg_next_ != nullptr)
+    entry->reg_next_->reg_prev_ = entry->reg_prev_;
   entry->reg_prev_ = entry->reg_next_ = nullptr;
   entry->in_registry_ = false;
 }
@@ -71,8 +72,8 @@ IdleEntry* IdleCore::Register(absl::AnyInvocable<void()> on_idle,
   {
     MutexLock lock(&mu_);
     bool was_tracked = false;
-    none = entry->StartRegistration(std::move(on_idle), timeout_nanos,
-                                    timer_, NowNanos(), &was_tracked);
+    none = entry->StartRegistration(std::move(on_idle), timeout_nanos, timer_,
+                                    NowNanos(), &was_tracked);
     AddToRegistryLocked(entry);
     IdleCounters::Add(counters_.tracked);
   }
@@ -228,7 +229,9 @@ void IdleCore::Close() {
   callbacks.clear();  // the captures die here, unlocked
   EndRefreshes();
   absl::Status s = StopTimer(std::move(timer));
-  if (!s.ok()) Log(LogSeverity::kWarning, fmt::format("~IdleTracker: {}", std::string(s.message())));
+  if (!s.ok())
+    Log(LogSeverity::kWarning,
+        fmt::format("~IdleTracker: {}", std::string(s.message())));
 }
 
 void IdleCore::AwaitCallbacks() {
@@ -244,26 +247,27 @@ absl::Status IdleCore::StopTimer(std::unique_ptr<Timer> timer) {
     bool done ABSL_GUARDED_BY(mu) = false;
   };
   auto done = std::make_shared<Done>();
-  std::thread stopper([self = shared_from_this(), timer = std::move(timer),
-                       done]() mutable {
-    if (timer != nullptr) {
-      absl::StatusOr<std::vector<Timeout>> left = timer->stop();
-      // Their tasks hold entry references; destroy them, never run them.
-      // The entries stay kArmed (registered, dormant) for the next Activate().
-      if (left.ok()) {
-        for (Timeout& t : *left) t.takeTask();
-      }
-      {
-        MutexLock lock(&self->mu_);
-        self->last_timer_metrics_ = timer->metrics();
-      }
-      timer.reset();
-    }
-    self->AwaitCallbacks();
-    MutexLock lock(&done->mu);
-    done->done = true;
-    done->cv.notify_all();
-  });
+  std::thread stopper(
+      [self = shared_from_this(), timer = std::move(timer), done]() mutable {
+        if (timer != nullptr) {
+          absl::StatusOr<std::vector<Timeout>> left = timer->stop();
+          // Their tasks hold entry references; destroy them, never run them.
+          // The entries stay kArmed (registered, dormant) for the next
+          // Activate().
+          if (left.ok()) {
+            for (Timeout& t : *left) t.takeTask();
+          }
+          {
+            MutexLock lock(&self->mu_);
+            self->last_timer_metrics_ = timer->metrics();
+          }
+          timer.reset();
+        }
+        self->AwaitCallbacks();
+        MutexLock lock(&done->mu);
+        done->done = true;
+        done->cv.notify_all();
+      });
   if (InCallbackOf(this)) {
     // Called from one of our own callbacks: the stop needs this callback to
     // return first, so it finishes in the background.

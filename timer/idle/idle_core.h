@@ -58,11 +58,11 @@ struct IdleCoreConfig {
   int64_t default_timeout_nanos = 0;  // > 0
   absl::Duration tick_duration;       // > 0
   int ticks_per_wheel = 0;
-  int64_t refresh_nanos = 0;          // >= tick
-  absl::Duration drain_timeout;       // >= 0
+  int64_t refresh_nanos = 0;     // >= tick
+  absl::Duration drain_timeout;  // >= 0
   std::string thread_name;
   std::function<void(absl::AnyInvocable<void()>)> task_executor;
-  std::shared_ptr<Clock> clock;       // null iff shared_timer is set
+  std::shared_ptr<Clock> clock;  // null iff shared_timer is set
   // The application's Timer, when the tracker runs on it (no timer of its
   // own); its tick and clock are the tracker's.
   std::shared_ptr<Timer> shared_timer;
@@ -96,8 +96,8 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
 
   // IdleTracker::Register: a new entry (refs == 1, owned by the caller's
   // handle), registered and armed if active, dormant otherwise.
-  IdleEntry* Register(absl::AnyInvocable<void()> on_idle,
-                      int64_t timeout_nanos) ABSL_LOCKS_EXCLUDED(mu_);
+  IdleEntry* Register(absl::AnyInvocable<void()> on_idle, int64_t timeout_nanos)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // IdleHandle::reregister. FailedPrecondition once the tracker is gone.
   absl::Status Reregister(IdleEntry* entry, absl::AnyInvocable<void()> on_idle,
                           int64_t timeout_nanos) ABSL_LOCKS_EXCLUDED(mu_);
@@ -132,7 +132,8 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
   void RefreshCoarse(int64_t now) {
     const int64_t prev =
         coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
-    if (prev < now) IdleCounters::RaiseTo(counters_.worst_clock_lag_nanos, now - prev);
+    if (prev < now)
+      IdleCounters::RaiseTo(counters_.worst_clock_lag_nanos, now - prev);
   }
   IdleCounters& counters() { return counters_; }
   void CallbackStarted() {

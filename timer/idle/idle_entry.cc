@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "tickwheel/timer/idle/idle_core.h"
-#include "tickwheel/worker/nanos.h"
 #include "tickwheel/worker/logging.h"
+#include "tickwheel/worker/nanos.h"
 
 namespace tickwheel::internal {
 namespace {
@@ -78,8 +78,8 @@ bool IdleEntry::ArmLocked(Timer* timer, int64_t delay_nanos) {
     SetStateLocked(IdleState::kDormant);
     return false;
   }
-  absl::StatusOr<Timeout> t = timer->newTimeout(
-      CheckTask(Ref(this), version_), absl::Nanoseconds(delay_nanos));
+  absl::StatusOr<Timeout> t = timer->newTimeout(CheckTask(Ref(this), version_),
+                                                absl::Nanoseconds(delay_nanos));
   IdleCounters::Add(core_->counters().timer_ops);
   if (!t.ok()) {
     // The timer is stopping (Deactivate/Close raced us): dormant until the
@@ -156,8 +156,8 @@ IdleEntry::Ended IdleEntry::EndRegistration() {
   }
   ended.armed = TakeArmedLocked();
   ended.on_idle = std::move(on_idle_);
-  ended.wait = running_.load(std::memory_order_relaxed) &&
-               tls_running_entry != this;
+  ended.wait =
+      running_.load(std::memory_order_relaxed) && tls_running_entry != this;
   return ended;
 }
 
@@ -190,8 +190,8 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
       return;
     }
     armed_ = Timeout();  // this very timeout; it has expired
-    const int64_t deadline = SaturatingAdd(
-        stamp.load(std::memory_order_relaxed), timeout_nanos_);
+    const int64_t deadline =
+        SaturatingAdd(stamp.load(std::memory_order_relaxed), timeout_nanos_);
     if (now < deadline) {
       // Activity since we were armed: back on the wheel for exactly the
       // remaining time. The Timer never runs a task early, so the next check
@@ -217,11 +217,10 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
   }
   // If it throws, the closure was destroyed unrun: on_idle is destroyed,
   // never run.
-  RunLoggingExceptions("idle tracker: the task_executor",
-                       "that on_idle did not run", [&] {
-                         core->config().task_executor(
-                             QueuedFire(Ref(this), fired_version));
-                       });
+  RunLoggingExceptions(
+      "idle tracker: the task_executor", "that on_idle did not run", [&] {
+        core->config().task_executor(QueuedFire(Ref(this), fired_version));
+      });
 }
 
 void IdleEntry::OnQueuedFire(bool run, uint64_t version) {

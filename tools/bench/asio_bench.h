@@ -44,7 +44,8 @@ class AsioBench {
 
   // The promises are shared: the io thread may still be inside set_value()
   // when the waiting thread wakes and would destroy them.
-  explicit AsioBench(const BenchTimerOptions&) : work_(boost::asio::make_work_guard(io_)) {
+  explicit AsioBench(const BenchTimerOptions&)
+      : work_(boost::asio::make_work_guard(io_)) {
     auto started = std::make_shared<std::promise<void>>();
     std::future<void> ready = started->get_future();
     thread_ = std::thread([this, started] {
@@ -93,24 +94,28 @@ class AsioBench {
   }
 
  private:
-  void Arm(const Handle& state, std::chrono::steady_clock::time_point deadline) {
+  void Arm(const Handle& state,
+           std::chrono::steady_clock::time_point deadline) {
     state->timer.emplace(io_, deadline);
     AddPending(1);
-    state->timer->async_wait([this, state](const boost::system::error_code& ec) {
-      if (!ec) {
-        AddPending(-1);
-        state->task();
-        state->task = nullptr;
-      }
-      state->timer.reset();  // on the io thread, where it belongs
-    });
+    state->timer->async_wait(
+        [this, state](const boost::system::error_code& ec) {
+          if (!ec) {
+            AddPending(-1);
+            state->task();
+            state->task = nullptr;
+          }
+          state->timer.reset();  // on the io thread, where it belongs
+        });
   }
   void AddPending(int64_t by) {  // single writer: the io thread
-    pending_.store(pending_.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+    pending_.store(pending_.load(std::memory_order_relaxed) + by,
+                   std::memory_order_relaxed);
   }
 
   boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type>
+      work_;
   std::thread thread_;
   int io_tid_ = 0;
   int64_t unprocessed_ = 0;

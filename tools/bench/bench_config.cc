@@ -18,17 +18,24 @@ const Flag kFlags[] = {
     {"only", "", "comma-separated workloads to run; empty: all"},
     {"impls", "tickwheel,asio,heap", "comma-separated timers to run"},
     {"seed", "42", "seed of the random delays"},
-    {"warmup", "10000", "timeouts run and cancelled on a throwaway timer before each run"},
-    {"tick_ms", "1", "tickwheel's tick in lateness, idle, mass_expiry and burst"},
+    {"warmup", "10000",
+     "timeouts run and cancelled on a throwaway timer before each run"},
+    {"tick_ms", "1",
+     "tickwheel's tick in lateness, idle, mass_expiry and burst"},
     {"n", "1000000",
-     "timeouts per run of schedule, schedule_cancel, memory, release, idle, mass_expiry, burst"},
-    {"producers", "1,2", "producer threads of schedule and schedule_cancel, a run each"},
-    {"depth_pending", "1000,1000000", "timeouts pending in schedule_depth, a run each"},
-    {"isolate", "1", "1: each run in a fresh child process; 0: all in this one"},
+     "timeouts per run of schedule, schedule_cancel, memory, release, idle, "
+     "mass_expiry, burst"},
+    {"producers", "1,2",
+     "producer threads of schedule and schedule_cancel, a run each"},
+    {"depth_pending", "1000,1000000",
+     "timeouts pending in schedule_depth, a run each"},
+    {"isolate", "1",
+     "1: each run in a fresh child process; 0: all in this one"},
     {"prime_mb", "0",
      "LAB MODE: MiB touched and freed before each child, so that it finds "
      "host-backed pages on a VM; 0: off, as for a user's process"},
-    {"quick", "0", "1: tiny sizes and short waits, to check the program, not to measure it"},
+    {"quick", "0",
+     "1: tiny sizes and short waits, to check the program, not to measure it"},
     {"json", "", "write the results to this file as JSON"},
 };
 
@@ -36,7 +43,8 @@ std::vector<std::string> Split(std::string_view s) {
   std::vector<std::string> out;
   for (size_t start = 0, comma = 0; comma != s.npos; start = comma + 1) {
     comma = s.find(',', start);
-    if (start < s.size() && comma != start) out.emplace_back(s.substr(start, comma - start));
+    if (start < s.size() && comma != start)
+      out.emplace_back(s.substr(start, comma - start));
   }
   return out;
 }
@@ -53,12 +61,14 @@ std::string Convert(BenchConfig& c) {
   std::string err;
   for (const auto& [name, text] : c.flags) {
     const auto num = [&](auto& out, auto min) {
-      if (!Number(std::string_view(text), out, min)) err = fmt::format("bad --{}={}", name, text);
+      if (!Number(std::string_view(text), out, min))
+        err = fmt::format("bad --{}={}", name, text);
     };
     const auto counts = [&](std::vector<int64_t>& out) {
       out.clear();
       for (const std::string& item : Split(text)) {
-        if (!Number(std::string_view(item), out.emplace_back(), int64_t{1})) out.clear();
+        if (!Number(std::string_view(item), out.emplace_back(), int64_t{1}))
+          out.clear();
       }
       std::sort(out.begin(), out.end());
       out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -82,7 +92,8 @@ std::string Convert(BenchConfig& c) {
     if (name == "json") c.json_path = text;
   }
   for (const std::string& i : c.impls) {
-    if (i != "tickwheel" && i != "asio" && i != "heap") err = "unknown timer " + i;
+    if (i != "tickwheel" && i != "asio" && i != "heap")
+      err = "unknown timer " + i;
   }
   return err;
 }
@@ -115,11 +126,15 @@ std::string ParseFlags(int argc, char** argv, BenchConfig& c) {
     c.command_line += fmt::format(" {}", arg);
     if (arg == "--help" || arg == "-h") return "help";
     const size_t eq = arg.find('=');
-    const std::string_view name = arg.substr(2, eq == arg.npos ? arg.npos : eq - 2);
-    const auto flag = std::find_if(c.flags.begin(), c.flags.end(),
-                                   [&](const auto& f) { return f.first == name; });
-    if (!arg.starts_with("--") || flag == c.flags.end()) return fmt::format("unknown flag {}", arg);
-    if (eq == arg.npos && i + 1 == argc) return fmt::format("--{} needs a value", name);
+    const std::string_view name =
+        arg.substr(2, eq == arg.npos ? arg.npos : eq - 2);
+    const auto flag =
+        std::find_if(c.flags.begin(), c.flags.end(),
+                     [&](const auto& f) { return f.first == name; });
+    if (!arg.starts_with("--") || flag == c.flags.end())
+      return fmt::format("unknown flag {}", arg);
+    if (eq == arg.npos && i + 1 == argc)
+      return fmt::format("--{} needs a value", name);
     flag->second = eq == arg.npos ? argv[++i] : arg.substr(eq + 1);
     if (eq == arg.npos) c.command_line += fmt::format(" {}", flag->second);
   }
@@ -131,8 +146,10 @@ std::string ParseFlags(int argc, char** argv, BenchConfig& c) {
 std::string Usage() {
   std::string out =
       "Usage: bench [--flag=value ...]\n"
-      "Runs each workload on tickwheel, Boost.Asio and a heap timer thread, R times in\n"
-      "turns, and prints median [min-max] per timer and the goals' verdicts.\n\n";
+      "Runs each workload on tickwheel, Boost.Asio and a heap timer thread, R "
+      "times in\n"
+      "turns, and prints median [min-max] per timer and the goals' "
+      "verdicts.\n\n";
   for (const Flag& f : kFlags) {
     out += fmt::format("  --{:<14} {}{}\n", f.name, f.help,
                        *f.value ? fmt::format(" (default: {})", f.value) : "");

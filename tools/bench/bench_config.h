@@ -26,7 +26,8 @@ struct BenchConfig {
   std::vector<std::string> only, impls;  // only: empty runs every workload
   std::vector<int64_t> producers, depth_pending;
   std::string json_path, command_line;
-  std::vector<std::pair<std::string, std::string>> flags;  // every flag's text, table order
+  std::vector<std::pair<std::string, std::string>>
+      flags;  // every flag's text, table order
 
   // Fixed sizes and times, shortened by --quick.
   double far_min_s = 10, far_max_s = 60;  // delays of the far timeouts

@@ -32,21 +32,27 @@ namespace tickwheel::bench {
 namespace {
 
 // One line per finished run on stderr; on a terminal each replaces the last.
-void Progress(int done, int total, const std::string& what, const RepOutput& out, int64_t ns) {
-  std::string line = fmt::format("[{:>3}/{}] {} ({:.1f} s)", done, total, what, ns / 1e9);
-  for (const auto& [name, value] : out.values) line += fmt::format(" {}={:.4g}", name, value);
+void Progress(int done, int total, const std::string& what,
+              const RepOutput& out, int64_t ns) {
+  std::string line =
+      fmt::format("[{:>3}/{}] {} ({:.1f} s)", done, total, what, ns / 1e9);
+  for (const auto& [name, value] : out.values)
+    line += fmt::format(" {}={:.4g}", name, value);
   if (!out.failures.empty()) line += " CHECK FAILED";
   if (isatty(2) == 1) {
-    fmt::print(stderr, "\r\033[K{}{}", line.substr(0, 160), done == total ? "\n" : "");
+    fmt::print(stderr, "\r\033[K{}{}", line.substr(0, 160),
+               done == total ? "\n" : "");
   } else {
     fmt::print(stderr, "{}\n", line);
   }
 }
 
-void RunAll(const BenchConfig& c, const std::vector<std::string>& impls, Results& results) {
+void RunAll(const BenchConfig& c, const std::vector<std::string>& impls,
+            Results& results) {
   int total = 0, done = 0;
   for (const Workload& w : Workloads()) {
-    if (c.Runs(w.name)) total += static_cast<int>(w.variants(c).size() * impls.size()) * c.reps;
+    if (c.Runs(w.name))
+      total += static_cast<int>(w.variants(c).size() * impls.size()) * c.reps;
   }
   for (const Workload& w : Workloads()) {
     if (!c.Runs(w.name)) continue;
@@ -55,9 +61,11 @@ void RunAll(const BenchConfig& c, const std::vector<std::string>& impls, Results
         const uint64_t seed = static_cast<uint64_t>(c.seed + 1000 * rep);
         for (const std::string& impl : impls) {
           const int64_t t0 = NowNanos();
-          const RepOutput out = RunIsolated(c, [&] { return w.run.at(impl)(c, v.value, seed); });
-          Progress(++done, total, fmt::format("{}, {}, rep {}", RunLabel(w, v), impl, rep), out,
-                   NowNanos() - t0);
+          const RepOutput out =
+              RunIsolated(c, [&] { return w.run.at(impl)(c, v.value, seed); });
+          Progress(++done, total,
+                   fmt::format("{}, {}, rep {}", RunLabel(w, v), impl, rep),
+                   out, NowNanos() - t0);
           results.Record(RunLabel(w, v), KeyPrefix(w, v), impl, rep, out);
         }
       }
@@ -69,12 +77,15 @@ int Main(int argc, char** argv) {
   BenchConfig config;
   std::string err = ParseFlags(argc, argv, config);
   for (const std::string& w : config.only) {
-    if (err.empty() && FindWorkload(w) == nullptr) err = "unknown workload " + w;
+    if (err.empty() && FindWorkload(w) == nullptr)
+      err = "unknown workload " + w;
   }
   std::string help = Usage() + "\nWorkloads, in run order:\n";
-  for (const Workload& w : Workloads()) help += fmt::format("  {:<16} {}\n", w.name, w.what);
+  for (const Workload& w : Workloads())
+    help += fmt::format("  {:<16} {}\n", w.name, w.what);
   if (err == "help") fmt::print("{}", help);
-  if (!err.empty() && err != "help") fmt::print(stderr, "bench: {}\n\n{}", err, help);
+  if (!err.empty() && err != "help")
+    fmt::print(stderr, "bench: {}\n\n{}", err, help);
   if (!err.empty()) return err == "help" ? 0 : 2;
 
   std::vector<std::string> impls;  // tickwheel first, then the baselines
@@ -89,7 +100,8 @@ int Main(int argc, char** argv) {
   info.load_end = LoadAverage();
   const std::vector<GoalResult> goals = EvaluateGoals(results);
   PrintReport(stdout, results, goals, config, info);
-  if (!config.json_path.empty() && !WriteJson(config.json_path, results, goals, config, info)) {
+  if (!config.json_path.empty() &&
+      !WriteJson(config.json_path, results, goals, config, info)) {
     fmt::print(stderr, "bench: cannot write {}\n", config.json_path);
     return 1;
   }

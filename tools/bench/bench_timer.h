@@ -24,7 +24,8 @@
 namespace tickwheel::bench {
 
 struct BenchTimerOptions {
-  std::optional<std::chrono::nanoseconds> tick;  // tickwheel's; unset: the default
+  std::optional<std::chrono::nanoseconds>
+      tick;  // tickwheel's; unset: the default
   // tickwheel's TimerOptions::slack; unset: the default (one tick). The
   // other timers run each task as soon as they can and ignore it.
   std::optional<std::chrono::nanoseconds> slack;
@@ -49,7 +50,8 @@ concept BenchTimer = std::constructible_from<T, const BenchTimerOptions&> &&
 };
 
 inline int64_t NowNanos() {
-  return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
+  return std::chrono::steady_clock::now().time_since_epoch() /
+         std::chrono::nanoseconds(1);
 }
 
 }  // namespace tickwheel::bench

@@ -34,8 +34,8 @@ struct Goal {
 struct GoalResult {
   const Goal* goal;
   std::optional<Summary> tickwheel, baseline;  // of the goal's metric
-  std::optional<double> value;                 // what the bound is compared with
-  std::optional<bool> met;                     // unset: not measured
+  std::optional<double> value;  // what the bound is compared with
+  std::optional<bool> met;      // unset: not measured
 };
 
 const std::vector<Goal>& Goals();

@@ -32,7 +32,8 @@ class HeapBench {
  public:
   static constexpr std::string_view kName = "heap";
   static constexpr bool kExactPending = true;
-  static constexpr size_t kCompactMin = 1024;  // below it, compaction does not pay
+  static constexpr size_t kCompactMin =
+      1024;  // below it, compaction does not pay
   struct Entry {
     enum State : uint8_t { kPending, kCancelled, kFired };
     std::atomic<uint8_t> state{kPending};
@@ -54,7 +55,8 @@ class HeapBench {
       MaybeCompactLocked();
       heap_.push(Item{deadline, entry});
       notify = deadline < sleeping_until_;
-      if (notify) sleeping_until_ = deadline;  // one notify per earlier deadline
+      if (notify)
+        sleeping_until_ = deadline;  // one notify per earlier deadline
     }
     if (notify) cv_.notify_one();
     return entry;
@@ -62,7 +64,8 @@ class HeapBench {
 
   bool Cancel(const Handle& h) {  // true iff this call cancelled it
     uint8_t expected = Entry::kPending;
-    if (!h->state.compare_exchange_strong(expected, Entry::kCancelled)) return false;
+    if (!h->state.compare_exchange_strong(expected, Entry::kCancelled))
+      return false;
     cancelled_in_heap_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
@@ -82,9 +85,9 @@ class HeapBench {
     cv_.notify_one();
     thread_.join();
     std::lock_guard<std::mutex> lock(mu_);
-    unprocessed_ = std::count_if(heap_.items().begin(), heap_.items().end(), [](const Item& i) {
-      return i.entry->state.load() == Entry::kPending;
-    });
+    unprocessed_ = std::count_if(
+        heap_.items().begin(), heap_.items().end(),
+        [](const Item& i) { return i.entry->state.load() == Entry::kPending; });
     heap_ = Heap();  // destroys the tasks, never run
     return unprocessed_;
   }
@@ -93,20 +96,28 @@ class HeapBench {
   struct Item {
     int64_t deadline;
     std::shared_ptr<Entry> entry;
-    bool operator<(const Item& o) const { return deadline > o.deadline; }  // min-heap
+    bool operator<(const Item& o) const {
+      return deadline > o.deadline;
+    }  // min-heap
   };
   struct Heap : std::priority_queue<Item> {  // exposes the items to compaction
     std::vector<Item>& items() { return c; }
   };
 
   void MaybeCompactLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const int64_t cancelled = cancelled_in_heap_.load(std::memory_order_relaxed);
-    if (heap_.size() < kCompactMin || cancelled * 2 <= static_cast<int64_t>(heap_.size())) return;
+    const int64_t cancelled =
+        cancelled_in_heap_.load(std::memory_order_relaxed);
+    if (heap_.size() < kCompactMin ||
+        cancelled * 2 <= static_cast<int64_t>(heap_.size()))
+      return;
     const size_t removed = std::erase_if(heap_.items(), [](const Item& i) {
-      return i.entry->state.load(std::memory_order_acquire) == Entry::kCancelled;
+      return i.entry->state.load(std::memory_order_acquire) ==
+             Entry::kCancelled;
     });
-    std::make_heap(heap_.items().begin(), heap_.items().end());  // the queue's order
-    cancelled_in_heap_.fetch_sub(static_cast<int64_t>(removed), std::memory_order_relaxed);
+    std::make_heap(heap_.items().begin(),
+                   heap_.items().end());  // the queue's order
+    cancelled_in_heap_.fetch_sub(static_cast<int64_t>(removed),
+                                 std::memory_order_relaxed);
   }
 
   // Pops what is due (and cancelled entries that reach the top) into `due`;
@@ -123,7 +134,8 @@ class HeapBench {
           due.push_back(std::move(top.entry));
         }
       }
-      if (state == Entry::kCancelled) cancelled_in_heap_.fetch_sub(1, std::memory_order_relaxed);
+      if (state == Entry::kCancelled)
+        cancelled_in_heap_.fetch_sub(1, std::memory_order_relaxed);
       heap_.pop();
     }
     return INT64_MAX;
@@ -137,7 +149,8 @@ class HeapBench {
       if (!due.empty()) {  // run unlocked; the loop looks again before sleeping
         sleeping_until_ = INT64_MIN;
         lock.unlock();
-        for (const std::shared_ptr<Entry>& e : due) std::exchange(e->task, nullptr)();
+        for (const std::shared_ptr<Entry>& e : due)
+          std::exchange(e->task, nullptr)();
         due.clear();
         lock.lock();
         continue;
@@ -146,10 +159,12 @@ class HeapBench {
       if (next == INT64_MAX) {
         cv_.wait(lock);
       } else {
-        cv_.wait_until(lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next)));
+        cv_.wait_until(lock, std::chrono::steady_clock::time_point(
+                                 std::chrono::nanoseconds(next)));
       }
       sleeping_until_ = INT64_MIN;
-      wakeups_.store(wakeups_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      wakeups_.store(wakeups_.load(std::memory_order_relaxed) + 1,
+                     std::memory_order_relaxed);
     }
   }
 
@@ -163,7 +178,7 @@ class HeapBench {
   int64_t unprocessed_ = 0;
   std::atomic<int64_t> cancelled_in_heap_{0};
   std::atomic<int64_t> wakeups_{0};  // written by the worker only
-  std::thread thread_;               // last: starts once the members above exist
+  std::thread thread_;  // last: starts once the members above exist
 };
 
 static_assert(BenchTimer<HeapBench>);

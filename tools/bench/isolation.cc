@@ -20,7 +20,8 @@ std::string Serialize(const RepOutput& out) {
     return s;
   };
   std::string s;
-  for (const auto& [k, v] : out.values) s += fmt::format("V\t{}\t{:.17g}\n", clean(k), v);
+  for (const auto& [k, v] : out.values)
+    s += fmt::format("V\t{}\t{:.17g}\n", clean(k), v);
   for (const std::string& f : out.failures) s += "F\t" + clean(f) + "\n";
   for (const std::string& n : out.notes) s += "N\t" + clean(n) + "\n";
   return s;
@@ -29,10 +30,12 @@ std::string Serialize(const RepOutput& out) {
 RepOutput Deserialize(const std::string& text) {
   RepOutput out;
   std::istringstream in(text);
-  for (std::string kind, rest; std::getline(in, kind, '\t') && std::getline(in, rest);) {
+  for (std::string kind, rest;
+       std::getline(in, kind, '\t') && std::getline(in, rest);) {
     const size_t tab = rest.find('\t');
     char* end = nullptr;
-    const double v = tab == rest.npos ? 0 : std::strtod(rest.c_str() + tab + 1, &end);
+    const double v =
+        tab == rest.npos ? 0 : std::strtod(rest.c_str() + tab + 1, &end);
     if (kind == "V" && end != nullptr && *end == '\0') {
       out.values[rest.substr(0, tab)] = v;
     } else if (kind == "F" || kind == "N") {
@@ -49,16 +52,19 @@ RepOutput Deserialize(const std::string& text) {
 // still backs.
 void PrimeMemory(int64_t mb) {
   const size_t bytes = static_cast<size_t>(mb) << 20;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return;  // best effort
   madvise(p, bytes, MADV_HUGEPAGE);
-  for (size_t off = 0; off < bytes; off += 4096) static_cast<volatile char*>(p)[off] = 1;
+  for (size_t off = 0; off < bytes; off += 4096)
+    static_cast<volatile char*>(p)[off] = 1;
   munmap(p, bytes);
 }
 
 }  // namespace
 
-RepOutput RunIsolated(const BenchConfig& config, const std::function<RepOutput()>& run) {
+RepOutput RunIsolated(const BenchConfig& config,
+                      const std::function<RepOutput()>& run) {
   if (!config.isolate) return run();
   if (config.prime_mb > 0) PrimeMemory(config.prime_mb);
   int fds[2];
@@ -87,7 +93,8 @@ RepOutput RunIsolated(const BenchConfig& config, const std::function<RepOutput()
   while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (pid <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Deserialize(fmt::format("F\tthe child process failed (status {})\n", status));
+    return Deserialize(
+        fmt::format("F\tthe child process failed (status {})\n", status));
   }
   return Deserialize(text);
 }

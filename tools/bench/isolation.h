@@ -26,7 +26,8 @@ namespace tickwheel::bench {
 
 // Runs `run` as configured (in a child by default); a child that fails or
 // reports garbage yields a RepOutput with a failure.
-RepOutput RunIsolated(const BenchConfig& config, const std::function<RepOutput()>& run);
+RepOutput RunIsolated(const BenchConfig& config,
+                      const std::function<RepOutput()>& run);
 
 }  // namespace tickwheel::bench
 

@@ -58,8 +58,8 @@ using tickwheel::internal::Wheel;
 
 // slack0: TimerOptions::slack = 0 instead of the default (one tick); clock:
 // the timer's, null for the steady clock.
-std::unique_ptr<Timer> MakeTimer(bool slack0 = false,
-                                 std::shared_ptr<tickwheel::Clock> clock = nullptr) {
+std::unique_ptr<Timer> MakeTimer(
+    bool slack0 = false, std::shared_ptr<tickwheel::Clock> clock = nullptr) {
   TimerOptions o;
   o.tick_duration = absl::Milliseconds(1);
   if (slack0) o.slack = absl::ZeroDuration();
@@ -80,7 +80,8 @@ void BM_NewTimeout(benchmark::State& state) {
   auto timer = MakeTimer(slack0);
   int64_t batch = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)));
+    benchmark::DoNotOptimize(
+        timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)));
     if (++batch == 65536) {
       state.PauseTiming();
       timer.reset();  // stops it; pending tasks are destroyed
@@ -98,7 +99,8 @@ void BM_NewTimeoutCancel(benchmark::State& state) {
   int64_t counter = 0;
   auto timer = MakeTimer(state.range(0) != 0);
   for (auto _ : state) {
-    absl::StatusOr<Timeout> t = timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30));
+    absl::StatusOr<Timeout> t =
+        timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30));
     benchmark::DoNotOptimize(t->cancel());
   }
   state.SetItemsProcessed(state.iterations());
@@ -114,15 +116,17 @@ void BM_Cancel(benchmark::State& state) {
   for (auto _ : state) {
     batch.clear();
     for (int i = 0; i < kBatch; ++i) {
-      batch.push_back(timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)).value());
+      batch.push_back(
+          timer->newTimeout(Task16{&counter, 1}, absl::Seconds(30)).value());
     }
     const auto t0 = std::chrono::steady_clock::now();
     for (const Timeout& t : batch) benchmark::DoNotOptimize(t.cancel());
     const auto t1 = std::chrono::steady_clock::now();
     state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
   }
-  state.counters["per_cancel"] = benchmark::Counter(
-      kBatch, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_cancel"] =
+      benchmark::Counter(kBatch, benchmark::Counter::kIsIterationInvariantRate |
+                                     benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_Cancel)->UseManualTime();
 
@@ -137,7 +141,8 @@ void RearmLoop(benchmark::State& state, Timer& timer, Rearm&& rearm) {
   std::vector<Timeout> conns;
   conns.reserve(kConnections);
   for (int i = 0; i < kConnections; ++i) {
-    conns.push_back(timer.newTimeout(Task16{&counter, 1}, absl::Seconds(30)).value());
+    conns.push_back(
+        timer.newTimeout(Task16{&counter, 1}, absl::Seconds(30)).value());
   }
   size_t i = 0;
   int64_t round = 0;
@@ -164,7 +169,8 @@ BENCHMARK(BM_ResetLater);
 void BM_ResetEarlier(benchmark::State& state) {
   auto timer = MakeTimer();
   RearmLoop(state, *timer, [](Timeout& t, int64_t round) {
-    benchmark::DoNotOptimize(t.reset(round % 2 == 0 ? absl::Seconds(20) : absl::Seconds(30)));
+    benchmark::DoNotOptimize(
+        t.reset(round % 2 == 0 ? absl::Seconds(20) : absl::Seconds(30)));
   });
 }
 BENCHMARK(BM_ResetEarlier);
@@ -180,7 +186,8 @@ void BM_ResetAtLater(benchmark::State& state) {
 BENCHMARK(BM_ResetAtLater);
 
 void BM_ClockRead(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(std::chrono::steady_clock::now());
+  for (auto _ : state)
+    benchmark::DoNotOptimize(std::chrono::steady_clock::now());
 }
 BENCHMARK(BM_ClockRead);
 
@@ -198,7 +205,8 @@ BENCHMARK(BM_RearmByCancelAndNew);
 std::vector<std::unique_ptr<TimeoutNode>> MakeNodes(int64_t n, bool shuffled) {
   std::vector<std::unique_ptr<TimeoutNode>> nodes;
   nodes.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) nodes.push_back(std::make_unique<TimeoutNode>());
+  for (int64_t i = 0; i < n; ++i)
+    nodes.push_back(std::make_unique<TimeoutNode>());
   if (shuffled) {
     std::mt19937_64 rng(7);
     std::shuffle(nodes.begin(), nodes.end(), rng);
@@ -235,13 +243,19 @@ void NodeCounts(benchmark::internal::Benchmark* b) {
   for (int log2 : {10, 14, 17, 20}) b->Arg(int64_t{1} << log2);
 }
 
-void BM_ExpireTick(benchmark::State& state) { AdvanceOverBucket(state, false, 0); }
+void BM_ExpireTick(benchmark::State& state) {
+  AdvanceOverBucket(state, false, 0);
+}
 BENCHMARK(BM_ExpireTick)->Apply(NodeCounts);
 
-void BM_ExpireTickRandomOrder(benchmark::State& state) { AdvanceOverBucket(state, true, 0); }
+void BM_ExpireTickRandomOrder(benchmark::State& state) {
+  AdvanceOverBucket(state, true, 0);
+}
 BENCHMARK(BM_ExpireTickRandomOrder)->Apply(NodeCounts);
 
-void BM_CascadeAndExpire(benchmark::State& state) { AdvanceOverBucket(state, true, 512); }
+void BM_CascadeAndExpire(benchmark::State& state) {
+  AdvanceOverBucket(state, true, 512);
+}
 BENCHMARK(BM_CascadeAndExpire)->Apply(NodeCounts);
 
 // Bumps a counter that only the worker writes: a load and a store, so that
@@ -249,7 +263,8 @@ BENCHMARK(BM_CascadeAndExpire)->Apply(NodeCounts);
 struct Bump {
   std::atomic<int64_t>* ran;
   void operator()(const Timeout&) const {
-    ran->store(ran->load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    ran->store(ran->load(std::memory_order_relaxed) + 1,
+               std::memory_order_release);
   }
 };
 
@@ -262,20 +277,26 @@ void BM_ExpireBurst(benchmark::State& state) {
   for (auto _ : state) {
     state.PauseTiming();
     for (int64_t i = 0; i < n; ++i) {
-      benchmark::DoNotOptimize(timer->newTimeout(Bump{&ran}, absl::Milliseconds(50)));
+      benchmark::DoNotOptimize(
+          timer->newTimeout(Bump{&ran}, absl::Milliseconds(50)));
     }
     // The worker may sleep through those calls (their deadlines are later
     // than its planned wake-up): one due now wakes it, it files them all,
     // and the step runs that one.
-    benchmark::DoNotOptimize(timer->newTimeout(Bump{&ran}, absl::ZeroDuration()));
+    benchmark::DoNotOptimize(
+        timer->newTimeout(Bump{&ran}, absl::ZeroDuration()));
     target += n + 1;
     clock->AdvanceAndSettle(absl::Milliseconds(1));
     state.ResumeTiming();
     clock->Advance(absl::Milliseconds(60));
-    while (ran.load(std::memory_order_acquire) < target) std::this_thread::yield();
+    while (ran.load(std::memory_order_acquire) < target)
+      std::this_thread::yield();
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
-BENCHMARK(BM_ExpireBurst)->Arg(1 << 14)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ExpireBurst)
+    ->Arg(1 << 14)
+    ->Arg(1 << 20)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -38,7 +38,7 @@ struct Result {
   int64_t skipped = 0;
   int64_t early = 0;
   int64_t off_grid = 0;  // deadlines not a whole number of periods on
-  std::string engine;  // the timer's own lateness histogram
+  std::string engine;    // the timer's own lateness histogram
 };
 
 int64_t Percentile(std::vector<int64_t> v, double q) {
@@ -111,14 +111,16 @@ int main(int argc, char** argv) {
   fmt::print("{:<16} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6} {:>9}\n", "slack",
              "p50", "p99", "max", "last run", "skipped", "early", "off grid");
   int64_t early = 0;
-  for (auto [name, slack] : {std::pair<const char*, std::optional<absl::Duration>>{
-                                 "default (tick)", std::nullopt},
-                             {"0", absl::ZeroDuration()}}) {
+  for (auto [name, slack] :
+       {std::pair<const char*, std::optional<absl::Duration>>{"default (tick)",
+                                                              std::nullopt},
+        {"0", absl::ZeroDuration()}}) {
     Result r = Run(slack, runs);
-    fmt::print("{:<16} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6} {:>9}\n", name,
-               Us(Percentile(r.lateness_ns, 0.5)), Us(Percentile(r.lateness_ns, 0.99)),
-               Us(*std::max_element(r.lateness_ns.begin(), r.lateness_ns.end())),
-               Us(r.lateness_ns.back()), r.skipped, r.early, r.off_grid);
+    fmt::print(
+        "{:<16} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6} {:>9}\n", name,
+        Us(Percentile(r.lateness_ns, 0.5)), Us(Percentile(r.lateness_ns, 0.99)),
+        Us(*std::max_element(r.lateness_ns.begin(), r.lateness_ns.end())),
+        Us(r.lateness_ns.back()), r.skipped, r.early, r.off_grid);
     fmt::print("{:<16} the timer's own histogram: {}\n", "", r.engine);
     early += r.early + r.off_grid;
   }

@@ -16,7 +16,8 @@ namespace {
 int64_t StatusField(const std::string& path, const std::string& key) {
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
-    if (line.starts_with(key + ":")) return std::stoll(line.substr(key.size() + 1));
+    if (line.starts_with(key + ":"))
+      return std::stoll(line.substr(key.size() + 1));
   }
   return -1;
 }
@@ -27,9 +28,12 @@ std::string FirstLine(const std::filesystem::path& path) {  // or "?"
   return std::getline(in, line) ? line : "?";
 }
 
-std::string Chosen(const std::string& modes) {  // "always [madvise] never" -> "madvise"
+std::string Chosen(
+    const std::string& modes) {  // "always [madvise] never" -> "madvise"
   const size_t open = modes.find('['), close = modes.find(']');
-  return open < close && close != modes.npos ? modes.substr(open + 1, close - open - 1) : modes;
+  return open < close && close != modes.npos
+             ? modes.substr(open + 1, close - open - 1)
+             : modes;
 }
 
 }  // namespace
@@ -45,7 +49,8 @@ void TrimMalloc() { malloc_trim(0); }
 double ProcessCpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 int64_t ThreadCpuNanos() {
@@ -61,7 +66,8 @@ int64_t ThreadMinorFaults() {
 }
 
 int64_t ThreadVoluntarySwitches(int tid) {
-  return StatusField(fmt::format("/proc/self/task/{}/status", tid), "voluntary_ctxt_switches");
+  return StatusField(fmt::format("/proc/self/task/{}/status", tid),
+                     "voluntary_ctxt_switches");
 }
 
 std::string LoadAverage() {
@@ -76,21 +82,28 @@ std::string MemoryEnvironment() {
   // offers feature bit 5; the kernel command line may set its smallest order.
   std::string reporting = "off";
   std::error_code ec;
-  for (const auto& dev : std::filesystem::directory_iterator("/sys/bus/virtio/devices", ec)) {
+  for (const auto& dev :
+       std::filesystem::directory_iterator("/sys/bus/virtio/devices", ec)) {
     const std::string features = FirstLine(dev.path() / "features");
-    if (FirstLine(dev.path() / "device") == "0x0005" && features.size() > 5 && features[5] == '1') {
+    if (FirstLine(dev.path() / "device") == "0x0005" && features.size() > 5 &&
+        features[5] == '1') {
       reporting = "on";
     }
   }
-  const std::string cmdline = FirstLine("/proc/cmdline"), key = "page_reporting_order=";
-  if (const size_t at = cmdline.find(key); reporting == "on" && at != cmdline.npos) {
+  const std::string cmdline = FirstLine("/proc/cmdline"),
+                    key = "page_reporting_order=";
+  if (const size_t at = cmdline.find(key);
+      reporting == "on" && at != cmdline.npos) {
     reporting =
-        "from order " + cmdline.substr(at + key.size(), cmdline.find(' ', at) - at - key.size());
+        "from order " + cmdline.substr(at + key.size(),
+                                       cmdline.find(' ', at) - at - key.size());
   }
-  return fmt::format("THP {} (defrag {}); clocksource {}; free page reporting {}",
-                     Chosen(FirstLine(thp + "enabled")), Chosen(FirstLine(thp + "defrag")),
-                     FirstLine("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
-                     reporting);
+  return fmt::format(
+      "THP {} (defrag {}); clocksource {}; free page reporting {}",
+      Chosen(FirstLine(thp + "enabled")), Chosen(FirstLine(thp + "defrag")),
+      FirstLine(
+          "/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+      reporting);
 }
 
 }  // namespace tickwheel::bench

@@ -22,9 +22,9 @@ int64_t ResidentBytes();
 // delta measures live memory. Call it on both sides of one.
 void TrimMalloc();
 
-double ProcessCpuSeconds();                // user + system, every thread (getrusage)
-int64_t ThreadCpuNanos();                  // the calling thread (CLOCK_THREAD_CPUTIME_ID)
-int64_t ThreadMinorFaults();               // the calling thread's (getrusage RUSAGE_THREAD)
+double ProcessCpuSeconds();   // user + system, every thread (getrusage)
+int64_t ThreadCpuNanos();     // the calling thread (CLOCK_THREAD_CPUTIME_ID)
+int64_t ThreadMinorFaults();  // the calling thread's (getrusage RUSAGE_THREAD)
 int64_t ThreadVoluntarySwitches(int tid);  // a thread of this process
 std::string LoadAverage();                 // "1.02 0.80 0.55" (1, 5, 15 min)
 

@@ -33,7 +33,8 @@ struct RunInfo {
 
 RunInfo CollectRunInfo();
 std::string PrimingText(const BenchConfig& config);  // "" unless in lab mode
-void PrintReport(std::FILE* out, const Results& results, const std::vector<GoalResult>& goals,
+void PrintReport(std::FILE* out, const Results& results,
+                 const std::vector<GoalResult>& goals,
                  const BenchConfig& config, const RunInfo& info);
 bool WriteJson(const std::string& path, const Results& results,
                const std::vector<GoalResult>& goals, const BenchConfig& config,

@@ -38,22 +38,26 @@ class Results {
 
   // One run's output: values under `key_prefix` ("schedule.p2."), failures
   // and notes under `run` ("schedule, 2 producers").
-  void Record(const std::string& run, const std::string& key_prefix, const std::string& impl,
-              int rep, const RepOutput& out) {
+  void Record(const std::string& run, const std::string& key_prefix,
+              const std::string& impl, int rep, const RepOutput& out) {
     auto& mine = samples_[impl];
-    for (const auto& [name, value] : out.values) mine[key_prefix + name][rep] = value;
+    for (const auto& [name, value] : out.values)
+      mine[key_prefix + name][rep] = value;
     for (const Row& r : rows_) {
       if (r.numerator.empty()) continue;
       auto &num = mine[r.numerator], &den = mine[r.denominator];
-      if (num.count(rep) && den.count(rep) && den[rep] > 0) mine[r.key][rep] = num[rep] / den[rep];
+      if (num.count(rep) && den.count(rep) && den[rep] > 0)
+        mine[r.key][rep] = num[rep] / den[rep];
     }
-    for (const std::string& f : out.failures) failures_.push_back({run, impl, rep, f});
+    for (const std::string& f : out.failures)
+      failures_.push_back({run, impl, rep, f});
     for (const std::string& n : out.notes) {
       notes_.push_back(fmt::format("{}, {}, rep {}: {}", run, impl, rep, n));
     }
   }
 
-  std::vector<double> Samples(const std::string& impl, const std::string& key) const {
+  std::vector<double> Samples(const std::string& impl,
+                              const std::string& key) const {
     std::vector<double> out;
     if (auto i = samples_.find(impl); i != samples_.end()) {
       if (auto k = i->second.find(key); k != i->second.end()) {
@@ -63,12 +67,14 @@ class Results {
     return out;
   }
 
-  std::optional<Summary> Summarize(const std::string& impl, const std::string& key) const {
+  std::optional<Summary> Summarize(const std::string& impl,
+                                   const std::string& key) const {
     std::vector<double> s = Samples(impl, key);
     if (s.empty()) return std::nullopt;
     std::sort(s.begin(), s.end());
     const size_t n = s.size();
-    return Summary{(s[(n - 1) / 2] + s[n / 2]) / 2, s.front(), s.back(), static_cast<int>(n)};
+    return Summary{(s[(n - 1) / 2] + s[n / 2]) / 2, s.front(), s.back(),
+                   static_cast<int>(n)};
   }
 
   const std::vector<Row>& rows() const { return rows_; }
@@ -79,7 +85,8 @@ class Results {
  private:
   std::vector<Row> rows_;
   std::vector<std::string> impls_;
-  std::map<std::string, std::map<std::string, std::map<int, double>>> samples_;  // impl, key, rep
+  std::map<std::string, std::map<std::string, std::map<int, double>>>
+      samples_;  // impl, key, rep
   std::vector<Failure> failures_;
   std::vector<std::string> notes_;
 };

@@ -30,7 +30,8 @@ class TickwheelBench {
 
   explicit TickwheelBench(const BenchTimerOptions& options) {
     TimerOptions o;
-    if (options.tick) o.tick_duration = absl::Nanoseconds(options.tick->count());
+    if (options.tick)
+      o.tick_duration = absl::Nanoseconds(options.tick->count());
     if (options.slack) o.slack = absl::Nanoseconds(options.slack->count());
     timer_ = Check(Timer::Create(std::move(o)));
   }
@@ -38,8 +39,9 @@ class TickwheelBench {
 
   template <typename F>
   Handle Schedule(F&& f, std::chrono::nanoseconds delay) {
-    return Check(timer_->newTimeout([f = std::forward<F>(f)](const Timeout&) mutable { f(); },
-                                    absl::Nanoseconds(delay.count())));
+    return Check(timer_->newTimeout(
+        [f = std::forward<F>(f)](const Timeout&) mutable { f(); },
+        absl::Nanoseconds(delay.count())));
   }
   bool Cancel(const Handle& h) { return h.cancel(); }
   int64_t Pending() { return timer_->pendingTimeouts(); }
@@ -57,7 +59,8 @@ class TickwheelBench {
   template <typename V>
   static V Check(absl::StatusOr<V> v) {
     if (v.ok()) return *std::move(v);
-    std::fprintf(stderr, "bench: tickwheel failed: %s\n", v.status().ToString().c_str());
+    std::fprintf(stderr, "bench: tickwheel failed: %s\n",
+                 v.status().ToString().c_str());
     std::abort();
   }
 

@@ -15,7 +15,8 @@ namespace tickwheel::bench {
 namespace {
 
 template <typename W, BenchTimer T>
-RepOutput WarmThenRun(const BenchConfig& config, int64_t variant, uint64_t seed) {
+RepOutput WarmThenRun(const BenchConfig& config, int64_t variant,
+                      uint64_t seed) {
   WarmUp<T>(config);
   return W::template Run<T>(config, variant, seed);
 }
@@ -42,7 +43,8 @@ Workload Entry() {
 std::vector<Variant> ProducerVariants(const BenchConfig& c) {
   std::vector<Variant> v;
   for (int64_t p : c.producers) {
-    v.push_back({fmt::format("p{}", p), fmt::format("{} producer{}", p, p == 1 ? "" : "s"), p});
+    v.push_back({fmt::format("p{}", p),
+                 fmt::format("{} producer{}", p, p == 1 ? "" : "s"), p});
   }
   return v;
 }
@@ -56,9 +58,9 @@ Variant PendingVariant(int64_t n) {
 
 const std::vector<Workload>& Workloads() {
   static const std::vector<Workload> workloads = {
-      Entry<Schedule>(), Entry<ScheduleCancel>(), Entry<ScheduleDepth>(), Entry<Memory>(),
-      Entry<Release>(),  Entry<Lateness>(),       Entry<Idle>(),          Entry<MassExpiry>(),
-      Entry<Burst>()};
+      Entry<Schedule>(), Entry<ScheduleCancel>(), Entry<ScheduleDepth>(),
+      Entry<Memory>(),   Entry<Release>(),        Entry<Lateness>(),
+      Entry<Idle>(),     Entry<MassExpiry>(),     Entry<Burst>()};
   return workloads;
 }
 
@@ -84,14 +86,18 @@ std::vector<Row> Rows(const BenchConfig& config) {
     const std::vector<Variant> vs = w.variants(config);
     for (const Metric& m : w.metrics) {
       for (const Variant& v : vs) {
-        rows.push_back({KeyPrefix(w, v) + m.name, w.name, RunLabel(w, v) + ": " + m.label, m.unit,
-                        m.better, m.decimals, "", ""});
+        rows.push_back({KeyPrefix(w, v) + m.name, w.name,
+                        RunLabel(w, v) + ": " + m.label, m.unit, m.better,
+                        m.decimals, "", ""});
       }
       if (m.name != w.ratio_metric || vs.size() < 2) continue;
-      rows.push_back(
-          {fmt::format("{}.{}_over_{}.{}", w.name, vs.back().key, vs[0].key, m.name), w.name,
-           fmt::format("{}, {} / {}: {}", w.name, vs.back().label, vs[0].label, m.label), "x",
-           m.better, 2, KeyPrefix(w, vs.back()) + m.name, KeyPrefix(w, vs[0]) + m.name});
+      rows.push_back({fmt::format("{}.{}_over_{}.{}", w.name, vs.back().key,
+                                  vs[0].key, m.name),
+                      w.name,
+                      fmt::format("{}, {} / {}: {}", w.name, vs.back().label,
+                                  vs[0].label, m.label),
+                      "x", m.better, 2, KeyPrefix(w, vs.back()) + m.name,
+                      KeyPrefix(w, vs[0]) + m.name});
     }
   }
   return rows;

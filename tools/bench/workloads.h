@@ -43,7 +43,8 @@ struct Variant {
 std::vector<Variant> ProducerVariants(const BenchConfig& c);
 Variant PendingVariant(int64_t n);  // "pending1000000", "1M pending"
 
-using RunFn = RepOutput (*)(const BenchConfig& config, int64_t variant, uint64_t seed);
+using RunFn = RepOutput (*)(const BenchConfig& config, int64_t variant,
+                            uint64_t seed);
 
 struct Workload {
   std::string name, what;
@@ -63,8 +64,9 @@ struct Row {
 const std::vector<Workload>& Workloads();
 const Workload* FindWorkload(const std::string& name);
 std::string KeyPrefix(const Workload& w, const Variant& v);  // "schedule.p2."
-std::string RunLabel(const Workload& w, const Variant& v);   // "schedule, 2 producers"
-std::vector<Row> Rows(const BenchConfig& config);            // in table order
+std::string RunLabel(const Workload& w,
+                     const Variant& v);            // "schedule, 2 producers"
+std::vector<Row> Rows(const BenchConfig& config);  // in table order
 
 }  // namespace tickwheel::bench
 

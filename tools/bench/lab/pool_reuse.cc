@@ -39,18 +39,24 @@ int main(int argc, char** argv) {
     const auto wall0 = std::chrono::steady_clock::now();
     const int64_t cpu0 = ThreadCpuNanos();
     for (int64_t d : delays) {  // a 16-byte capture, the handle dropped
-      timer->newTimeout([&sink, d](const tickwheel::Timeout&) { sink += d; }, absl::Milliseconds(d))
+      timer
+          ->newTimeout([&sink, d](const tickwheel::Timeout&) { sink += d; },
+                       absl::Milliseconds(d))
           .IgnoreError();
     }
     const double cpu = static_cast<double>(ThreadCpuNanos() - cpu0) / n;
-    const double wall =
-        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - wall0).count() /
-        n;
-    const size_t left = timer->stop().value().size();  // frees in deadline order
+    const double wall = std::chrono::duration<double, std::nano>(
+                            std::chrono::steady_clock::now() - wall0)
+                            .count() /
+                        n;
+    const size_t left =
+        timer->stop().value().size();  // frees in deadline order
     timer.reset();
-    tickwheel::bench::TrimMalloc();  // stop()'s vectors went to malloc: count the pool only
+    tickwheel::bench::TrimMalloc();  // stop()'s vectors went to malloc: count
+                                     // the pool only
     std::printf(
-        "round %d: %.1f ns CPU, %.1f ns wall per newTimeout (%zu returned by stop); "
+        "round %d: %.1f ns CPU, %.1f ns wall per newTimeout (%zu returned by "
+        "stop); "
         "resident after: %.1f MB\n",
         round, cpu, wall, left, ResidentBytes() / 1e6);
   }

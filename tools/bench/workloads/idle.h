@@ -16,7 +16,8 @@ namespace tickwheel::bench {
 
 struct Idle {
   static constexpr const char* kName = "idle";
-  static constexpr const char* kWhat = "1, then many timeouts far away: CPU and wake-ups";
+  static constexpr const char* kWhat =
+      "1, then many timeouts far away: CPU and wake-ups";
   static constexpr Metric kMetrics[] = {
       {"cpu_percent", "CPU", "% core", Better::kLower, 3},
       {"wakeups_per_s", "wake-ups per second", "1/s", Better::kLower, 1},
@@ -29,8 +30,10 @@ struct Idle {
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t n, uint64_t seed) {
     RepOutput out;
-    const int64_t earliest = (n == 1 ? Seconds(3600) : Seconds(c.far_min_s)).count();
-    const auto delays = n == 1 ? std::vector<int64_t>{earliest} : FarDelays(c, n, 1, seed)[0];
+    const int64_t earliest =
+        (n == 1 ? Seconds(3600) : Seconds(c.far_min_s)).count();
+    const auto delays =
+        n == 1 ? std::vector<int64_t>{earliest} : FarDelays(c, n, 1, seed)[0];
     std::atomic<int64_t> runs{0};
     T timer(TickOptions(c));
     const int64_t t0 = NowNanos();
@@ -38,16 +41,20 @@ struct Idle {
     WaitArmed(timer, n, out);
     SleepNanos(Seconds(c.idle_settle_s).count());
     const int64_t wanted = Seconds(c.idle_s).count();
-    const int64_t window = std::min(wanted, t0 + earliest - 500'000'000 - NowNanos());
-    if (window <= 0) out.failures.push_back("no idle window before the first deadline");
-    if (window < wanted) out.notes.push_back(fmt::format("window cut to {:.2f} s", window / 1e9));
+    const int64_t window =
+        std::min(wanted, t0 + earliest - 500'000'000 - NowNanos());
+    if (window <= 0)
+      out.failures.push_back("no idle window before the first deadline");
+    if (window < wanted)
+      out.notes.push_back(fmt::format("window cut to {:.2f} s", window / 1e9));
     if (window > 0) {
       const double cpu0 = ProcessCpuSeconds();
       const int64_t wake0 = timer.Wakeups(), w0 = NowNanos();
       SleepNanos(window);
       const double seconds = static_cast<double>(NowNanos() - w0) / 1e9;
       out.values["cpu_percent"] = (ProcessCpuSeconds() - cpu0) / seconds * 100;
-      out.values["wakeups_per_s"] = static_cast<double>(timer.Wakeups() - wake0) / seconds;
+      out.values["wakeups_per_s"] =
+          static_cast<double>(timer.Wakeups() - wake0) / seconds;
     }
     StopAndCheck(timer, n, runs, out);
     return out;

@@ -35,7 +35,8 @@ static_assert(sizeof(RecordTask) == 16);
 // Schedules a RecordTask per slot, back to back, each `delay_of(i, now)`
 // ahead, then AwaitRuns().
 template <BenchTimer T, typename DelayOf>
-void ScheduleAndAwait(T& timer, RunTimes& t, DelayOf&& delay_of, RepOutput& out) {
+void ScheduleAndAwait(T& timer, RunTimes& t, DelayOf&& delay_of,
+                      RepOutput& out) {
   for (size_t i = 0; i < t.deadline.size(); ++i) {
     const int64_t now = NowNanos();
     const int64_t d = std::max<int64_t>(0, delay_of(i, now));
@@ -49,13 +50,15 @@ void ScheduleAndAwait(T& timer, RunTimes& t, DelayOf&& delay_of, RepOutput& out)
 // The p-quantile (0 <= p <= 1) of `sorted`, by nearest rank.
 inline double Quantile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
-  const size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
+  const size_t rank =
+      static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 
 // Lateness of every task that ran, sorted, in `unit_ns` units; a failure if
 // any ran early.
-inline std::vector<double> SortedLateness(const RunTimes& t, double unit_ns, RepOutput& out) {
+inline std::vector<double> SortedLateness(const RunTimes& t, double unit_ns,
+                                          RepOutput& out) {
   std::vector<double> late;
   int64_t early = 0;
   for (size_t i = 0; i < t.ran_at.size(); ++i) {
@@ -78,7 +81,8 @@ inline std::vector<double> SortedLateness(const RunTimes& t, double unit_ns, Rep
 // no such option and run the same way in both.
 struct Lateness {
   static constexpr const char* kName = "lateness";
-  static constexpr const char* kWhat = "N timeouts 10 ms-2 s away: how late each runs";
+  static constexpr const char* kWhat =
+      "N timeouts 10 ms-2 s away: how late each runs";
   static constexpr Metric kMetrics[] = {
       {"p50_us", "p50", "us", Better::kLower, 0},
       {"p99_us", "p99", "us", Better::kLower, 0},
@@ -92,8 +96,8 @@ struct Lateness {
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t slack0, uint64_t seed) {
     RepOutput out;
-    const auto delays =
-        RandomDelays(c.lateness_n, 1, Ms(c.lateness_min_ms), Ms(c.lateness_max_ms), seed)[0];
+    const auto delays = RandomDelays(c.lateness_n, 1, Ms(c.lateness_min_ms),
+                                     Ms(c.lateness_max_ms), seed)[0];
     RunTimes times(delays.size());
     BenchTimerOptions options = TickOptions(c);
     if (slack0 != 0) options.slack = std::chrono::nanoseconds(0);
@@ -119,13 +123,15 @@ struct Lateness {
 // --tick_ms. Reports lateness p99 and max (RunTimes); early runs fail.
 struct Burst {
   static constexpr const char* kName = "burst";
-  static constexpr const char* kWhat = "N timeouts due at one instant, or after one delay each";
+  static constexpr const char* kWhat =
+      "N timeouts due at one instant, or after one delay each";
   static constexpr Metric kMetrics[] = {
       {"p99_ms", "lateness p99", "ms", Better::kLower, 1},
       {"max_ms", "lateness max", "ms", Better::kLower, 1},
   };
   static std::vector<Variant> Variants(const BenchConfig&) {
-    return {{"same_deadline", "same deadline", 0}, {"same_delay", "same delay", 1}};
+    return {{"same_deadline", "same deadline", 0},
+            {"same_delay", "same delay", 1}};
   }
 
   template <BenchTimer T>
@@ -136,7 +142,10 @@ struct Burst {
     const int64_t deadline = NowNanos() + Ms(c.burst_lead_ms).count();
     const int64_t delay = Ms(c.burst_delay_ms).count();
     ScheduleAndAwait(
-        timer, times, [&](size_t, int64_t now) { return same_delay ? delay : deadline - now; },
+        timer, times,
+        [&](size_t, int64_t now) {
+          return same_delay ? delay : deadline - now;
+        },
         out);
     if (!same_delay && times.deadline.back() > deadline) {
       out.notes.push_back("scheduling overran the deadline");

@@ -17,9 +17,11 @@ namespace tickwheel::bench {
 
 struct MassExpiry {
   static constexpr const char* kName = "mass_expiry";
-  static constexpr const char* kWhat = "N timeouts due within one 100 ms window: expiry rate";
+  static constexpr const char* kWhat =
+      "N timeouts due within one 100 ms window: expiry rate";
   static constexpr Metric kMetrics[] = {
-      {"per_worker_cpu_mps", "expiries per worker CPU second", "M/s", Better::kHigher, 2},
+      {"per_worker_cpu_mps", "expiries per worker CPU second", "M/s",
+       Better::kHigher, 2},
       {"per_wall_mps", "expiries per wall second", "M/s", Better::kHigher, 2},
       {"last_run_ms", "last deadline to last run", "ms", Better::kLower, 1},
   };
@@ -44,15 +46,18 @@ struct MassExpiry {
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t, uint64_t seed) {
     RepOutput out;
-    const auto offsets = RandomDelays(c.n, 1, {}, Ms(c.mass_expiry_window_ms), seed)[0];
+    const auto offsets =
+        RandomDelays(c.n, 1, {}, Ms(c.mass_expiry_window_ms), seed)[0];
     Record r;
     r.n = c.n;
     T timer(TickOptions(c));
     const int64_t open = NowNanos() + Ms(c.mass_expiry_lead_ms).count();
     for (int64_t o : offsets)
-      timer.Schedule(Task{&r, o}, std::chrono::nanoseconds(open + o - NowNanos()));
+      timer.Schedule(Task{&r, o},
+                     std::chrono::nanoseconds(open + o - NowNanos()));
     if (NowNanos() > open) out.notes.push_back("scheduling overran the lead");
-    const int64_t last_deadline = open + *std::max_element(offsets.begin(), offsets.end());
+    const int64_t last_deadline =
+        open + *std::max_element(offsets.begin(), offsets.end());
     AwaitRuns(timer, r.done, r.n, last_deadline, out);
     if (r.done.load() < r.n) return out;
     const auto rate = [&](int64_t ns) {
@@ -60,7 +65,8 @@ struct MassExpiry {
     };
     out.values["per_worker_cpu_mps"] = rate(r.last_cpu - r.first_cpu);
     out.values["per_wall_mps"] = rate(r.last_ns - r.first_ns);
-    out.values["last_run_ms"] = static_cast<double>(r.last_ns - last_deadline) / 1e6;
+    out.values["last_run_ms"] =
+        static_cast<double>(r.last_ns - last_deadline) / 1e6;
     return out;
   }
 };

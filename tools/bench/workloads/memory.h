@@ -16,9 +16,11 @@ namespace tickwheel::bench {
 // (tickwheel's worker has filed them all).
 struct Memory {
   static constexpr const char* kName = "memory";
-  static constexpr const char* kWhat = "N timeouts left pending: resident bytes per timeout";
-  static constexpr Metric kMetrics[] = {
-      {"bytes_per_pending", "bytes per pending timeout", "B", Better::kLower, 1}};
+  static constexpr const char* kWhat =
+      "N timeouts left pending: resident bytes per timeout";
+  static constexpr Metric kMetrics[] = {{"bytes_per_pending",
+                                         "bytes per pending timeout", "B",
+                                         Better::kLower, 1}};
 
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t, uint64_t seed) {
@@ -30,7 +32,8 @@ struct Memory {
     ScheduleCounting(timer, delays, runs);
     WaitArmed(timer, c.n, out);
     WaitUntilIdle(out);
-    out.values["bytes_per_pending"] = (TrimmedResidentBytes() - rss0) / static_cast<double>(c.n);
+    out.values["bytes_per_pending"] =
+        (TrimmedResidentBytes() - rss0) / static_cast<double>(c.n);
     StopAndCheck(timer, c.n, runs, out);
     return out;
   }
@@ -43,7 +46,8 @@ struct Memory {
 // leaves behind after it is gone.
 struct Release {
   static constexpr const char* kName = "release";
-  static constexpr const char* kWhat = "N pending then all cancelled: RSS held a while later";
+  static constexpr const char* kWhat =
+      "N pending then all cancelled: RSS held a while later";
   static constexpr Metric kMetrics[] = {
       {"rss_peak_mb", "RSS above baseline, N pending", "MB", Better::kLower, 1},
       {"rss_after_mb", "RSS above baseline, later", "MB", Better::kLower, 1}};
@@ -59,7 +63,8 @@ struct Release {
       std::vector<typename T::Handle> handles;
       handles.reserve(delays.size());
       for (int64_t d : delays) {
-        handles.push_back(timer.Schedule(CountingTask{&runs, d}, std::chrono::nanoseconds(d)));
+        handles.push_back(timer.Schedule(CountingTask{&runs, d},
+                                         std::chrono::nanoseconds(d)));
       }
       WaitArmed(timer, c.n, out);
       WaitUntilIdle(out);
@@ -69,7 +74,8 @@ struct Release {
     SleepNanos(static_cast<int64_t>(c.release_wait_s * 1e9));
     out.values["rss_after_mb"] = (TrimmedResidentBytes() - rss0) / 1e6;
     if (T::kExactPending && timer.Pending() != 0) {
-      out.failures.push_back(fmt::format("{} pending after cancelling all", timer.Pending()));
+      out.failures.push_back(
+          fmt::format("{} pending after cancelling all", timer.Pending()));
     }
     StopAndCheck(timer, 0, runs, out);
     return out;

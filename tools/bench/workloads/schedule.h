@@ -19,15 +19,19 @@ namespace tickwheel::bench {
 // ahead of them); and the aggregate throughput.
 struct Schedule {
   static constexpr const char* kName = "schedule";
-  static constexpr const char* kWhat = "P threads schedule N far timeouts: cost, throughput";
+  static constexpr const char* kWhat =
+      "P threads schedule N far timeouts: cost, throughput";
   static constexpr Metric kMetrics[] = {
       {"ns_per_call", "ns per call", "ns", Better::kLower, 1},
       {"caller_cpu_ns", "caller CPU per call", "ns", Better::kLower, 1},
       {"timer_cpu_ns", "timer threads' CPU per call", "ns", Better::kLower, 1},
-      {"faults_per_m", "caller page faults per 1M calls", "faults", Better::kLower, 0},
+      {"faults_per_m", "caller page faults per 1M calls", "faults",
+       Better::kLower, 0},
       {"throughput_mps", "throughput", "M/s", Better::kHigher, 2}};
   static constexpr const char* kRatioMetric = "throughput_mps";
-  static std::vector<Variant> Variants(const BenchConfig& c) { return ProducerVariants(c); }
+  static std::vector<Variant> Variants(const BenchConfig& c) {
+    return ProducerVariants(c);
+  }
 
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t producers, uint64_t seed) {
@@ -36,13 +40,15 @@ struct Schedule {
     std::atomic<int64_t> runs{0};
     T timer(BenchTimerOptions{});
     const double cpu0 = ProcessCpuSeconds();
-    const ProducerTimes t = RunProducers(static_cast<int>(producers),
-                                         [&](int p) { ScheduleCounting(timer, delays[p], runs); });
+    const ProducerTimes t =
+        RunProducers(static_cast<int>(producers),
+                     [&](int p) { ScheduleCounting(timer, delays[p], runs); });
     WaitUntilIdle(out);
     const double n = static_cast<double>(c.n);
     out.values["ns_per_call"] = t.wall_ns / n;
     out.values["caller_cpu_ns"] = t.cpu_ns / n;
-    out.values["timer_cpu_ns"] = ((ProcessCpuSeconds() - cpu0) * 1e9 - t.cpu_ns) / n;
+    out.values["timer_cpu_ns"] =
+        ((ProcessCpuSeconds() - cpu0) * 1e9 - t.cpu_ns) / n;
     out.values["faults_per_m"] = t.faults / n * 1e6;
     out.values["throughput_mps"] = n / t.span_ns * 1e3;
     StopAndCheck(timer, c.n, runs, out);
@@ -58,12 +64,15 @@ struct Schedule {
 // answers are exact, every cancel must succeed and nothing stay pending.
 struct ScheduleCancel {
   static constexpr const char* kName = "schedule_cancel";
-  static constexpr const char* kWhat = "P threads schedule and at once cancel: cost, memory kept";
+  static constexpr const char* kWhat =
+      "P threads schedule and at once cancel: cost, memory kept";
   static constexpr Metric kMetrics[] = {
       {"ns_per_pair", "ns per schedule+cancel", "ns", Better::kLower, 1},
       {"caller_cpu_ns", "caller CPU per pair", "ns", Better::kLower, 1},
       {"rss_held_mb", "RSS held afterwards", "MB", Better::kLower, 1}};
-  static std::vector<Variant> Variants(const BenchConfig& c) { return ProducerVariants(c); }
+  static std::vector<Variant> Variants(const BenchConfig& c) {
+    return ProducerVariants(c);
+  }
 
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t producers, uint64_t seed) {
@@ -72,21 +81,25 @@ struct ScheduleCancel {
     std::atomic<int64_t> runs{0}, cancelled{0};
     const int64_t rss0 = TrimmedResidentBytes();
     T timer(BenchTimerOptions{});
-    const ProducerTimes t = RunProducers(static_cast<int>(producers), [&](int p) {
-      int64_t ok = 0;  // added up once per thread: no shared write while timed
-      for (int64_t d : delays[p]) {
-        typename T::Handle h = timer.Schedule(CountingTask{&runs, d}, std::chrono::nanoseconds(d));
-        ok += timer.Cancel(h) ? 1 : 0;
-      }
-      cancelled += ok;
-    });
+    const ProducerTimes t =
+        RunProducers(static_cast<int>(producers), [&](int p) {
+          int64_t ok =
+              0;  // added up once per thread: no shared write while timed
+          for (int64_t d : delays[p]) {
+            typename T::Handle h = timer.Schedule(CountingTask{&runs, d},
+                                                  std::chrono::nanoseconds(d));
+            ok += timer.Cancel(h) ? 1 : 0;
+          }
+          cancelled += ok;
+        });
     WaitUntilIdle(out);
     out.values["ns_per_pair"] = t.wall_ns / static_cast<double>(c.n);
     out.values["caller_cpu_ns"] = t.cpu_ns / static_cast<double>(c.n);
     out.values["rss_held_mb"] = (TrimmedResidentBytes() - rss0) / 1e6;
     if (T::kExactPending && (timer.Pending() != 0 || cancelled.load() != c.n)) {
-      out.failures.push_back(fmt::format("{} of {} cancels succeeded, {} pending", cancelled.load(),
-                                         c.n, timer.Pending()));
+      out.failures.push_back(
+          fmt::format("{} of {} cancels succeeded, {} pending",
+                      cancelled.load(), c.n, timer.Pending()));
     }
     StopAndCheck(timer, 0, runs, out);
     return out;
@@ -100,8 +113,10 @@ struct ScheduleCancel {
 // call, and the deepest D's over the shallowest's.
 struct ScheduleDepth {
   static constexpr const char* kName = "schedule_depth";
-  static constexpr const char* kWhat = "one thread schedules on top of D pending: cost by depth";
-  static constexpr Metric kMetrics[] = {{"ns_per_call", "ns per call", "ns", Better::kLower, 1}};
+  static constexpr const char* kWhat =
+      "one thread schedules on top of D pending: cost by depth";
+  static constexpr Metric kMetrics[] = {
+      {"ns_per_call", "ns per call", "ns", Better::kLower, 1}};
   static constexpr const char* kRatioMetric = "ns_per_call";
   static std::vector<Variant> Variants(const BenchConfig& c) {
     std::vector<Variant> v;
@@ -119,8 +134,8 @@ struct ScheduleDepth {
     ScheduleCounting(timer, all.first(depth), runs);
     WaitArmed(timer, depth, out);
     WaitUntilIdle(out);
-    const ProducerTimes t =
-        RunProducers(1, [&](int) { ScheduleCounting(timer, all.subspan(depth), runs); });
+    const ProducerTimes t = RunProducers(
+        1, [&](int) { ScheduleCounting(timer, all.subspan(depth), runs); });
     out.values["ns_per_call"] = t.wall_ns / static_cast<double>(c.depth_calls);
     StopAndCheck(timer, depth + c.depth_calls, runs, out);
     return out;
