@@ -1,5 +1,6 @@
 #include "tickwheel/timer/timeout.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "tickwheel/timer/task.h"
@@ -119,7 +120,7 @@ bool Timeout::cancel() const {
       // Won: the node's pending slot keeps `shared` alive until we give it
       // back, last. A reset() may still be storing its deadline.
       SettleTakenBackCell(cell, shared, shard);
-      node_->LoadNotBusy();
+      node_->WaitNotBusy();
       node_->task().Reset();
       TICKWHEEL_INTERLEAVE_POINT();
       shared->ReleaseCancelled(shard);
@@ -131,39 +132,21 @@ bool Timeout::cancel() const {
   // learns of the cancellation from the shard's notice queue, unless a
   // reset() put it there already (kNoticed). Running: a periodic run is in
   // progress on the worker, which looks at the state when it returns.
-  uint32_t word = node_->refs_state.load(std::memory_order_relaxed);
-  TimeoutState left;
-  bool push;
-  for (;;) {
-    left = TimeoutNode::StateOf(word);
-    if (left != TimeoutState::kQueued && left != TimeoutState::kArmed &&
-        left != TimeoutState::kRunning) {
-      std::atomic_thread_fence(std::memory_order_acquire);
-      return false;
-    }
-    push = left == TimeoutState::kArmed && !(word & TimeoutNode::kNoticed);
-    const uint32_t want =
-        TimeoutNode::WithState(word, TimeoutState::kCancelled) |
-        (push ? TimeoutNode::kNoticed : 0);
-    TICKWHEEL_INTERLEAVE_POINT();
-    if (node_->refs_state.compare_exchange_weak(
-            word, want, std::memory_order_acq_rel, std::memory_order_relaxed)) {
-      break;
-    }
-  }
+  const TimeoutNode::CancelClaim claim = node_->ClaimCancel();
+  if (!claim.won) return false;
   // We own the node's fate now, and its pending slot keeps the shared state
   // alive until we give the slot back, last (see timeout_node.h). The task is
   // ours to destroy, once a thread that holds kBusy has let go: do it now,
   // so that its captures are released at once even if the worker sleeps for
   // an hour; the worker only unlinks the node. (A periodic run in progress
   // holds its own reference to the callable.)
-  node_->LoadNotBusy();
+  node_->WaitNotBusy();
   node_->task().Reset();
   TICKWHEEL_INTERLEAVE_POINT();
-  if (push) {
+  if (claim.push) {
     // The worker's reference keeps the node alive in the queue.
     shared->PushNotice(node_, shard);
-  } else if (left == TimeoutState::kQueued) {
+  } else if (claim.left == TimeoutState::kQueued) {
     if (TimeoutNode::LaneCellPtr cell = TakeBack(node_)) {
       // Still in its lane: we took it back, and with it the worker's
       // reference, so the worker never touches the node and this thread
@@ -178,32 +161,6 @@ bool Timeout::cancel() const {
   shared->ReleaseCancelled(shard);
   return true;
 }
-
-namespace {
-
-bool Pending(TimeoutState s) {
-  return s == TimeoutState::kQueued || s == TimeoutState::kArmed ||
-         s == TimeoutState::kRunning;
-}
-
-// Sets kNoticed on an armed node that does not have it: true if this call
-// set it, and so must push the node. (A cancel() that won meanwhile set it
-// and pushed already; a cancelAll() leaves it clear, and the node is no
-// longer armed.)
-bool MarkNoticed(TimeoutNode* node) {
-  uint32_t w = node->refs_state.load(std::memory_order_relaxed);
-  while (TimeoutNode::StateOf(w) == TimeoutState::kArmed &&
-         !(w & TimeoutNode::kNoticed)) {
-    if (node->refs_state.compare_exchange_weak(w, w | TimeoutNode::kNoticed,
-                                               std::memory_order_acq_rel,
-                                               std::memory_order_relaxed)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
 
 bool Timeout::reset(absl::Duration delay) const {
   if (node_ == nullptr) return false;
@@ -220,36 +177,34 @@ bool Timeout::resetAt(TimePoint deadline) const {
 }
 
 bool Timeout::Reset(int64_t nanos, bool absolute) const {
-  uint32_t before;
-  if (!node_->AcquireBusy(Pending, &before)) return false;
+  if (!node_->BeginReset()) return false;
   // Pending, and stop() waits for kBusy before it collects the node: the
   // shared state is alive until we let go.
   SharedTimerState* shared = shared_;
+  const int64_t now = shared->NowNanos();
+  // A deadline in the past is taken as now, as newTimeoutAt() does.
   const int64_t deadline =
-      absolute ? nanos : internal::SaturatingAdd(shared->NowNanos(), nanos);
+      absolute ? std::max(nanos, now) : internal::SaturatingAdd(now, nanos);
   const int64_t old = node_->deadline.load(std::memory_order_relaxed);
   node_->deadline.store(deadline, std::memory_order_relaxed);
-  uint32_t set = TimeoutNode::kMoved;
   if (deadline < old) {
     // Earlier: a filed node must move to an earlier bucket, which only the
     // worker can do. Tell it through the notice queue, unless it has been
     // told already, or the node is not filed (queued: the worker files it
     // by its deadline; running: the worker re-reads it after the run).
-    if (MarkNoticed(node_)) {
+    if (node_->MarkNoticed()) {
       shared->PushNotice(node_, SharedTimerState::ThisThreadShard());
     }
     shared->waker->WakeIfSleepingPast(deadline);
   }
   TICKWHEEL_INTERLEAVE_POINT();
-  node_->ReleaseBusy(0, set);
+  node_->EndReset();
   return true;
 }
 
 TimerTask Timeout::takeTask() const {
   if (node_ == nullptr) return nullptr;
-  if (!node_->Transition(TimeoutState::kStopped, TimeoutState::kStoppedTaken)) {
-    return nullptr;
-  }
+  if (!node_->TakeStopped()) return nullptr;
   TICKWHEEL_INTERLEAVE_POINT();
   return internal::TakeTask(node_->task());
 }

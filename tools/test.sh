@@ -70,7 +70,8 @@ done
 
 # The tests whose threads race on shared handles, queues and lanes.
 concurrency=(//tests:stress_test //tests:shared_handle_test
-             //tests:timer_concurrency_test //tests:idle_tracker_concurrency_test)
+             //tests:timer_concurrency_test //tests:idle_tracker_concurrency_test
+             //tests:never_early_test //tests:timeout_claim_test)
 if [[ "${1:-}" != "--quick" ]]; then
   for cfg in asan tsan; do
     echo "== test concurrency (${cfg}, interleave)"

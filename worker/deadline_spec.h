@@ -13,6 +13,10 @@ struct DeadlineSpec {
   int64_t nanos = 0;  // a delay (>= 0), or with `absolute` a clock reading
   bool absolute = false;
   bool periodic = false;  // the task's table has the period (TaskOps)
+  // Scheduled by one of tickwheel's own components on the application's
+  // timer (TimeoutNode::kLibrary): cancelAll() passes it by, stop() does not
+  // return it.
+  bool library = false;
 };
 
 }  // namespace tickwheel::internal

@@ -170,121 +170,71 @@ void Worker::DropCancelled(TimeoutNode* node, uint32_t word) {
 
 [[gnu::always_inline]] inline bool Worker::Expire(TimeoutNode* node,
                                                   int64_t now, int64_t tick) {
-  uint32_t w = node->refs_state.load(std::memory_order_acquire);
-  // A one-shot timeout nobody holds a handle to: nothing can race the claim.
-  if (w == TimeoutNode::Pack(1, TimeoutState::kArmed)) [[likely]] {
-    TICKWHEEL_INTERLEAVE_POINT();
-    node->refs_state.store(TimeoutNode::Pack(1, TimeoutState::kExpired),
-                           std::memory_order_relaxed);
-  } else {
-    for (int spins = 0;; ++spins) {
-      if (TimeoutNode::StateOf(w) != TimeoutState::kArmed) {
-        // Lost to a cancel() (or cancelAll()) since it was filed.
-        DropCancelled(node, w);
-        return true;
+  // Never early: the claim compares the deadline the node holds at that
+  // moment with the clock reading of the pass, and with the end of the tick
+  // being processed, so that a node a reset() moved past it runs in its own
+  // tick's turn (timeout_node.h, "Never early").
+  const int64_t limit = std::min(now, TickEnd(tick));
+  const TimeoutNode::Claim claim =
+      node->ClaimToRun(limit, static_cast<bool>(config_.task_executor));
+  switch (claim.outcome) {
+    case TimeoutNode::ClaimOutcome::kClaimed:
+      break;
+    case TimeoutNode::ClaimOutcome::kLost:
+      // Lost to a cancel() (or cancelAll()) since it was filed.
+      DropCancelled(node, claim.word);
+      return true;
+    case TimeoutNode::ClaimOutcome::kNotDue:
+      // A reset() moved the deadline past the limit: file it again.
+      refile_.push_back(node);
+      // Due later in this same Advance() (a worker catching up): stop the
+      // wheel here, so that Pass() files it again before the wheel reaches
+      // its tick and then goes on. Filed after the wheel had passed it, it
+      // would run a pass late, after timeouts due later than it.
+      if (wheel_.DueTickAt(claim.deadline) <= advance_last_tick_) {
+        refiled_within_pass_ = true;
+        return false;
       }
-      if (w & TimeoutNode::kBusy) {
-        SpinPause(spins);
-        w = node->refs_state.load(std::memory_order_acquire);
-        continue;
-      }
-      if (w & TimeoutNode::kMoved) {
-        // A reset() moved the deadline: take it in, and if it is later than
-        // this tick, file the node again instead.
-        if (!node->refs_state.compare_exchange_weak(
-                w, w & ~TimeoutNode::kMoved, std::memory_order_acq_rel,
-                std::memory_order_acquire)) {
-          continue;
-        }
-        w &= ~TimeoutNode::kMoved;
-        const int64_t due =
-            wheel_.DueTickAt(node->deadline.load(std::memory_order_relaxed));
-        if (due > tick) {
-          refile_.push_back(node);
-          // Due later in this same Advance() (a worker catching up): stop
-          // the wheel here, so that Pass() files it again before the wheel
-          // reaches its tick and then goes on. Filed after the wheel had
-          // passed it, it would run a pass late, after timeouts due later
-          // than it.
-          if (due <= advance_last_tick_) {
-            refiled_within_pass_ = true;
-            return false;
-          }
-          return true;
-        }
-        continue;
-      }
-      if (w & TimeoutNode::kPeriodic) {
-        if (tick != expiring_tick_) NoteExpiringTick(tick, now);
-        RunPeriodic(node, w, now);
-        return !shutdown_.load(std::memory_order_acquire);
-      }
-      TICKWHEEL_INTERLEAVE_POINT();
-      if (node->refs_state.compare_exchange_weak(
-              w, TimeoutNode::WithState(w, TimeoutState::kExpired),
-              std::memory_order_acq_rel, std::memory_order_acquire)) {
-        break;
-      }
-    }
+      return true;
+    case TimeoutNode::ClaimOutcome::kSkipped:
+      // A periodic run whose previous one is still on the executor.
+      node->ScheduleNextRun(
+          NextRun(claim.deadline, node->task().PeriodNanos(), now));
+      refile_.push_back(node);
+      return true;
+  }
+  if (tick != expiring_tick_) NoteExpiringTick(tick, now);
+  if (claim.word & TimeoutNode::kPeriodic) {
+    RunPeriodic(node, claim.deadline, now);
+    return !shutdown_.load(std::memory_order_acquire);
   }
   // Give the slot back before the task runs: a task that reschedules itself
   // must find its own slot free, even at max_pending_timeouts.
   Release(1);
-  // Bookkeeping is per tick, not per node.
-  if (tick != expiring_tick_) NoteExpiringTick(tick, now);
-  NoteRun(SaturatingSub(now, node->deadline.load(std::memory_order_relaxed)));
-  RunTask(node, (w & TimeoutNode::kNoticed) != 0);
+  NoteRun(SaturatingSub(now, claim.deadline));
+  RunTask(node, (claim.word & TimeoutNode::kNoticed) != 0);
   // A stop() or a destroying task ends the pass here; the rest is returned by
   // stop().
   return !shutdown_.load(std::memory_order_acquire);
 }
 
 int64_t Worker::NextRun(int64_t due, int64_t period, int64_t now) {
-  const int64_t next = SaturatingAdd(due, period);
-  if (next > now) return next;
-  // Missed by a whole period or more: skip to the first grid time after now.
-  const int64_t missed = (now - due) / period + 1;
-  return SaturatingAdd(due, SaturatingMul(missed, period));
+  // The first grid time due + k * period (k >= 1) after now, saturating:
+  // runs missed by a whole period or more are skipped. 128-bit arithmetic,
+  // since due and now may lie anywhere in the clock's range.
+  const __int128 gap = std::max<__int128>(0, __int128{now} - due);
+  const __int128 next = __int128{due} + (gap / period + 1) * period;
+  return next > INT64_MAX ? INT64_MAX : static_cast<int64_t>(next);
 }
 
-void Worker::RunPeriodic(TimeoutNode* node, uint32_t w, int64_t now) {
-  const bool executor = static_cast<bool>(config_.task_executor);
-  // Claim the run (kBusy, to take the run's reference to the callable): on
-  // this thread, out of the wheel (kRunning); with an executor, the node
-  // stays filed, at its next run, marked kInFlight until that run is over.
-  for (int spins = 0;; ++spins) {
-    if (TimeoutNode::StateOf(w) != TimeoutState::kArmed) {
-      DropCancelled(node, w);
-      return;
-    }
-    if (w & TimeoutNode::kBusy) {
-      SpinPause(spins);
-      w = node->refs_state.load(std::memory_order_acquire);
-      continue;
-    }
-    const uint32_t want =
-        executor ? w | TimeoutNode::kBusy | TimeoutNode::kInFlight
-                 : TimeoutNode::WithState(w, TimeoutState::kRunning) |
-                       TimeoutNode::kBusy;
-    if (node->refs_state.compare_exchange_weak(
-            w, want, std::memory_order_acq_rel, std::memory_order_acquire)) {
-      break;
-    }
-  }
-  const int64_t due = node->deadline.load(std::memory_order_relaxed);
+void Worker::RunPeriodic(TimeoutNode* node, int64_t due, int64_t now) {
+  // Claimed with kBusy: on this thread, out of the wheel (kRunning); with an
+  // executor, still filed, marked kInFlight until that run is over.
   const int64_t period = node->task().PeriodNanos();
-  if (executor && (w & TimeoutNode::kInFlight)) {
-    // The previous run is still in progress: this one is skipped.
-    node->deadline.store(NextRun(due, period, now), std::memory_order_relaxed);
-    node->ReleaseBusy(TimeoutNode::kMoved, 0);
-    refile_.push_back(node);
-    return;
-  }
   SharedTask run = node->task().Share();
   NoteRun(SaturatingSub(now, due));
-  if (executor) {
-    node->deadline.store(NextRun(due, period, now), std::memory_order_relaxed);
-    node->ReleaseBusy(TimeoutNode::kMoved, 0);
+  if (config_.task_executor) {
+    node->ScheduleNextRun(NextRun(due, period, now));
     refile_.push_back(node);
     node->Ref();  // the run's own, dropped when the closure goes
     // Whether the executor runs the closure or drops it, the run is over
@@ -294,10 +244,7 @@ void Worker::RunPeriodic(TimeoutNode* node, uint32_t w, int64_t now) {
       InFlight(InFlight&&) noexcept = default;
       NodeRef node;
       ~InFlight() {
-        if (node.get() != nullptr) {
-          node.get()->refs_state.fetch_and(~TimeoutNode::kInFlight,
-                                           std::memory_order_release);
-        }
+        if (node.get() != nullptr) node.get()->EndExecutorRun();
       }
     };
     RunLoggingExceptions("the task_executor", "that run did not happen", [&] {
@@ -310,7 +257,7 @@ void Worker::RunPeriodic(TimeoutNode* node, uint32_t w, int64_t now) {
     });
     return;
   }
-  node->ReleaseBusy(0, 0);
+  node->ReleaseForRun();
   running_periodic_ = node;
   RunLoggingExceptions("a timer task", "the worker goes on",
                        [&] { run.Invoke(node, &shared_); });
@@ -318,33 +265,12 @@ void Worker::RunPeriodic(TimeoutNode* node, uint32_t w, int64_t now) {
   { SharedTask done = std::move(run); }  // the callable may go with it
   // Back into the wheel at the next run (or at the deadline a reset() set
   // during the run), unless a cancel() made the run its last.
-  uint32_t before;
-  if (!node->AcquireBusy(
-          [](TimeoutState s) { return s == TimeoutState::kRunning; },
-          &before)) {
-    DropCancelled(node, node->refs_state.load(std::memory_order_acquire));
-    return;
-  }
-  if (!(before & TimeoutNode::kMoved)) {
-    node->deadline.store(NextRun(due, period, config_.clock->NowNanos()),
-                         std::memory_order_relaxed);
-  }
-  // kRunning -> kArmed, unless a cancel() came while we held kBusy.
-  uint32_t x = node->refs_state.load(std::memory_order_relaxed);
-  while (true) {
-    const bool still = TimeoutNode::StateOf(x) == TimeoutState::kRunning;
-    const uint32_t want =
-        (still ? TimeoutNode::WithState(x, TimeoutState::kArmed) : x) &
-        ~(TimeoutNode::kBusy | TimeoutNode::kMoved);
-    if (node->refs_state.compare_exchange_weak(
-            x, want, std::memory_order_acq_rel, std::memory_order_relaxed)) {
-      if (still) {
-        refile_.push_back(node);
-      } else {
-        DropCancelled(node, x);
-      }
-      return;
-    }
+  uint32_t word;
+  if (node->EndInlineRun(NextRun(due, period, config_.clock->NowNanos()),
+                         &word)) {
+    refile_.push_back(node);
+  } else {
+    DropCancelled(node, word);
   }
 }
 
@@ -406,14 +332,10 @@ bool Worker::Pass(int64_t now) {
 bool Worker::ExpireWithinTick(int64_t now) {
   const int64_t tick = wheel_.elapsed();
   if (wheel_.EarliestFiledAt(tick) > now) return true;  // kNever: nothing
-  const bool done =
-      wheel_.ExpireFiledBy(now, kSliceBudget, [&](TimeoutNode* node) {
-        if (node->deadline.load(std::memory_order_relaxed) > now) {
-          refile_.push_back(node);  // a reset() moved it past now
-          return true;
-        }
-        return Expire(node, now, tick);
-      });
+  // A node a reset() moved past now is filed again by Expire()'s claim.
+  const bool done = wheel_.ExpireFiledBy(
+      now, kSliceBudget,
+      [&](TimeoutNode* node) { return Expire(node, now, tick); });
   FlushRefiles();
   return done;
 }
@@ -489,21 +411,9 @@ bool Worker::ProcessNotices() {
       if (node == nullptr) break;
       ++popped;
       --budget;
-      // Clear kNoticed (a pusher may still hold kBusy: wait for it), and
-      // for an armed node kMoved too, since it is filed by its deadline now.
-      uint32_t w = node->LoadNotBusy();
-      for (;;) {
-        uint32_t want = w & ~TimeoutNode::kNoticed;
-        if (TimeoutNode::StateOf(w) == TimeoutState::kArmed) {
-          want &= ~TimeoutNode::kMoved;
-        }
-        if (node->refs_state.compare_exchange_weak(w, want,
-                                                   std::memory_order_acq_rel,
-                                                   std::memory_order_acquire)) {
-          break;
-        }
-        if (w & TimeoutNode::kBusy) w = node->LoadNotBusy();
-      }
+      // Clears kNoticed, and kMoved of an armed node, which is filed by its
+      // deadline now.
+      const uint32_t w = node->TakeNotice();
       switch (TimeoutNode::StateOf(w)) {
         case TimeoutState::kArmed:  // reset() to an earlier deadline
           if (Wheel::Linked(node)) wheel_.Remove(node);

@@ -248,7 +248,7 @@ class Worker : public std::enable_shared_from_this<Worker>,
   absl::Status Reserve(std::atomic<int64_t>& count);
   int64_t Deadline(int64_t now, DeadlineSpec when) const;
   absl::StatusOr<TimeoutNode*> NewNode(TaskEmplacer emplace, void* callable,
-                                       int64_t deadline, bool periodic,
+                                       int64_t deadline, DeadlineSpec when,
                                        std::atomic<int64_t>& count);
   void Publish(TimeoutNode* node, int shard);
   absl::Status StartThread() ABSL_LOCKS_EXCLUDED(start_mu_);
@@ -326,13 +326,18 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // RunTask() with a task_executor: hands the call over, with the worker's
   // reference. Out of line: the common path has no executor.
   [[gnu::noinline]] void HandToExecutor(TimeoutNode* node);
-  // A periodic node, claimed: runs it (inline, or handed to the executor)
-  // and files it again at its next run. `word`: its word at the claim.
-  [[gnu::noinline]] void RunPeriodic(TimeoutNode* node, uint32_t word,
+  // A periodic node, claimed for its run due at `due`: runs it (inline, or
+  // handed to the executor) and files it again at its next run.
+  [[gnu::noinline]] void RunPeriodic(TimeoutNode* node, int64_t due,
                                      int64_t now);
   // The next run of a periodic node whose run was due at `due`: the first
-  // grid time due + k * period after `now`.
+  // grid time due + k * period after `now`, saturating.
   static int64_t NextRun(int64_t due, int64_t period, int64_t now);
+  // The clock reading at which tick `tick` ends (saturating).
+  int64_t TickEnd(int64_t tick) const {
+    return SaturatingAdd(start_nanos_,
+                         SaturatingMul(tick + 1, config_.tick_nanos));
+  }
   // The worker's reference to a node it found cancelled: dropped now, unless
   // the node is on a notice queue (kNoticed), whose pop drops it.
   static void DropCancelled(TimeoutNode* node, uint32_t word);

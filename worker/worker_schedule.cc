@@ -27,9 +27,7 @@ absl::StatusOr<TimeoutNode*> Worker::Schedule(TaskEmplacer emplace,
   // the reservation is still reading it during this call, so the deadline is
   // never early.
   const int64_t now =
-      when.absolute ? 0
-                    : (config_.monotonic_clock ? MonotonicNanos()
-                                               : config_.clock->NowNanos());
+      config_.monotonic_clock ? MonotonicNanos() : config_.clock->NowNanos();
   const int shard = SharedTimerState::ThisThreadShard();
   std::atomic<int64_t>& count = shared_.CountWord(shard);
   if (absl::Status s = Reserve(count); !s.ok()) return s;
@@ -41,7 +39,7 @@ absl::StatusOr<TimeoutNode*> Worker::Schedule(TaskEmplacer emplace,
     }
   }
   absl::StatusOr<TimeoutNode*> node =
-      NewNode(emplace, callable, Deadline(now, when), when.periodic, count);
+      NewNode(emplace, callable, Deadline(now, when), when, count);
   if (node.ok()) Publish(*node, shard);
   return node;
 }
@@ -76,15 +74,16 @@ absl::Status Worker::Reserve(std::atomic<int64_t>& count) {
 int64_t Worker::Deadline(int64_t now, DeadlineSpec when) const {
   // A delay counts from now, or from startTime when the call read the
   // clock before the worker started; a huge delay saturates at INT64_MAX
-  // instead of wrapping into the past. An absolute deadline is taken as it
-  // is: one in the past is overdue, and runs at once.
-  if (when.absolute) return when.nanos;
+  // instead of wrapping into the past. An absolute deadline in the past is
+  // taken as now: it runs promptly, and deadline() and the lateness it
+  // records measure from the call, not from a time before it.
+  if (when.absolute) return std::max(when.nanos, now);
   return SaturatingAdd(std::max(now, start_nanos_), when.nanos);
 }
 
 absl::StatusOr<TimeoutNode*> Worker::NewNode(TaskEmplacer emplace,
                                              void* callable, int64_t deadline,
-                                             bool periodic,
+                                             DeadlineSpec when,
                                              std::atomic<int64_t>& count) {
   auto give_back = [&count] {
     count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
@@ -102,9 +101,7 @@ absl::StatusOr<TimeoutNode*> Worker::NewNode(TaskEmplacer emplace,
     give_back();
     throw;
   }
-  node->refs_state.store(TimeoutNode::Pack(2, TimeoutState::kQueued) |
-                             (periodic ? TimeoutNode::kPeriodic : 0),
-                         std::memory_order_relaxed);  // handle + worker
+  node->StartQueued(when.periodic, when.library);
   node->deadline.store(deadline, std::memory_order_relaxed);
   return node;
 }

@@ -27,27 +27,14 @@ std::vector<TimeoutNode*> Worker::CollectUnprocessed() {
   std::vector<std::pair<int64_t, TimeoutNode*>> stopped;
   stopped.reserve(static_cast<size_t>(wheel_.size()));
   auto take = [&](TimeoutNode* node, TimeoutState from) {
-    // A reset() in progress (kBusy) finishes first: it may still be using
-    // the shared state.
-    uint32_t w = node->LoadNotBusy();
-    for (;;) {
-      if (TimeoutNode::StateOf(w) != from) {  // cancelled meanwhile
-        if (from == TimeoutState::kQueued) {
-          node->Unref();
-        } else {
-          DropCancelled(node, w);
-        }
-        return;
+    uint32_t w;
+    if (!node->ClaimForStop(from, &w)) {  // cancelled meanwhile
+      if (from == TimeoutState::kQueued) {
+        node->Unref();
+      } else {
+        DropCancelled(node, w);
       }
-      if (w & TimeoutNode::kBusy) {
-        w = node->LoadNotBusy();
-        continue;
-      }
-      if (node->refs_state.compare_exchange_weak(
-              w, TimeoutNode::WithState(w, TimeoutState::kStopped),
-              std::memory_order_acq_rel, std::memory_order_acquire)) {
-        break;
-      }
+      return;
     }
     stopped.emplace_back(node->deadline.load(std::memory_order_relaxed), node);
     Release(1);
@@ -91,7 +78,7 @@ std::vector<TimeoutNode*> Worker::CollectUnprocessed() {
 void Worker::DiscardStopped(const std::vector<TimeoutNode*>& nodes) {
   for (TimeoutNode* node : nodes) {
     // Nobody else holds these nodes yet: the task goes unrun.
-    node->Transition(TimeoutState::kStopped, TimeoutState::kStoppedTaken);
+    node->TakeStopped();
     node->task().Reset();
     node->Unref();
   }
@@ -120,6 +107,15 @@ absl::StatusOr<std::vector<TimeoutNode*>> Worker::Stop() {
   }
   ServeCancelAll();  // what the worker left: nothing more is pending
   std::vector<TimeoutNode*> unprocessed = CollectUnprocessed();
+  // Library timeouts (an idle tracker's on this timer) are not the
+  // caller's: their tasks are destroyed here, unrun.
+  std::vector<TimeoutNode*> library;
+  std::erase_if(unprocessed, [&](TimeoutNode* node) {
+    if (!node->library()) return false;
+    library.push_back(node);
+    return true;
+  });
+  DiscardStopped(library);
   MutexLock wake_lock(&wake_mu_);
   sleeper_.reset();  // unregisters from a ManualClock
   return unprocessed;
@@ -198,35 +194,38 @@ void Worker::ServeCancelAll() {
 int64_t Worker::CancelAllHere() {
   int64_t count = 0;
   // pending -> kCancelled, without a notice: the worker itself unlinks and
-  // drops what it cancels.
+  // drops what it cancels. Library timeouts (an idle tracker's on this
+  // timer) are passed by, and stay on their way into the wheel.
   auto cancel = [&](TimeoutNode* node) {
-    uint32_t w = node->refs_state.load(std::memory_order_relaxed);
-    for (;;) {
-      const TimeoutState s = TimeoutNode::StateOf(w);
-      if (s != TimeoutState::kQueued && s != TimeoutState::kArmed &&
-          s != TimeoutState::kRunning) {
-        return w;
-      }
-      if (node->refs_state.compare_exchange_weak(
-              w, TimeoutNode::WithState(w, TimeoutState::kCancelled),
-              std::memory_order_acq_rel, std::memory_order_relaxed)) {
-        break;
-      }
+    uint32_t w;
+    if (node->ClaimCancelAll(&w)) {
+      node->task().Reset();
+      ++count;
     }
-    node->LoadNotBusy();  // a reset() may still be storing its deadline
-    node->task().Reset();
-    ++count;
     return w;
   };
+  std::vector<TimeoutNode*> kept;
+  for (TimeoutNode* node : refile_) {
+    const uint32_t w = cancel(node);
+    if (TimeoutNode::StateOf(w) == TimeoutState::kArmed &&
+        (w & TimeoutNode::kLibrary)) {
+      kept.push_back(node);
+    } else {
+      DropCancelled(node, w);
+    }
+  }
+  refile_ = std::move(kept);
   for (auto& shard : shared_.shards) {
     shard.lane.Refresh();
     while (TimeoutNode* node = PopNew(shard)) {
+      if (node->library() && node->Arm()) {
+        refile_.push_back(node);  // filed with the others, at the pass's end
+        continue;
+      }
       cancel(node);
       node->Unref();  // the worker's reference: queued nodes are nowhere else
     }
   }
-  for (TimeoutNode* node : refile_) DropCancelled(node, cancel(node));
-  refile_.clear();
   if (running_periodic_ != nullptr) cancel(running_periodic_);
   wheel_.ForEach([&](TimeoutNode* node) { cancel(node); });
   purge_ = true;

@@ -189,7 +189,8 @@ int64_t TimerModel::Schedule(bool empty_task, absl::Duration delay,
 }
 
 int64_t TimerModel::ScheduleAt(int64_t at, TaskAction action, Code* code) {
-  return Accept(false, When::kAt, at, action, ticks_, code);
+  // A deadline in the past is taken as now.
+  return Accept(false, When::kAt, std::max(at, now_), action, ticks_, code);
 }
 
 int64_t TimerModel::SchedulePeriodic(absl::Duration initial_delay,
@@ -234,6 +235,7 @@ bool TimerModel::ResetAt(int64_t id, int64_t at) {
   if (id < 0 || id >= next_id()) return false;
   Node& n = nodes_[id];
   if (n.state != State::kPending) return false;
+  at = std::max(at, now_);  // a deadline in the past is taken as now
   const bool earlier = at < n.clock_deadline;
   SetDeadline(id, at);
   n.first_tick = ticks_;
