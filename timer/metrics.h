@@ -57,7 +57,8 @@ class LatenessHistogram {
 struct TimerMetrics {
   int64_t pending = 0;  // scheduled, neither expired, cancelled nor stopped
   int64_t expired = 0;  // tasks the worker has claimed to run
-  // Successful cancel() calls, each counted when it returns.
+  // Timeouts cancelled: successful cancel() calls, each counted when it
+  // returns, plus the timeouts cancelAll() cancelled.
   int64_t cancelled = 0;
   int64_t ticks = 0;  // ticks processed
   // Ticks processed late by a full tick or more (the worker fell behind: a

@@ -51,6 +51,24 @@ namespace internal {
 template <typename>
 inline constexpr bool kAlwaysFalse = false;
 
+// The compile-time error for what newTimeout(), newTimeoutAt() and
+// newPeriodic() cannot take as a task: the most likely fix, in one line.
+template <typename F>
+void TaskError() {
+  using D = std::decay_t<F>;
+  if constexpr ((std::invocable<D&, const Timeout&> ||
+                 std::invocable<D&>)&&!std::constructible_from<D, F>) {
+    static_assert(kAlwaysFalse<F>,
+                  "tickwheel: this task cannot be copied (it holds a "
+                  "move-only capture, such as a std::unique_ptr): pass it "
+                  "with std::move(task)");
+  } else {
+    static_assert(kAlwaysFalse<F>,
+                  "tickwheel: a timer task must be callable as "
+                  "void(const tickwheel::Timeout&) or void()");
+  }
+}
+
 template <typename T>
 struct IsStdFunction : std::false_type {};
 template <typename Sig>

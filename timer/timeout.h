@@ -26,17 +26,17 @@
 #endif
 
 #include <chrono>
-#include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <limits>
-#include <ratio>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
+#include "tickwheel/worker/nanos.h"
 
 namespace tickwheel {
 
@@ -48,6 +48,26 @@ class Timer;
 // is that clock's NowNanos() (Timer::now()).
 using TimePoint = std::chrono::steady_clock::time_point;
 
+// What the calls that take a delay or a period accept: an absl::Duration, or
+// any std::chrono::duration (an integer or floating-point count of any
+// period). Each becomes whole nanoseconds, rounded up and saturated, by one
+// conversion (worker/nanos.h).
+template <typename D>
+concept TimerDuration = std::same_as<std::remove_cvref_t<D>, absl::Duration> ||
+    internal::kIsChronoDuration<std::remove_cvref_t<D>>;
+
+namespace internal {
+// A TimerDuration as an absl::Duration; nullopt for a NaN count.
+template <TimerDuration D>
+std::optional<absl::Duration> AsDuration(const D& d) {
+  if constexpr (std::same_as<std::remove_cvref_t<D>, absl::Duration>) {
+    return d;
+  } else {
+    return FromChrono(d);
+  }
+}
+}  // namespace internal
+
 // What a timer runs. Timer::newTimeout() takes any callable of this
 // signature (timer/task.h); a TimerTask is what Timeout::takeTask() gives
 // back. The task receives its own Timeout, so it can, e.g., reschedule
@@ -58,40 +78,6 @@ namespace internal {
 struct TimeoutNode;
 struct SharedTimerState;
 class TimeoutAccess;
-
-// Any std::chrono::duration as an absl::Duration, through nanoseconds,
-// saturating at the int64 nanosecond range instead of wrapping: a
-// floating-point count (0.5s), days, or an int count of milliseconds all
-// work. NaN counts as zero.
-template <typename Rep, typename Period>
-absl::Duration ToDuration(std::chrono::duration<Rep, Period> d) {
-  using Nanos = std::ratio_divide<Period, std::nano>;
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-  if constexpr (std::is_floating_point_v<Rep>) {
-    const long double ns =
-        static_cast<long double>(d.count()) * Nanos::num / Nanos::den;
-    if (std::isnan(ns)) return absl::ZeroDuration();
-    if (ns >= static_cast<long double>(kMax)) return absl::Nanoseconds(kMax);
-    if (ns <= static_cast<long double>(kMin)) return absl::Nanoseconds(kMin);
-    return absl::Nanoseconds(static_cast<int64_t>(ns));
-  } else {
-    static_assert(std::is_integral_v<Rep>,
-                  "a duration with an integer or "
-                  "floating-point count");
-    const auto count = static_cast<long double>(d.count());
-    if constexpr (Nanos::den == 1) {
-      int64_t ns;
-      if (!__builtin_mul_overflow(d.count(), Nanos::num, &ns)) {
-        return absl::Nanoseconds(ns);
-      }
-      return absl::Nanoseconds(count > 0 ? kMax : kMin);
-    } else {  // finer than a nanosecond: truncates toward zero
-      return absl::Nanoseconds(
-          static_cast<int64_t>(count * Nanos::num / Nanos::den));
-    }
-  }
-}
 
 }  // namespace internal
 
@@ -135,7 +121,8 @@ class Timeout {
   TimePoint deadline() const;
 
   // Moves a pending timeout's deadline to now + `delay` (earlier or later;
-  // negative counts as zero; huge delays saturate), keeping its task and its
+  // negative counts as zero; rounded up to whole nanoseconds; huge delays
+  // saturate at ~292 years), keeping its task and its
   // handles. True iff it was pending (not expired, cancelled, or returned by
   // stop()) and will now run no earlier than the new deadline, exactly once
   // unless it is cancelled or stopped later. False, changing nothing,
@@ -150,12 +137,16 @@ class Timeout {
   // again then. An earlier deadline is handed to the worker as well (a push
   // on a queue), and wakes it only if it sleeps past the new deadline.
   bool reset(absl::Duration delay) const;
+  // Any std::chrono::duration, converted as newTimeout() does
+  // (worker/nanos.h); false, changing nothing, for a NaN count.
   template <typename Rep, typename Period>
   bool reset(std::chrono::duration<Rep, Period> delay) const {
-    return reset(internal::ToDuration(delay));
+    const std::optional<absl::Duration> d = internal::FromChrono(delay);
+    return d.has_value() && reset(*d);
   }
-  // reset() to an absolute deadline on the timer's clock (a deadline in the
-  // past means: as soon as possible).
+  // reset() to an absolute deadline on the timer's clock. A deadline in the
+  // past is taken as now: it runs promptly, and deadline() reads the time of
+  // the call.
   bool resetAt(TimePoint deadline) const;
 
   // Cancels the task if it is still pending. Returns true iff this call moved

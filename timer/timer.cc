@@ -131,6 +131,13 @@ absl::Status Timer::PeriodError(absl::Duration period) {
                   absl::FormatDuration(period)));
 }
 
+absl::Status Timer::NanError(const char* call, const char* what) {
+  return absl::InvalidArgumentError(
+      fmt::format("{}: the {} is NaN; pass a number of seconds (or of any "
+                  "std::chrono period)",
+                  call, what));
+}
+
 int64_t Timer::cancelAll() { return worker_->CancelAll(); }
 
 TimePoint Timer::now() const {

@@ -138,8 +138,11 @@ struct TimerOptions {
   // tick ends. Below a tick, the worker wakes for the earliest deadline it
   // holds plus the slack and runs everything due by then, so deadlines
   // within the slack of each other share one wake-up; 0 runs each task as
-  // close to its deadline as the OS allows, and tasks due within one tick
-  // run in deadline order. The tick and ticks_per_wheel still decide where
+  // close to its deadline as the OS allows, and the timeouts the worker has
+  // filed run in deadline order within each tick. A timeout that is overdue
+  // when the worker takes it in (a deadline in the past, or a worker that
+  // was busy) runs as it is taken in: in the order its thread scheduled it,
+  // not in deadline order. The tick and ticks_per_wheel still decide where
   // a timeout is filed (and so the cost of scheduling and cancelling, which
   // does not change with the slack); the slack decides only when the worker
   // wakes. With nothing due it still never wakes. Must be >= 0.
@@ -171,8 +174,9 @@ class Timer {
   Timer& operator=(const Timer&) = delete;
 
   // Schedules `task` to run once, `delay` from now (negative counts as zero;
-  // InfiniteDuration and other huge delays saturate at ~292 years and never
-  // wrap into the past). The first call starts the worker thread.
+  // rounded up to whole nanoseconds; InfiniteDuration and other huge delays
+  // saturate at ~292 years and never wrap into the past). The first call
+  // starts the worker thread.
   //
   // `task` is any TimerTaskCallable (timer/task.h): invocable as
   // `void(const Timeout&)` or `void()`. If copying or moving `task` into the
@@ -196,10 +200,16 @@ class Timer {
     return ScheduleTask(std::forward<F>(task),
                         {internal::DelayNanos(delay), false, false});
   }
+  // Any std::chrono::duration: integer counts of any period converted
+  // exactly, floating-point counts in long double, each rounded up to whole
+  // nanoseconds and saturated (worker/nanos.h). InvalidArgument for a NaN
+  // count.
   template <TimerTaskCallable F, typename Rep, typename Period>
   absl::StatusOr<Timeout> newTimeout(F&& task,
                                      std::chrono::duration<Rep, Period> delay) {
-    return newTimeout(std::forward<F>(task), internal::ToDuration(delay));
+    const std::optional<absl::Duration> d = internal::FromChrono(delay);
+    if (!d.has_value()) return NanError("newTimeout", "delay");
+    return newTimeout(std::forward<F>(task), *d);
   }
   // A TimerTask, or what converts to one (nullptr: an empty task, refused).
   absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay) {
@@ -209,12 +219,16 @@ class Timer {
   template <typename Rep, typename Period>
   absl::StatusOr<Timeout> newTimeout(TimerTask task,
                                      std::chrono::duration<Rep, Period> delay) {
-    return newTimeout(std::move(task), internal::ToDuration(delay));
+    const std::optional<absl::Duration> d = internal::FromChrono(delay);
+    if (!d.has_value()) return NanError("newTimeout", "delay");
+    return newTimeout(std::move(task), *d);
   }
 
   // Schedules `task` to run once at `deadline`, a point on this timer's
-  // clock (now()); a deadline in the past runs promptly. As newTimeout()
-  // otherwise, with the same errors and cost.
+  // clock (now()). A deadline in the past (TimePoint::min() included) is
+  // taken as now(): it runs promptly, and deadline() and the lateness it
+  // records count from the call. As newTimeout() otherwise, with the same
+  // errors and cost.
   template <TimerTaskCallable F>
   absl::StatusOr<Timeout> newTimeoutAt(F&& task, TimePoint deadline) {
     return ScheduleTask(std::forward<F>(task),
@@ -238,42 +252,48 @@ class Timer {
   // for all its runs.
   // InvalidArgument: `period` <= 0 or infinite, or `task` is empty; other
   //   errors as newTimeout().
-  template <TimerTaskCallable F>
-  absl::StatusOr<Timeout> newPeriodic(F&& task, absl::Duration initial_delay,
-                                      absl::Duration period);
-  template <TimerTaskCallable F, typename R1, typename P1, typename R2,
-            typename P2>
-  absl::StatusOr<Timeout> newPeriodic(
-      F&& task, std::chrono::duration<R1, P1> initial_delay,
-      std::chrono::duration<R2, P2> period) {
-    return newPeriodic(std::forward<F>(task),
-                       internal::ToDuration(initial_delay),
-                       internal::ToDuration(period));
-  }
+  //
+  // Either duration may be an absl::Duration or any std::chrono::duration,
+  // converted as newTimeout() does; a period below 1 ns is rounded up to
+  // 1 ns. InvalidArgument: `period` <= 0 or infinite, either is NaN.
+  template <TimerTaskCallable F, TimerDuration D1, TimerDuration D2>
+  absl::StatusOr<Timeout> newPeriodic(F&& task, D1 initial_delay, D2 period);
 
-  // A task that is not a TimerTaskCallable: one readable error.
+  // What is not a task, or not a delay: one readable error each, instead of
+  // a list of every overload (internal::TaskError explains which).
   template <typename F, typename... Args>
   requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
       absl::StatusOr<Timeout> newTimeout(F&&, Args&&...) {
-    static_assert(internal::kAlwaysFalse<F>,
-                  "tickwheel: a timer task must be callable as "
-                  "void(const tickwheel::Timeout&) or void()");
+    internal::TaskError<F>();
     return absl::InternalError("unreachable");
   }
   template <typename F, typename... Args>
   requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
       absl::StatusOr<Timeout> newTimeoutAt(F&&, Args&&...) {
-    static_assert(internal::kAlwaysFalse<F>,
-                  "tickwheel: a timer task must be callable as "
-                  "void(const tickwheel::Timeout&) or void()");
+    internal::TaskError<F>();
     return absl::InternalError("unreachable");
   }
   template <typename F, typename... Args>
   requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
       absl::StatusOr<Timeout> newPeriodic(F&&, Args&&...) {
-    static_assert(internal::kAlwaysFalse<F>,
-                  "tickwheel: a timer task must be callable as "
-                  "void(const tickwheel::Timeout&) or void()");
+    internal::TaskError<F>();
+    return absl::InternalError("unreachable");
+  }
+  template <typename F, typename D>
+  requires((TimerTaskCallable<F> ||
+            std::is_convertible_v<F, TimerTask>)&&!TimerDuration<D>)
+      absl::StatusOr<Timeout> newTimeout(F&&, D&&) {
+    static_assert(internal::kAlwaysFalse<D>,
+                  "tickwheel: a delay is an absl::Duration or a "
+                  "std::chrono::duration (e.g. absl::Seconds(1), 1s, 250ms)");
+    return absl::InternalError("unreachable");
+  }
+  template <typename F, typename D1, typename D2>
+  requires(TimerTaskCallable<F> && (!TimerDuration<D1> || !TimerDuration<D2>))
+      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&) {
+    static_assert(internal::kAlwaysFalse<D1>,
+                  "tickwheel: newPeriodic's initial delay and period are "
+                  "each an absl::Duration or a std::chrono::duration");
     return absl::InternalError("unreachable");
   }
 
@@ -344,6 +364,8 @@ class Timer {
                                    void* callable, internal::DeadlineSpec when);
   static absl::Status EmptyTaskError();
   static absl::Status PeriodError(absl::Duration period);
+  // InvalidArgument: `what` of `call` is a floating-point NaN.
+  static absl::Status NanError(const char* call, const char* what);
 
   std::shared_ptr<internal::Worker> worker_;
   absl::Duration tick_duration_;
@@ -352,24 +374,28 @@ class Timer {
   std::atomic<bool> counted_{true};  // holds an instance-limit slot
 };
 
-template <TimerTaskCallable F>
-absl::StatusOr<Timeout> Timer::newPeriodic(F&& task,
-                                           absl::Duration initial_delay,
-                                           absl::Duration period) {
-  if (period <= absl::ZeroDuration() || period == absl::InfiniteDuration()) {
-    return PeriodError(period);
+template <TimerTaskCallable F, TimerDuration D1, TimerDuration D2>
+absl::StatusOr<Timeout> Timer::newPeriodic(F&& task, D1 initial_delay,
+                                           D2 period) {
+  const std::optional<absl::Duration> initial =
+      internal::AsDuration(initial_delay);
+  const std::optional<absl::Duration> every = internal::AsDuration(period);
+  if (!initial.has_value()) return NanError("newPeriodic", "initial delay");
+  if (!every.has_value()) return NanError("newPeriodic", "period");
+  if (*every <= absl::ZeroDuration() || *every == absl::InfiniteDuration()) {
+    return PeriodError(*every);
   }
   if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
-    return newPeriodic(&task, initial_delay, period);
+    return newPeriodic(&task, *initial, *every);
   } else {
     if (internal::IsEmptyCallable<std::decay_t<F>>(task)) {
       return EmptyTaskError();
     }
     internal::PeriodicArgs args{
         const_cast<void*>(static_cast<const void*>(&task)),
-        std::max<int64_t>(1, internal::DelayNanos(period))};
+        std::max<int64_t>(1, internal::DelayNanos(*every))};
     return Schedule(&internal::EmplacePeriodicTask<F&&>, &args,
-                    {internal::DelayNanos(initial_delay), false, true});
+                    {internal::DelayNanos(*initial), false, true});
   }
 }
 

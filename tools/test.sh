@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this script):
 #   1. install what is missing (tools/setup.sh), check the include rules
-#      (tools/check_includes.sh), the format (tools/check_format.sh), and
-#      that every file, target, function and test the documents name exists
+#      (tools/check_includes.sh), the format (tools/check_format.sh), the
+#      compile errors a user sees (tools/check_diagnostics.sh), and that
+#      every file, target, function and test the documents name exists
 #      (tools/check_docs.sh);
 #   2. build everything, benchmarks included;
 #   3. run every test under the plain build and under ASan (with LSan), TSan
@@ -33,6 +34,8 @@ echo "== include rules (CONTRIBUTING.md)"
 tools/check_includes.sh
 echo "== format (.clang-format)"
 tools/check_format.sh
+echo "== compile errors a user sees (timer/timer.h)"
+tools/check_diagnostics.sh
 echo "== names in the documents"
 tools/check_docs.sh
 
@@ -51,7 +54,7 @@ show_failures() {
     done
 }
 
-passed=3  # the include rules, the format, the names in the documents
+passed=4  # the include rules, the format, the diagnostics, the documents
 for cfg in "${configs[@]}"; do
   flags=()
   [[ "$cfg" != plain ]] && flags=(--config="$cfg")

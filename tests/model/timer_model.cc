@@ -29,8 +29,10 @@ int64_t SatMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(product);
 }
 
+// Rounded up to whole nanoseconds, as every entry point does.
 int64_t DelayNanos(absl::Duration d) {
-  return std::max<int64_t>(0, absl::ToInt64Nanoseconds(d));
+  return std::max<int64_t>(
+      0, absl::ToInt64Nanoseconds(absl::Ceil(d, absl::Nanoseconds(1))));
 }
 
 // The next run of a periodic task whose run was due at `due`, with the clock

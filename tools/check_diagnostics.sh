@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# What a user sees when a call to the Timer API is wrong: each mistake below
+# must fail to compile with one static_assert that names the fix, in a few
+# lines, not a list of every overload; and the mixed forms that are right
+# must compile. Checked with the compiler CI uses ($CXX, default g++).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cxx=${CXX:-g++}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/include"
+ln -s "$(pwd)" "$tmp/include/tickwheel"
+fail=0
+
+# expect_error <name> <text the first error must contain> <body of f(Timer& t)>
+expect_error() {
+  local name=$1 want=$2 body=$3
+  printf '%s\n' '#include <chrono>' '#include <memory>' \
+    '#include "tickwheel/timer/timer.h"' \
+    'using namespace std::chrono_literals;' \
+    "void f(tickwheel::Timer& t) { $body }" >"$tmp/$name.cc"
+  if "$cxx" -std=c++20 -I"$tmp/include" -fsyntax-only "$tmp/$name.cc" \
+      >"$tmp/$name.log" 2>&1; then
+    echo "check_diagnostics: $name compiled, but it must not"
+    fail=1
+    return
+  fi
+  local first lines
+  first=$(grep -m1 'error' "$tmp/$name.log" || true)
+  lines=$(wc -l <"$tmp/$name.log")
+  if [[ "$first" != *"$want"* ]]; then
+    echo "check_diagnostics: $name: the first error does not say \"$want\":"
+    head -n 20 "$tmp/$name.log"
+    fail=1
+  elif ((lines > 20)); then
+    echo "check_diagnostics: $name: $lines lines of errors (at most 20)"
+    fail=1
+  fi
+}
+
+expect_error move_only_lvalue "pass it with std::move" \
+  'auto p = std::make_unique<int>(1);
+   auto task = [p = std::move(p)] {};
+   (void)t.newTimeout(task, absl::Seconds(1));'
+expect_error not_callable "must be callable as" \
+  '(void)t.newTimeout(42, absl::Seconds(1));'
+expect_error not_a_delay "a delay is an absl::Duration or a std::chrono::duration" \
+  '(void)t.newTimeout([] {}, 5);'
+expect_error not_a_period "each an absl::Duration or a std::chrono::duration" \
+  '(void)t.newPeriodic([] {}, 1s, 5);'
+
+# Right, in the mixed forms a user writes.
+printf '%s\n' '#include <chrono>' '#include <memory>' \
+  '#include "tickwheel/timer/timer.h"' \
+  'using namespace std::chrono_literals;' \
+  'void f(tickwheel::Timer& t, tickwheel::Timeout& x) {' \
+  '  (void)t.newPeriodic([] {}, 500ms, absl::Seconds(1));' \
+  '  (void)t.newPeriodic([] {}, absl::Seconds(1), 2.5s);' \
+  '  auto p = std::make_unique<int>(1);' \
+  '  (void)t.newTimeout([p = std::move(p)] {}, 1s);' \
+  '  (void)x.reset(1.5s);' \
+  '}' >"$tmp/right.cc"
+if ! "$cxx" -std=c++20 -I"$tmp/include" -fsyntax-only "$tmp/right.cc" \
+    >"$tmp/right.log" 2>&1; then
+  echo "check_diagnostics: the right forms do not compile:"
+  head -n 30 "$tmp/right.log"
+  fail=1
+fi
+
+if ((fail)); then
+  echo "check_diagnostics: FAILED"
+  exit 1
+fi
+echo "check_diagnostics: OK (4 mistakes, each one short error; the mixed forms compile)"
