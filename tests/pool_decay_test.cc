@@ -5,7 +5,9 @@
 // CellDepot::kDecayNanos, then Decay() releases it (and the pages leave the
 // process's RSS), down to kKeptFreeChunks, highest addresses first; reserve
 // chunks decay the same way; a Give() that makes the first decay due calls
-// one registered waker, and nothing is due once the pool is at its floor.
+// one registered waker, and nothing is due once the pool is at its floor;
+// once every registered waker (worker) has gone, freed chunks beyond the
+// floor go back at once.
 // Decay() takes the time as an argument: these tests pass readings of the
 // real clock shifted by the period, so that nothing depends on how long the
 // test takes. (A worker on the real clock doing this is in pool_worker_test.)
@@ -179,6 +181,37 @@ TEST(PoolDecayTest, ASmallPoolHasNothingToDecay) {
   depot.Decay(MonotonicNanos() + 100 * kPeriod);
   EXPECT_EQ(depot.ResidentChunks(), 2u);
   EXPECT_EQ(depot.ReleasedChunks(), 0u);
+}
+
+// Once every worker has gone (each Timer on the real clock registers its
+// worker as a waker while it runs), nothing would wake to decay later: the
+// last one to go gives back what waited for it, and after that a Give()
+// that empties a chunk beyond the floor gives back every spare one at once.
+TEST(PoolDecayTest, OnceEveryWorkerHasGoneFreedChunksGoBackAtOnce) {
+  using Pool = CellPool<Tag<7>, 64>;
+  CellDepot& depot = Pool::Depot();
+  int worker = 0;
+  depot.AddWaker([](void*) {}, &worker);
+  std::vector<void*> cells =
+      AllocateOnAThread<Pool>(6 * depot.CellsPerChunk(), 0x66, 64);
+  FreeOnAThread<Pool>(cells);
+  EXPECT_GT(depot.ResidentChunks(), CellDepot::kKeptFreeChunks);
+  EXPECT_LT(depot.NextDecayNanos(), INT64_MAX);
+  depot.RemoveWaker(&worker);  // with the decay still due
+  EXPECT_EQ(depot.ResidentChunks(), CellDepot::kKeptFreeChunks);
+  EXPECT_EQ(depot.NextDecayNanos(), INT64_MAX);
+  // No worker now: memory freed later goes back as it is freed.
+  cells = AllocateOnAThread<Pool>(6 * depot.CellsPerChunk(), 0x66, 64);
+  FreeOnAThread<Pool>(cells);
+  EXPECT_EQ(depot.ResidentChunks(), CellDepot::kKeptFreeChunks);
+  EXPECT_EQ(depot.NextDecayNanos(), INT64_MAX);
+  // A worker again: retention for the decay period again.
+  depot.AddWaker([](void*) {}, &worker);
+  cells = AllocateOnAThread<Pool>(6 * depot.CellsPerChunk(), 0x66, 64);
+  FreeOnAThread<Pool>(cells);
+  EXPECT_GT(depot.ResidentChunks(), CellDepot::kKeptFreeChunks);
+  depot.Decay(MonotonicNanos() + kPeriod);
+  depot.RemoveWaker(&worker);
 }
 
 }  // namespace

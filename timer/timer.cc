@@ -145,13 +145,13 @@ TimePoint Timer::now() const {
 }
 
 absl::StatusOr<std::vector<Timeout>> Timer::stop() {
-  absl::StatusOr<std::vector<internal::TimeoutNode*>> nodes = worker_->Stop();
+  absl::StatusOr<internal::Worker::StoppedNodes> nodes = worker_->Stop();
   if (!nodes.ok()) return nodes.status();
   if (counted_.exchange(false)) internal::ReleaseInstanceSlot();
   std::vector<Timeout> result;
   result.reserve(nodes->size());
-  for (internal::TimeoutNode* node : *nodes) {
-    result.push_back(internal::TimeoutAccess::Adopt(node, worker_->shared()));
+  for (const internal::Worker::Stopped& s : *nodes) {
+    result.push_back(internal::TimeoutAccess::Adopt(s.node, worker_->shared()));
   }
   return result;
 }

@@ -425,14 +425,18 @@ void CellDepot::MaybeDecay() {
 
 void CellDepot::Decay(int64_t now_nanos) {
   if (now_nanos < next_decay_.load(std::memory_order_relaxed)) return;
+  // Spare chunks unused for the whole period, or due within the slack (so
+  // that chunks that went spare a little apart, like a burst's reserve,
+  // cost one wake-up, not one each).
+  DecayUntil(now_nanos + kDecaySlackNanos, now_nanos);
+}
+
+void CellDepot::DecayUntil(int64_t due_by, int64_t now_nanos) {
   std::vector<char*> going;
   {
     MutexLock lock(&mu_);
-    // Spare chunks unused for the whole period, or due within the slack
-    // (so that chunks that went spare a little apart, like a burst's
-    // reserve, cost one wake-up, not one each), highest address first, so
-    // that the ones kept are those new cells are taken from first.
-    const int64_t due_by = now_nanos + kDecaySlackNanos;
+    // Highest address first, so that the ones kept are those new cells are
+    // taken from first.
     std::vector<char*> idle;
     for (char* base : reserve_) {
       if (reinterpret_cast<ChunkHeader*>(base)->spare_since + kDecayNanos <=
@@ -517,6 +521,7 @@ void CellDepot::AddWaker(void (*wake)(void*), void* arg) {
   WakerTable& table = Wakers();
   MutexLock lock(&table.mu);
   table.wakers.push_back({this, wake, arg});
+  orphaned_ = false;
 }
 
 void CellDepot::RemoveWaker(void* arg) {
@@ -529,20 +534,28 @@ void CellDepot::RemoveWaker(void* arg) {
                              return x.depot == this && x.arg == arg;
                            }),
             w.end());
+    orphaned_ = std::none_of(w.begin(), w.end(),
+                             [&](const Waker& x) { return x.depot == this; });
   }
   // The worker that goes may have been the one to plan a pending decay.
   if (NextDecayNanos() != INT64_MAX) CallWaker();
 }
 
 void CellDepot::CallWaker() {
-  WakerTable& table = Wakers();
-  MutexLock lock(&table.mu);
-  for (const Waker& w : table.wakers) {
-    if (w.depot == this) {
-      w.wake(w.arg);
-      return;
+  {
+    WakerTable& table = Wakers();
+    MutexLock lock(&table.mu);
+    for (const Waker& w : table.wakers) {
+      if (w.depot == this) {
+        w.wake(w.arg);
+        return;
+      }
     }
+    if (!orphaned_) return;  // Decay() is the owner's to call
   }
+  // Every worker has gone: nobody will wake to decay later, so what is
+  // spare goes back now, whatever its age.
+  DecayUntil(INT64_MAX - kDecayNanos, MonotonicNanos());
 }
 
 size_t CellDepot::MappedBytes() const {

@@ -232,6 +232,16 @@ class CellDepot {
   // called. RemoveWaker(arg) returns once no call to it is in progress, and
   // hands a pending decay to the next registration. Thread-safe; for the
   // life of `arg`.
+  //
+  //
+  // Once the last registration is gone (every timer worker on the real
+  // clock has stopped), no thread is left to wake later: the thread that
+  // removes it while a decay is pending, and then any thread whose Give()
+  // makes one due, gives back at once every wholly free chunk beyond
+  // kKeptFreeChunks, whatever its age, until a registration comes again.
+  // So memory held by the timeouts a stop() returned leaves when the caller
+  // drops them, as it would have after cancel() with the worker running. A
+  // depot that never had a registration keeps its chunks for Decay().
   void AddWaker(void (*wake)(void*), void* arg);
   void RemoveWaker(void* arg);
 
@@ -277,8 +287,12 @@ class CellDepot {
   // A chunk became spare at `now`: sets next_decay_ if this is the first
   // decay due; true when a waker must hear of it.
   bool NoteSpareLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Calls the first registered waker.
-  void CallWaker();
+  // Calls the first registered waker; with none left, gives back every
+  // spare chunk beyond the floor now (see AddWaker()).
+  void CallWaker() ABSL_LOCKS_EXCLUDED(mu_);
+  // Decay() of every spare chunk unused since `due_by` - kDecayNanos, with
+  // `now_nanos` the clock reading that stands for "now".
+  void DecayUntil(int64_t due_by, int64_t now_nanos) ABSL_LOCKS_EXCLUDED(mu_);
 
   const size_t cell_size_;
   const CellDivider divide_;      // by cell_size_
@@ -315,6 +329,9 @@ class CellDepot {
   // Set by Take() (under mu_), cleared by Replenish(). Its own cache line:
   // newTimeout() reads it, and the mutex's line changes on every refill.
   alignas(64) std::atomic<bool> want_reserve_{false};
+  // The last registration has gone and none has come since (AddWaker()).
+  // Written under the waker table's mutex, read by CallWaker() under it.
+  bool orphaned_ = false;
   // See NextDecayNanos(). Stored under mu_ (so that it agrees with the
   // chunks it describes); loaded without it.
   alignas(64) std::atomic<int64_t> next_decay_{INT64_MAX};

@@ -104,7 +104,7 @@ void Worker::Run() {
   running_worker = nullptr;
   if (finish_on_thread_) {
     // The Timer was destroyed from one of its own tasks; nobody will join us.
-    DiscardStopped(CollectUnprocessed());
+    for (const Stopped& s : CollectUnprocessed()) DiscardStopped(s.node);
     MutexLock lock(&wake_mu_);
     sleeper_.reset();
   }

@@ -142,6 +142,7 @@
 #include "absl/time/time.h"
 #include "tickwheel/worker/deadline_spec.h"
 #include "tickwheel/worker/histogram.h"
+#include "tickwheel/worker/mapped_vector.h"
 #include "tickwheel/worker/mutex.h"
 #include "tickwheel/worker/nanos.h"
 #include "tickwheel/worker/shared_state.h"
@@ -182,8 +183,8 @@ struct WorkerCounters {
   int64_t worst_lateness_nanos = 0;
 };
 
-class Worker : public std::enable_shared_from_this<Worker>,
-               private BacklogWaker {
+class Worker final : public std::enable_shared_from_this<Worker>,
+                     private BacklogWaker {
  public:
   // The most nodes one pass transfers, and the most it expires or cascades,
   // before it serves the queues again. Bounds the time a cancel() or an
@@ -209,10 +210,18 @@ class Worker : public std::enable_shared_from_this<Worker>,
                                         DeadlineSpec when)
       ABSL_LOCKS_EXCLUDED(start_mu_, wake_mu_);
 
-  // Timer::stop: every node neither run nor cancelled, earliest deadline
-  // first, each marked kStopped and with the worker's reference, which the
-  // caller takes.
-  absl::StatusOr<std::vector<TimeoutNode*>> Stop()
+  // What stop() returns: a node and the deadline it was sorted by.
+  struct Stopped {
+    int64_t deadline;
+    TimeoutNode* node;
+  };
+  using StoppedNodes = MappedVector<Stopped>;
+
+  // Timer::stop: every node neither run nor cancelled (but for library
+  // timeouts, whose tasks it destroys), earliest deadline first, each marked
+  // kStopped and with the worker's reference, which the caller takes. In
+  // mapped memory (worker/mapped_vector.h), which leaves when it is freed.
+  absl::StatusOr<StoppedNodes> Stop()
       ABSL_LOCKS_EXCLUDED(stop_mu_, start_mu_, wake_mu_, cancel_all_mu_);
 
   // What ~Timer does: stop, destroy the tasks of what stop returned. From the
@@ -353,9 +362,9 @@ class Worker : public std::enable_shared_from_this<Worker>,
   // Called once the worker has exited, by the one thread that finishes the
   // shutdown: returns every pending node, marked stopped, earliest deadline
   // first, with the worker's reference.
-  std::vector<TimeoutNode*> CollectUnprocessed();
-  // Destroys the tasks of stopped nodes, unrun, and drops their references.
-  static void DiscardStopped(const std::vector<TimeoutNode*>& nodes);
+  StoppedNodes CollectUnprocessed();
+  // Destroys the task of a stopped node, unrun, and drops its reference.
+  static void DiscardStopped(TimeoutNode* node);
   // Gives back slots taken by the worker's own expiries and stops.
   void Release(int64_t slots) {
     std::atomic<int64_t>& word = shared_.WorkerReleaseWord();

@@ -20,11 +20,11 @@ bool Worker::Close() {
   return first;
 }
 
-std::vector<TimeoutNode*> Worker::CollectUnprocessed() {
+Worker::StoppedNodes Worker::CollectUnprocessed() {
   FlushRefiles();
   // (deadline, node) pairs: sorting them touches no node, which matters with a
   // million of them.
-  std::vector<std::pair<int64_t, TimeoutNode*>> stopped;
+  StoppedNodes stopped;
   stopped.reserve(static_cast<size_t>(wheel_.size()));
   auto take = [&](TimeoutNode* node, TimeoutState from) {
     uint32_t w;
@@ -36,7 +36,7 @@ std::vector<TimeoutNode*> Worker::CollectUnprocessed() {
       }
       return;
     }
-    stopped.emplace_back(node->deadline.load(std::memory_order_relaxed), node);
+    stopped.push_back({node->deadline.load(std::memory_order_relaxed), node});
     Release(1);
   };
   wheel_.DrainAll([&](TimeoutNode* node) { take(node, TimeoutState::kArmed); });
@@ -66,25 +66,21 @@ std::vector<TimeoutNode*> Worker::CollectUnprocessed() {
   }
   // Earliest deadline first, the order in which they would have run; ties in
   // the order they were found.
-  std::stable_sort(
-      stopped.begin(), stopped.end(),
-      [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<TimeoutNode*> result;
-  result.reserve(stopped.size());
-  for (const auto& entry : stopped) result.push_back(entry.second);
-  return result;
+  std::stable_sort(stopped.begin(), stopped.end(),
+                   [](const Stopped& a, const Stopped& b) {
+                     return a.deadline < b.deadline;
+                   });
+  return stopped;
 }
 
-void Worker::DiscardStopped(const std::vector<TimeoutNode*>& nodes) {
-  for (TimeoutNode* node : nodes) {
-    // Nobody else holds these nodes yet: the task goes unrun.
-    node->TakeStopped();
-    node->task().Reset();
-    node->Unref();
-  }
+void Worker::DiscardStopped(TimeoutNode* node) {
+  // Nobody else holds the node yet: the task goes unrun.
+  node->TakeStopped();
+  node->task().Reset();
+  node->Unref();
 }
 
-absl::StatusOr<std::vector<TimeoutNode*>> Worker::Stop() {
+absl::StatusOr<Worker::StoppedNodes> Worker::Stop() {
   if (OnWorkerThread()) {
     return absl::FailedPreconditionError(
         "stop: called from the timer's own worker thread (inside a task, or a "
@@ -92,7 +88,7 @@ absl::StatusOr<std::vector<TimeoutNode*>> Worker::Stop() {
         "thread");
   }
   MutexLock lock(&stop_mu_);
-  if (!Close()) return std::vector<TimeoutNode*>();  // already stopped
+  if (!Close()) return StoppedNodes();  // already stopped
   // After this, no thread can start: StartThread() checks the closed bit
   // under start_mu_.
   bool started;
@@ -106,16 +102,14 @@ absl::StatusOr<std::vector<TimeoutNode*>> Worker::Stop() {
     thread_.join();
   }
   ServeCancelAll();  // what the worker left: nothing more is pending
-  std::vector<TimeoutNode*> unprocessed = CollectUnprocessed();
+  StoppedNodes unprocessed = CollectUnprocessed();
   // Library timeouts (an idle tracker's on this timer) are not the
   // caller's: their tasks are destroyed here, unrun.
-  std::vector<TimeoutNode*> library;
-  std::erase_if(unprocessed, [&](TimeoutNode* node) {
-    if (!node->library()) return false;
-    library.push_back(node);
+  std::erase_if(unprocessed, [](const Stopped& s) {
+    if (!s.node->library()) return false;
+    DiscardStopped(s.node);
     return true;
   });
-  DiscardStopped(library);
   MutexLock wake_lock(&wake_mu_);
   sleeper_.reset();  // unregisters from a ManualClock
   return unprocessed;
@@ -125,8 +119,10 @@ void Worker::Shutdown() {
   // From now on Timeout::timer() answers nullptr.
   shared_.owner.store(nullptr, std::memory_order_release);
   if (!OnWorkerThread()) {
-    absl::StatusOr<std::vector<TimeoutNode*>> unprocessed = Stop();
-    if (unprocessed.ok()) DiscardStopped(*unprocessed);
+    absl::StatusOr<StoppedNodes> unprocessed = Stop();
+    if (unprocessed.ok()) {
+      for (const Stopped& s : *unprocessed) DiscardStopped(s.node);
+    }
     return;
   }
   // Destroyed from inside one of our own tasks: we cannot join ourselves.
