@@ -12,7 +12,9 @@
 #      nothing of tickwheel), find_package() of the install
 #      (examples/cmake_installed), pkg-config (examples/pkgconfig);
 #   5. build the libraries shared, install them, and build and run the
-#      find_package() and pkg-config consumers against them.
+#      find_package() and pkg-config consumers against them;
+#   6. build the libraries as Release (-O3 -DNDEBUG) with warnings as errors
+#      (TICKWHEEL_WERROR).
 # Build folders live under $TICKWHEEL_CMAKE_CACHE (default
 # $HOME/.cache/tickwheel-cmake), one per checkout, and are reused. Each
 # records its checkout's path; a folder whose checkout is gone, or that no
@@ -186,4 +188,16 @@ quiet "run examples/pkgconfig (shared)" \
   env LD_LIBRARY_PATH="$shared_lib" "$tmp/pkgconfig_shared/pkgconfig_consumer"
 echo "cmake: pkg-config (shared): $(tail -n 1 "$tmp/log")"
 
-echo "check_cmake: OK in $(( $(date +%s) - start )) s (build, ctest, install, add_subdirectory, FetchContent, find_package, pkg-config, shared)"
+# 6. Release, warnings as errors: the optimiser's flow analysis finds
+#    warnings (-Wmaybe-uninitialized) that the unoptimised build of step 2
+#    cannot, and a Release build is what users ship. The libraries only, in
+#    a build folder of their own that later runs reuse: the tests' warnings
+#    are those of step 2.
+release="$cache/release"
+quiet "configure (Release, -Werror)" cmake -S . -B "$release" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DTICKWHEEL_WERROR=ON \
+  -DTICKWHEEL_BUILD_TESTS=OFF -DTICKWHEEL_INSTALL=OFF
+quiet "build (Release, -Werror)" cmake --build "$release" -j "$jobs"
+echo "cmake: Release: the libraries build with -Werror"
+
+echo "check_cmake: OK in $(( $(date +%s) - start )) s (build, ctest, install, add_subdirectory, FetchContent, find_package, pkg-config, shared, Release -Werror)"

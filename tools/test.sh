@@ -18,13 +18,22 @@
 #      FetchContent, find_package and pkg-config consumers;
 #   8. a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the real timer
 #      against the reference model.
-# Options: --quick runs step 3 with the plain build only, and skips steps 4
-# and 8.
+# --quick, a short check while working (CI runs everything): steps 1 and 2,
+# and step 3 with the plain build only; no sanitizer builds, and none of steps
+# 4 to 8 (interleaving, thread-safety annotations, consumer workspace, CMake,
+# fuzzer).
+#   tools/test.sh [--quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+quick=false
+case "${1:-}" in
+  "") ;;
+  --quick) quick=true ;;
+  *) echo "usage: tools/test.sh [--quick]" >&2; exit 2 ;;
+esac
 configs=(plain asan tsan ubsan)
-if [[ "${1:-}" == "--quick" ]]; then configs=(plain); fi
+if $quick; then configs=(plain); fi
 
 tools/setup.sh
 
@@ -75,7 +84,7 @@ done
 concurrency=(//tests:stress_test //tests:shared_handle_test
              //tests:timer_concurrency_test //tests:idle_tracker_concurrency_test
              //tests:never_early_test //tests:timeout_claim_test)
-if [[ "${1:-}" != "--quick" ]]; then
+if ! $quick; then
   for cfg in asan tsan; do
     echo "== test concurrency (${cfg}, interleave)"
     log=$(mktemp)
@@ -89,25 +98,29 @@ if [[ "${1:-}" != "--quick" ]]; then
     passed=$((passed + ${n:-0}))
     rm -f "$log"
   done
-fi
 
-echo "== thread-safety annotations (clang -Wthread-safety)"
-tools/thread_safety_check.sh
-passed=$((passed + 1))
+  echo "== thread-safety annotations (clang -Wthread-safety)"
+  tools/thread_safety_check.sh
+  passed=$((passed + 1))
 
-echo "== consumer workspace (local_repository)"
-tools/check_consumer.sh
-passed=$((passed + 1))
+  echo "== consumer workspace (local_repository)"
+  tools/check_consumer.sh
+  passed=$((passed + 1))
 
-echo "== cmake"
-tools/check_cmake.sh
-passed=$((passed + 1))
+  echo "== cmake"
+  tools/check_cmake.sh
+  passed=$((passed + 1))
 
-if [[ "${1:-}" != "--quick" ]]; then
   echo "== fuzz (fixed seed, corpus in tests/fuzz_corpus)"
   tools/fuzz.sh
   passed=$((passed + 1))
 fi
 
-echo "== done in $(( $(date +%s) - start )) s (configs: ${configs[*]})"
+if $quick; then
+  echo "== done in $(( $(date +%s) - start )) s (--quick: plain build only;" \
+    "skipped the sanitizers, interleaving, thread-safety annotations," \
+    "consumer workspace, CMake and fuzzer)"
+else
+  echo "== done in $(( $(date +%s) - start )) s (configs: ${configs[*]})"
+fi
 echo "tests: ${passed} passed, 0 failed"

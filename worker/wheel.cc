@@ -235,19 +235,29 @@ int64_t Wheel::SlotStart(int level, int64_t slot) const {
 
 bool Wheel::NextWork(int* level, int64_t* slot, int64_t* tick) const {
   if (size_ == 0) return false;
-  bool found = false;
+  // The best bucket so far lives in locals, and the out-parameters are
+  // written once, only when one was found: they are never read, so a
+  // caller's uninitialized variables stay unread unless this returns true.
+  // (Reading *tick under `found` was correct too, but gcc 12 at -O3 cannot
+  // see that and warns: -Wmaybe-uninitialized.)
+  int best_level = -1;
+  int64_t best_slot = 0;
+  int64_t best_tick = 0;
   for (int i = 0; i < num_levels_; ++i) {
     const int64_t s = NextOccupied(i);
     if (s < 0) continue;
     const int64_t start = SlotStart(i, s);
-    if (!found || start <= *tick) {
-      *level = i;
-      *slot = s;
-      *tick = start;
-      found = true;
+    if (best_level < 0 || start <= best_tick) {
+      best_level = i;
+      best_slot = s;
+      best_tick = start;
     }
   }
-  return found;
+  if (best_level < 0) return false;
+  *level = best_level;
+  *slot = best_slot;
+  *tick = best_tick;
+  return true;
 }
 
 int64_t Wheel::NextWorkTick() const {
