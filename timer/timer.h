@@ -107,6 +107,7 @@ namespace tickwheel {
 
 namespace internal {
 class Worker;
+class LibraryTimeouts;
 }  // namespace internal
 
 struct TimerOptions {
@@ -343,6 +344,10 @@ class Timer {
   absl::Duration slack() const { return slack_; }
 
  private:
+  // tickwheel's own components that run on an application's Timer (the idle
+  // tracker) schedule through it (timer/idle/library_timeouts.h).
+  friend class internal::LibraryTimeouts;
+
   Timer(absl::Duration tick, int ticks_per_wheel, absl::Duration slack);
 
   template <typename F>

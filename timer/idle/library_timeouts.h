@@ -1,0 +1,46 @@
+// timer/idle/library_timeouts.h
+// -----------------------------------------------------------------------------
+// Internal, for tickwheel's own components that run on a Timer the
+// application owns (IdleTracker with IdleTrackerOptions::timer): timeouts
+// that belong to the component, not to the application.
+//
+// A library timeout is an ordinary timeout in every way but two: the
+// application's cancelAll() passes it by (the component keeps working), and
+// the application's stop() does not return it (its task is destroyed unrun;
+// the component's own handle then reads isCancelled()). It counts in
+// pendingTimeouts() and against max_pending_timeouts like any other.
+//
+// Not for applications: a library timeout that nothing cancels keeps a
+// periodic task alive through every cancelAll().
+
+#ifndef TICKWHEEL_TIMER_IDLE_LIBRARY_TIMEOUTS_H_
+#define TICKWHEEL_TIMER_IDLE_LIBRARY_TIMEOUTS_H_
+
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tickwheel/timer/timer.h"
+#include "tickwheel/worker/deadline_spec.h"
+#include "tickwheel/worker/nanos.h"
+
+namespace tickwheel::internal {
+
+class LibraryTimeouts {
+ public:
+  // Timer::newTimeout(task, delay) for a library timeout: the same task
+  // shapes, errors and cost.
+  template <TimerTaskCallable F>
+  static absl::StatusOr<Timeout> NewTimeout(Timer& timer, F&& task,
+                                            absl::Duration delay) {
+    return timer.ScheduleTask(std::forward<F>(task),
+                              DeadlineSpec{.nanos = DelayNanos(delay),
+                                           .absolute = false,
+                                           .periodic = false,
+                                           .library = true});
+  }
+};
+
+}  // namespace tickwheel::internal
+
+#endif  // TICKWHEEL_TIMER_IDLE_LIBRARY_TIMEOUTS_H_
