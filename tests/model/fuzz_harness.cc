@@ -849,6 +849,8 @@ std::string RunLaterOp(int kind, Reader& in, RaceContext& c) {
 //      pending timeout ends up cancelled by the one or returned by the other
 //      (cancelAll()'s count plus stop()'s list is the pending count), and
 //      stop()'s list is in deadline order.
+//   5  (bit 3 set) reset() racing the expiry within a tick, on a timer of
+//      its own with slack 0: RunWithinTickResetRace().
 //   4  (bit 2 set; then an advance byte and a delay byte) the racer's
 //      reset() against the test thread's clock advance, with a delay that
 //      ends after the advance: false iff the timeout was not pending after
@@ -866,8 +868,83 @@ absl::Duration RaceDelay(uint8_t byte, const RaceContext& c) {
                   absl::Nanoseconds(c.tick));
 }
 
+// Kind 5 (bit 3 of the kind byte): reset() racing the expiry within a tick,
+// on a timer of its own with a slack of 0 (the model describes the default
+// slack only), checked by what holds in every order: no task runs before the
+// deadline it holds when it runs (its deadline() then, since a reset() can no
+// longer succeed), and each runs exactly once. Up to eight timeouts due
+// within the first 255 us of a 1 ms tick; the racer moves each, again and
+// again, to a later deadline inside the tick while the test thread steps
+// the clock through it. Bytes: the count, then per timeout its delay and
+// how far ahead the racer moves it, then the step.
+std::string RunWithinTickResetRace(Reader& in, RaceContext& c) {
+  constexpr int64_t kTick = 1'000'000;
+  constexpr int64_t kUs = 1000;
+  const int n = 1 + in.Byte() % 8;
+  std::array<int64_t, 8> delay{}, ahead{};
+  for (int i = 0; i < n; ++i) {
+    delay[i] = (1 + in.Byte()) * kUs;
+    ahead[i] = 1 + in.Byte() * 97;
+  }
+  const int64_t step = (1 + in.Byte() % 32) * kUs;
+  races_executed.fetch_add(1, std::memory_order_relaxed);
+  auto clock = std::make_shared<ManualClock>();
+  TimerOptions options;
+  options.tick_duration = absl::Nanoseconds(kTick);
+  options.slack = absl::ZeroDuration();
+  options.clock = clock;
+  std::unique_ptr<Timer> timer = Timer::Create(options).value();
+  std::array<std::atomic<int>, 8> runs{};
+  std::array<std::atomic<int64_t>, 8> early{};
+  std::vector<Timeout> handles;
+  for (int i = 0; i < n; ++i) {
+    handles.push_back(timer
+                          ->newTimeout(
+                              [&runs, &early, i, clock](const Timeout& self) {
+                                runs[i].fetch_add(1);
+                                const int64_t due =
+                                    self.deadline().time_since_epoch().count();
+                                const int64_t now = clock->NowNanos();
+                                if (now < due) early[i] = due - now;
+                              },
+                              absl::Nanoseconds(delay[i]))
+                          .value());
+  }
+  clock->AwaitIdle();
+  Racer::Get().Race(
+      [&] {
+        for (int64_t t = 0; t < 300 * kUs; t += step) {
+          clock->AdvanceAndSettle(absl::Nanoseconds(step));
+        }
+      },
+      [&] {
+        for (int round = 0; round < 4; ++round) {
+          for (int i = 0; i < n; ++i) {
+            handles[i].resetAt(TimePoint(
+                std::chrono::nanoseconds(clock->NowNanos() + ahead[i])));
+          }
+        }
+      });
+  clock->AdvanceAndSettle(absl::Nanoseconds(2 * kTick));  // the rest run
+  *c.trace += fmt::format(
+      "  race: within-tick resets of {} timeouts, step {}ns\n", n, step);
+  for (int i = 0; i < n; ++i) {
+    if (early[i].load() != 0) {
+      return fmt::format(
+          "race within-tick reset: timeout {} ran {}ns before its deadline", i,
+          early[i].load());
+    }
+    if (runs[i].load() != 1) {
+      return fmt::format("race within-tick reset: timeout {} ran {} times", i,
+                         runs[i].load());
+    }
+  }
+  return "";
+}
+
 std::string RunResetRace(Reader& in, RaceContext& c) {
   const uint8_t kind_byte = in.Byte();
+  if (kind_byte & 8) return RunWithinTickResetRace(in, c);
   int kind = (kind_byte & 4) != 0 ? 4 : kind_byte & 3;
   if (c.model.next_id() == 0) return "";
   races_executed.fetch_add(1, std::memory_order_relaxed);

@@ -37,7 +37,9 @@
 //   from the test thread and from a task, reset() and resetAt(),
 //   newPeriodic(), and races of reset() against cancel(), reset() and a clock
 //   advance, and of cancelAll() against cancel() and stop() (RunResetRace),
-//   checked by what every order of the two calls has in common.
+//   checked by what every order of the two calls has in common; and resets
+//   racing the expiry within a tick on a timer of its own with a slack of 0
+//   (RunWithinTickResetRace), checked for never early and exactly once.
 //
 // The corpus (tests/fuzz_corpus/) is what libFuzzer kept, minimised for edge
 // coverage, plus hand-written seed_* files that pin scenarios coverage cannot
@@ -52,7 +54,9 @@
 //                             still in its producer's lane (two cancels,
 //                             cancel against a copy, an advance, stop(),
 //                             ~Timer; two takeTask()s after stop()), and of
-//                             each kind of RunResetRace.
+//                             each kind of RunResetRace (seed_race_reset_
+//                             within_tick: resets racing the expiry within a
+//                             tick on a slack-0 timer).
 //   seed_new_timeout_at       an absolute deadline sharing a tick with a
 //                             relative one, one in the past, one at the end
 //                             of the clock's range.
