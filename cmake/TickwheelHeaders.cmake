@@ -1,6 +1,6 @@
 # Headers as consumers name them: "tickwheel/timer/timer.h".
 #
-# The folders stay where they are (timer/, timer/idle/, worker/), as with
+# The folders stay where they are (timer/, timer/idle/, worker/, base/), as with
 # Bazel's include_prefix. The build tree gets a folder of links,
 # <build>/include/tickwheel/<folder>/<header>, one per header rather than one
 # per folder, so that no BUILD.bazel appears under a build folder that a user

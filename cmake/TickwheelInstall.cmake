@@ -1,8 +1,8 @@
 # Install rules (TICKWHEEL_INSTALL): the libraries, the headers, a CMake
 # package (find_package(tickwheel CONFIG)) and a pkg-config file.
 #
-# Headers go to <prefix>/include/tickwheel/{timer,timer/idle,worker}/, never
-# to <prefix>/include/timer/ or <prefix>/include/worker/: those names are
+# Headers go to <prefix>/include/tickwheel/{timer,timer/idle,base}/, never
+# to <prefix>/include/timer/ or <prefix>/include/base/: those names are
 # common, and a prefix such as /usr/local is shared with other libraries and
 # with a project's own include folders, so an unprefixed timer/timer.h could
 # shadow or be shadowed by another one depending on the order of -I flags.
@@ -13,9 +13,9 @@ include(CMakePackageConfigHelpers)
 set(TICKWHEEL_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/tickwheel")
 
 # The public headers are timer/*.h (Bazel's public targets in timer/); what
-# they include of timer/idle/ and worker/ is installed with them, and nothing
-# else: a user's translation unit never sees the rest of the engine
-# (CONTRIBUTING.md, include rule 4).
+# they include of timer/idle/ and base/ is installed with them, and nothing
+# else: a user's translation unit never sees the engine (CONTRIBUTING.md,
+# "Layers").
 file(GLOB _tickwheel_public RELATIVE "${PROJECT_SOURCE_DIR}" CONFIGURE_DEPENDS
   "${PROJECT_SOURCE_DIR}/timer/*.h")
 tickwheel_header_closure(TICKWHEEL_INSTALLED_HEADERS "${PROJECT_SOURCE_DIR}"

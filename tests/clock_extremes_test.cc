@@ -6,12 +6,12 @@
 //
 //   * Deadlines are nanoseconds after startTime, and the worker sleeps until
 //     SaturatingAdd(startTime, end of the tick of its next work)
-//     (Worker::Sleep()). SaturatingAdd(a, b) (worker/nanos.h) compares
+//     (Worker::Sleep()). SaturatingAdd(a, b) (base/nanos.h) compares
 //     a > INT64_MAX - b with b >= 0, which cannot overflow whatever the
 //     reading a is, negative ones included.
 //   * A tick end that the clock cannot express saturates to INT64_MAX, which
 //     a Sleeper takes as "no deadline, until woken", even on a clock that
-//     reads INT64_MAX (worker/time_source.h). A worker facing a tick that can
+//     reads INT64_MAX (base/time_source.h). A worker facing a tick that can
 //     never end therefore sleeps instead of spinning, ManualClock::AwaitIdle()
 //     sees it idle, and stop() still wakes it. What cannot be reached is kept,
 //     never run, and returned by stop().

@@ -1,13 +1,13 @@
 // tests/duration_nanos_test.cc
 // -----------------------------------------------------------------------------
 // The one conversion of every delay and period to whole nanoseconds
-// (worker/nanos.h): DelayNanos() for absl::Duration agrees with the library
+// (base/nanos.h): DelayNanos() for absl::Duration agrees with the library
 // (rounded up), and FromChrono() for std::chrono durations is exact for
 // integer counts of any period, rounds up, saturates instead of wrapping,
 // maps floating infinities to absl's and refuses NaN. Run under UBSan in CI:
 // no conversion may overflow on the way.
 
-#include "tickwheel/worker/nanos.h"
+#include "tickwheel/base/nanos.h"
 
 #include <chrono>
 #include <cmath>

@@ -20,8 +20,8 @@
 
 #include "gtest/gtest.h"
 #include "tests/pool_test_util.h"
+#include "tickwheel/base/time_source.h"
 #include "tickwheel/worker/cell_pool.h"
-#include "tickwheel/worker/time_source.h"
 
 namespace tickwheel::internal {
 namespace {

@@ -1,8 +1,8 @@
-// Tests for worker/task_slot.h: what is stored inline and what is boxed, that
+// Tests for base/task_slot.h: what is stored inline and what is boxed, that
 // each callable is destroyed exactly once whichever way the slot is emptied,
 // and that Timer::newTimeout() takes a callable straight into its node.
 
-#include "tickwheel/worker/task_slot.h"
+#include "tickwheel/base/task_slot.h"
 
 #include <array>
 #include <atomic>

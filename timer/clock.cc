@@ -3,7 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 
-#include "tickwheel/worker/mutex.h"
+#include "tickwheel/base/mutex.h"
 
 namespace tickwheel {
 namespace {

@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "tickwheel/worker/time_source.h"
+#include "tickwheel/base/time_source.h"
 
 namespace tickwheel {
 

@@ -6,8 +6,8 @@
 
 #include "absl/base/attributes.h"
 #include "absl/base/thread_annotations.h"
-#include "tickwheel/worker/logging.h"
-#include "tickwheel/worker/mutex.h"
+#include "tickwheel/base/logging.h"
+#include "tickwheel/base/mutex.h"
 
 namespace tickwheel {
 namespace {

@@ -23,7 +23,7 @@
 #error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
 #endif
 
-#include "tickwheel/worker/logging.h"
+#include "tickwheel/base/logging.h"
 
 namespace tickwheel {
 

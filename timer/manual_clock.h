@@ -34,8 +34,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "tickwheel/base/mutex.h"
 #include "tickwheel/timer/clock.h"
-#include "tickwheel/worker/mutex.h"
 
 namespace tickwheel {
 

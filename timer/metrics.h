@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 
 #include "absl/time/time.h"
-#include "tickwheel/worker/histogram.h"
+#include "tickwheel/base/histogram.h"
 
 namespace tickwheel {
 

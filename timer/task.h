@@ -33,8 +33,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "tickwheel/base/task_slot.h"
 #include "tickwheel/timer/timeout.h"
-#include "tickwheel/worker/task_slot.h"
 
 namespace tickwheel {
 
@@ -259,7 +259,7 @@ void EmplaceInto(TaskSlot& slot, F&& f) {
   }
 }
 
-// The TaskEmplacer for a one-shot task of type F (worker/task_slot.h).
+// The TaskEmplacer for a one-shot task of type F (base/task_slot.h).
 template <typename F>
 void EmplaceTask(TaskSlot& slot, void* callable) {
   using Object = std::remove_reference_t<F>;  // const for an lvalue const

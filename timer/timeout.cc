@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "tickwheel/base/interleave.h"
+#include "tickwheel/base/nanos.h"
 #include "tickwheel/timer/task.h"
-#include "tickwheel/worker/interleave.h"
-#include "tickwheel/worker/nanos.h"
 #include "tickwheel/worker/shared_state.h"
 #include "tickwheel/worker/timeout_node.h"
 

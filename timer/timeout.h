@@ -36,7 +36,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
-#include "tickwheel/worker/nanos.h"
+#include "tickwheel/base/nanos.h"
 
 namespace tickwheel {
 
@@ -51,7 +51,7 @@ using TimePoint = std::chrono::steady_clock::time_point;
 // What the calls that take a delay or a period accept: an absl::Duration, or
 // any std::chrono::duration (an integer or floating-point count of any
 // period). Each becomes whole nanoseconds, rounded up and saturated, by one
-// conversion (worker/nanos.h).
+// conversion (base/nanos.h).
 template <typename D>
 concept TimerDuration = std::same_as<std::remove_cvref_t<D>, absl::Duration> ||
     internal::kIsChronoDuration<std::remove_cvref_t<D>>;
@@ -138,7 +138,7 @@ class Timeout {
   // on a queue), and wakes it only if it sleeps past the new deadline.
   bool reset(absl::Duration delay) const;
   // Any std::chrono::duration, converted as newTimeout() does
-  // (worker/nanos.h); false, changing nothing, for a NaN count.
+  // (base/nanos.h); false, changing nothing, for a NaN count.
   template <typename Rep, typename Period>
   bool reset(std::chrono::duration<Rep, Period> delay) const {
     const std::optional<absl::Duration> d = internal::FromChrono(delay);

@@ -88,14 +88,14 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "tickwheel/base/deadline_spec.h"
+#include "tickwheel/base/nanos.h"
 #include "tickwheel/timer/clock.h"
 #include "tickwheel/timer/instance_limit.h"
 #include "tickwheel/timer/log.h"
 #include "tickwheel/timer/metrics.h"
 #include "tickwheel/timer/task.h"
 #include "tickwheel/timer/timeout.h"
-#include "tickwheel/worker/deadline_spec.h"
-#include "tickwheel/worker/nanos.h"
 
 // The version of tickwheel these headers belong to (CHANGELOG.md).
 #define TICKWHEEL_VERSION_MAJOR 0
@@ -203,7 +203,7 @@ class Timer {
   }
   // Any std::chrono::duration: integer counts of any period converted
   // exactly, floating-point counts in long double, each rounded up to whole
-  // nanoseconds and saturated (worker/nanos.h). InvalidArgument for a NaN
+  // nanoseconds and saturated (base/nanos.h). InvalidArgument for a NaN
   // count.
   template <TimerTaskCallable F, typename Rep, typename Period>
   absl::StatusOr<Timeout> newTimeout(F&& task,

@@ -2,7 +2,7 @@
 # Checks that the CMake build (CMakeLists.txt, tests/CMakeLists.txt) and the
 # Bazel build (the primary one) build the same things:
 #   1. the same library files: every source and header of Bazel's cc_library
-#      targets under //timer and //worker is in tickwheel::timer or
+#      targets under //timer, //worker and //base is in tickwheel::timer or
 #      tickwheel::idle_tracker, and nothing else is;
 #   2. the same tests: every Bazel test (unit tests of //tests, example
 #      programs of //examples) is a ctest test of the same name or is on the
@@ -47,7 +47,7 @@ query() {
 # Tests as ctest names them: those of //tests by their bare name
 # (//tests:cancel_test -> cancel_test), the others as <package>/<name>
 # (//examples:heartbeat_test -> examples/heartbeat_test).
-libs='kind(cc_library, //timer/... + //worker/...)'
+libs='kind(cc_library, //timer/... + //worker/... + //base/...)'
 query "labels(srcs, $libs) + labels(hdrs, $libs)" |
   sed -E 's#^//([^:]*):(.*)$#\1/\2#' | sort -u >"$tmp/bazel_library"
 query 'tests(//...)' | sed -E -e 's#^//tests:##' -e 's#^//([^:]*):#\1/#' |
@@ -67,9 +67,9 @@ report() {  # report <file> <message>
 }
 
 comm -23 "$tmp/bazel_library" "$tmp/cmake_library" >"$tmp/d1"
-report "$tmp/d1" "in a Bazel library target under //timer or //worker, not in the CMake libraries (CMakeLists.txt globs)"
+report "$tmp/d1" "in a Bazel library target under //timer, //worker or //base, not in the CMake libraries (CMakeLists.txt globs)"
 comm -13 "$tmp/bazel_library" "$tmp/cmake_library" >"$tmp/d2"
-report "$tmp/d2" "compiled into a CMake library, but in no Bazel cc_library under //timer or //worker (add it to a BUILD.bazel, or remove the file)"
+report "$tmp/d2" "compiled into a CMake library, but in no Bazel cc_library under //timer, //worker or //base (add it to a BUILD.bazel, or remove the file)"
 comm -23 "$tmp/bazel_tests" "$tmp/cmake_accounted" >"$tmp/d3"
 report "$tmp/d3" "a Bazel test that the CMake build neither builds nor lists in TICKWHEEL_BAZEL_ONLY_TESTS (tests/CMakeLists.txt)"
 comm -13 "$tmp/bazel_tests" "$tmp/cmake_tests" >"$tmp/d4"

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Checks the include rules of CONTRIBUTING.md ("Layout and include rules"):
-#   1. the library's own headers are included with the tickwheel/ prefix,
-#      everywhere (a consumer's own timer/ or worker/ headers cannot collide);
-#   2. worker/ (the engine) includes nothing from timer/ (the facade);
-#   3. timer/idle/ (the idle tracker) includes the public headers of timer/
-#      and, of the engine, only the primitives every component may use;
-#   4. a user's translation unit that includes timer/timer.h or
-#      timer/idle_tracker.h sees none of the engine's lanes, queues, pool,
-#      wheel, nodes or worker (checked on the preprocessor's list of headers).
+# Checks the layers of CONTRIBUTING.md ("Layers"):
+#   1. tickwheel's headers are included with the tickwheel/ prefix, everywhere
+#      (a consumer's own timer/ or base/ headers cannot collide);
+#   2. each folder includes only the layers below it, by one table:
+#        base/        base/
+#        worker/      worker/ base/                 (the engine)
+#        timer/*.h    timer/ timer/idle/ base/      (the public headers)
+#        timer/*.cc   timer/ timer/idle/ worker/ base/  (the facade's code)
+#        timer/idle/  timer/ timer/idle/ base/      (a client of the API)
+#        durable/     timer/ durable/               (a client of the API)
+#      where timer/ means the public headers, timer/*.h and timer/internal/;
+#   3. what a user's translation unit sees: every public header, compiled on
+#      its own, reaches no engine header (checked on the preprocessor's list
+#      of headers, so an indirect include counts too).
 # Exits non-zero and names each violation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,62 +23,67 @@ violation() {
   fail=1
 }
 
-# The engine's primitives: headers with no engine state behind them.
-primitives='mutex|logging|nanos|interleave|time_source|task_slot|histogram|deadline_spec'
-# What a user's translation unit must not see.
-hidden='lane|lane_arrays|mpsc_queue|cell_pool|wheel|timeout_node|shared_state|worker'
-
-# 1. The tickwheel/ prefix, in the library, its tests, tools and examples
-#    (tests/include_paths_test.cc checks the old paths on purpose, and the
-#    consumer examples examples/consumer and examples/cmake_installed have an
-#    application header of their own under timer/).
+# 1. The tickwheel/ prefix, in the library, its tests, tools and examples.
+#    tests/include_paths_test.cc checks on purpose that the repository-relative
+#    paths still work inside a Bazel workspace; the consumer examples have an
+#    application header of their own under timer/.
 while IFS=: read -r file line text; do
   case "$file" in
     tests/include_paths_test.cc|examples/consumer/*|examples/cmake_installed/*) continue ;;
   esac
   violation "$file:$line: include tickwheel's headers as \"tickwheel/...\": $text"
-done < <(grep -rnE '^#include "(timer|worker)/' timer worker tests tools examples \
+done < <(grep -rnE '^#include "(timer|worker|base|durable)/' \
+           timer worker base tests tools examples $(ls -d durable 2>/dev/null) \
            --include='*.h' --include='*.cc' || true)
 
-# 2. The engine never includes the facade.
-while IFS=: read -r file line text; do
-  violation "$file:$line: worker/ must not include timer/: $text"
-done < <(grep -rnE '^#include "tickwheel/timer/' worker || true)
-
-# 3. The idle tracker: public headers and primitives only.
-while IFS=: read -r file line text; do
-  header=$(sed -E 's/.*"tickwheel\/([^"]+)".*/\1/' <<<"$text")
-  case "$header" in
-    timer/idle/*) ;;
-    timer/*/*) violation "$file:$line: timer/idle/ may include public headers only: $text" ;;
-    timer/*) ;;
-    worker/*)
-      if ! grep -qE "^worker/($primitives)\.h$" <<<"$header"; then
-        violation "$file:$line: timer/idle/ may include only the engine's primitives ($primitives): $text"
-      fi ;;
+# 2. The layers. allowed <file>: the folders its includes may name.
+allowed() {
+  case "$1" in
+    base/*) echo "base" ;;
+    worker/*) echo "worker base" ;;
+    timer/idle/*) echo "timer timer/internal timer/idle base" ;;
+    timer/internal/*|timer/*.h) echo "timer timer/internal timer/idle base" ;;
+    timer/*.cc) echo "timer timer/internal timer/idle worker base" ;;
+    durable/*) echo "timer durable" ;;
   esac
-done < <(grep -rnE '^#include "tickwheel/' timer/idle || true)
+}
+while IFS= read -r file; do
+  layers=$(allowed "$file")
+  [[ -z "$layers" ]] && continue
+  while IFS=: read -r line text; do
+    header=$(sed -E 's/.*"tickwheel\/([^"]+)".*/\1/' <<<"$text")
+    folder=$(dirname "$header")
+    ok=0
+    for layer in $layers; do
+      [[ "$folder" == "$layer" ]] && ok=1
+    done
+    ((ok)) || violation "$file:$line: $(dirname "$file")/ may include only $layers: $text"
+  done < <(grep -nE '^#include "tickwheel/' "$file" || true)
+done < <(git ls-files 'base/*' 'worker/*' 'timer/*' 'durable/*' | grep -E '\.(h|cc)$')
 
-# 4. What a user's translation unit sees.
+# 3. What a user's translation unit sees.
 cxx=${CXX:-g++}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/include"
 ln -s "$(pwd)" "$tmp/include/tickwheel"
-for public in timer/timer.h timer/idle_tracker.h; do
-  echo "#include \"tickwheel/$public\"" >"$tmp/user.cc"
+mapfile -t public < <(git ls-files 'timer/*.h' | grep -vE '^timer/idle/';
+                      git ls-files 'durable/*.h' | grep -vE '/internal/' || true)
+for header in "${public[@]}"; do
+  echo "#include \"tickwheel/$header\"" >"$tmp/user.cc"
   if ! "$cxx" -std=c++20 -I"$tmp/include" -M "$tmp/user.cc" >"$tmp/deps" 2>"$tmp/err"; then
     cat "$tmp/err"
-    violation "$public does not compile on its own"
+    violation "$header does not compile on its own"
     continue
   fi
   while read -r seen; do
-    violation "a user's #include \"tickwheel/$public\" reaches $seen"
-  done < <(tr ' \\' '\n\n' <"$tmp/deps" | grep -oE "tickwheel/worker/($hidden)\.h$" | sort -u || true)
+    violation "a user's #include \"tickwheel/$header\" reaches $seen"
+  done < <(tr ' \\' '\n\n' <"$tmp/deps" | grep -oE 'tickwheel/[a-z_/]+\.h$' |
+             grep -E '^tickwheel/worker/' | sort -u || true)
 done
 
 if ((fail)); then
-  echo "check_includes: FAILED (rules: CONTRIBUTING.md, \"Layout and include rules\")"
+  echo "check_includes: FAILED (CONTRIBUTING.md, \"Layers\")"
   exit 1
 fi
-echo "check_includes: OK (prefix, engine -> facade, idle -> primitives, what a user sees)"
+echo "check_includes: OK (prefix; layers base <- worker <- timer, clients of timer; ${#public[@]} public headers seen by a user)"

@@ -75,8 +75,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "tickwheel/base/mutex.h"
 #include "tickwheel/timer/idle_tracker.h"
-#include "tickwheel/worker/mutex.h"
 
 namespace tickwheel::tools {
 

@@ -9,7 +9,7 @@
 #   3. run every test under the plain build and under ASan (with LSan), TSan
 #      and UBSan; any sanitizer report fails its test;
 #   4. run the concurrency tests again with interleaving points on (every
-#      marked atomic step may yield or sleep: worker/interleave.h), under
+#      marked atomic step may yield or sleep: base/interleave.h), under
 #      ASan and under TSan;
 #   5. check the thread-safety annotations with clang's -Wthread-safety;
 #   6. build and run a consumer workspace that depends on //timer;

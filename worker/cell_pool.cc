@@ -15,7 +15,7 @@
 #include <functional>
 #include <thread>
 
-#include "tickwheel/worker/fork_guard.h"
+#include "tickwheel/base/fork_guard.h"
 
 namespace tickwheel::internal {
 

@@ -117,8 +117,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "tickwheel/worker/mutex.h"
-#include "tickwheel/worker/time_source.h"
+#include "tickwheel/base/mutex.h"
+#include "tickwheel/base/time_source.h"
 
 namespace tickwheel::internal {
 
@@ -167,7 +167,7 @@ class CellDepot {
   static constexpr size_t kGrowthPerReserveChunk = 4;
   static constexpr size_t kMaxReserveChunks = 16;
 
-  // Holds the depot's mutex across fork() (worker/fork_guard.h), so that a
+  // Holds the depot's mutex across fork() (base/fork_guard.h), so that a
   // child never inherits it locked by a thread that does not exist there.
   explicit CellDepot(size_t cell_size);
   CellDepot(const CellDepot&) = delete;

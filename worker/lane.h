@@ -65,7 +65,7 @@
 #include <cstdint>
 #include <new>
 
-#include "tickwheel/worker/interleave.h"
+#include "tickwheel/base/interleave.h"
 #include "tickwheel/worker/lane_arrays.h"
 
 namespace tickwheel::internal {

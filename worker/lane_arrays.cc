@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "tickwheel/worker/fork_guard.h"
-#include "tickwheel/worker/mutex.h"
+#include "tickwheel/base/fork_guard.h"
+#include "tickwheel/base/mutex.h"
 
 namespace tickwheel::internal {
 namespace {

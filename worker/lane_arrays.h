@@ -18,7 +18,7 @@
 // producer shard that scheduled, 8 shards per timer).
 //
 // Thread-safety: thread-safe. The free list is under a mutex held across
-// fork() (worker/fork_guard.h), so a child never inherits it locked. Take() and
+// fork() (base/fork_guard.h), so a child never inherits it locked. Take() and
 // Give() are called once per lane (when its first producer claims a cell, and
 // when it is destroyed).
 

@@ -53,7 +53,7 @@
 #include <atomic>
 #include <cstddef>
 
-#include "tickwheel/worker/interleave.h"
+#include "tickwheel/base/interleave.h"
 
 namespace tickwheel::internal {
 

@@ -10,9 +10,9 @@
 #include <atomic>
 #include <cstdint>
 
+#include "tickwheel/base/time_source.h"
 #include "tickwheel/worker/lane.h"
 #include "tickwheel/worker/mpsc_queue.h"
-#include "tickwheel/worker/time_source.h"
 #include "tickwheel/worker/timeout_node.h"
 
 namespace tickwheel::internal {

@@ -185,9 +185,9 @@
 #include <utility>
 
 #include "absl/base/config.h"
+#include "tickwheel/base/interleave.h"
+#include "tickwheel/base/task_slot.h"
 #include "tickwheel/worker/cell_pool.h"
-#include "tickwheel/worker/interleave.h"
-#include "tickwheel/worker/task_slot.h"
 
 namespace tickwheel::internal {
 
@@ -295,7 +295,7 @@ struct TimeoutNode {
   // notice queue's link.
   std::atomic<TimeoutNode*> next{nullptr};
 
-  // The callable, in 24 bytes (worker/task_slot.h).
+  // The callable, in 24 bytes (base/task_slot.h).
   TaskSlot task_slot;
 
   TaskSlot& task() { return task_slot; }

@@ -96,7 +96,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "tickwheel/worker/nanos.h"
+#include "tickwheel/base/nanos.h"
 #include "tickwheel/worker/timeout_node.h"
 
 namespace tickwheel::internal {

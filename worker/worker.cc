@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "tickwheel/worker/interleave.h"
-#include "tickwheel/worker/logging.h"
-#include "tickwheel/worker/nanos.h"
+#include "tickwheel/base/interleave.h"
+#include "tickwheel/base/logging.h"
+#include "tickwheel/base/nanos.h"
 
 namespace tickwheel::internal {
 namespace {

@@ -140,14 +140,14 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "tickwheel/worker/deadline_spec.h"
-#include "tickwheel/worker/histogram.h"
-#include "tickwheel/worker/mapped_vector.h"
-#include "tickwheel/worker/mutex.h"
-#include "tickwheel/worker/nanos.h"
+#include "tickwheel/base/deadline_spec.h"
+#include "tickwheel/base/histogram.h"
+#include "tickwheel/base/mapped_vector.h"
+#include "tickwheel/base/mutex.h"
+#include "tickwheel/base/nanos.h"
+#include "tickwheel/base/task_slot.h"
+#include "tickwheel/base/time_source.h"
 #include "tickwheel/worker/shared_state.h"
-#include "tickwheel/worker/task_slot.h"
-#include "tickwheel/worker/time_source.h"
 #include "tickwheel/worker/timeout_node.h"
 #include "tickwheel/worker/wheel.h"
 
@@ -220,7 +220,7 @@ class Worker final : public std::enable_shared_from_this<Worker>,
   // Timer::stop: every node neither run nor cancelled (but for library
   // timeouts, whose tasks it destroys), earliest deadline first, each marked
   // kStopped and with the worker's reference, which the caller takes. In
-  // mapped memory (worker/mapped_vector.h), which leaves when it is freed.
+  // mapped memory (base/mapped_vector.h), which leaves when it is freed.
   absl::StatusOr<StoppedNodes> Stop()
       ABSL_LOCKS_EXCLUDED(stop_mu_, start_mu_, wake_mu_, cancel_all_mu_);
 

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "tickwheel/worker/interleave.h"
-#include "tickwheel/worker/nanos.h"
+#include "tickwheel/base/interleave.h"
+#include "tickwheel/base/nanos.h"
 #include "tickwheel/worker/worker.h"
 
 namespace tickwheel::internal {

@@ -5,7 +5,7 @@
 #include <thread>
 #include <utility>
 
-#include "tickwheel/worker/interleave.h"
+#include "tickwheel/base/interleave.h"
 #include "tickwheel/worker/worker.h"
 
 namespace tickwheel::internal {

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "tickwheel/worker/logging.h"
+#include "tickwheel/base/logging.h"
 
 namespace tickwheel::internal {
 

@@ -44,12 +44,12 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tickwheel/base/mutex.h"
+#include "tickwheel/base/nanos.h"
 #include "tickwheel/timer/idle/idle_clock.h"
 #include "tickwheel/timer/idle/idle_entry.h"
 #include "tickwheel/timer/idle/idle_metrics.h"
 #include "tickwheel/timer/timer.h"
-#include "tickwheel/worker/mutex.h"
-#include "tickwheel/worker/nanos.h"
 
 namespace tickwheel::internal {
 

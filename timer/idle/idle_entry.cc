@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "tickwheel/base/logging.h"
+#include "tickwheel/base/nanos.h"
 #include "tickwheel/timer/idle/idle_core.h"
-#include "tickwheel/worker/logging.h"
-#include "tickwheel/worker/nanos.h"
 
 namespace tickwheel::internal {
 namespace {

@@ -71,8 +71,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
+#include "tickwheel/base/interleave.h"
 #include "tickwheel/timer/timer.h"
-#include "tickwheel/worker/interleave.h"
 
 namespace tickwheel::internal {
 

@@ -20,9 +20,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "tickwheel/base/deadline_spec.h"
+#include "tickwheel/base/nanos.h"
 #include "tickwheel/timer/timer.h"
-#include "tickwheel/worker/deadline_spec.h"
-#include "tickwheel/worker/nanos.h"
 
 namespace tickwheel::internal {
 

@@ -1,4 +1,4 @@
-// worker/fork_guard.h
+// base/fork_guard.h
 // -----------------------------------------------------------------------------
 // Internal. HoldAcrossFork(): the one pthread_atfork registration for
 // tickwheel's process-wide mutexes (the node pool's depots, the lane arrays'
@@ -17,10 +17,10 @@
 // is registered concurrently with a fork() may or may not be held for it
 // (it cannot be in use yet).
 
-#ifndef TICKWHEEL_WORKER_FORK_GUARD_H_
-#define TICKWHEEL_WORKER_FORK_GUARD_H_
+#ifndef TICKWHEEL_BASE_FORK_GUARD_H_
+#define TICKWHEEL_BASE_FORK_GUARD_H_
 
-#include "tickwheel/worker/mutex.h"
+#include "tickwheel/base/mutex.h"
 
 namespace tickwheel::internal {
 
@@ -33,4 +33,4 @@ bool HoldAcrossFork(Mutex* mu, void (*in_child)(void* arg) = nullptr,
 
 }  // namespace tickwheel::internal
 
-#endif  // TICKWHEEL_WORKER_FORK_GUARD_H_
+#endif  // TICKWHEEL_BASE_FORK_GUARD_H_

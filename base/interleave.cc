@@ -1,4 +1,4 @@
-#include "tickwheel/worker/interleave.h"
+#include "tickwheel/base/interleave.h"
 
 #ifdef TICKWHEEL_INTERLEAVE
 

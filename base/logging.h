@@ -1,4 +1,4 @@
-// worker/logging.h
+// base/logging.h
 // -----------------------------------------------------------------------------
 // Internal. The one place where tickwheel reports things (a task that threw, a
 // task executor that threw, too many Timer instances), and how it runs user
@@ -10,8 +10,8 @@
 //
 // These functions are thread-safe.
 
-#ifndef TICKWHEEL_WORKER_LOGGING_H_
-#define TICKWHEEL_WORKER_LOGGING_H_
+#ifndef TICKWHEEL_BASE_LOGGING_H_
+#define TICKWHEEL_BASE_LOGGING_H_
 
 #include <functional>
 #include <string_view>
@@ -56,4 +56,4 @@ template <typename F>
 
 }  // namespace tickwheel::internal
 
-#endif  // TICKWHEEL_WORKER_LOGGING_H_
+#endif  // TICKWHEEL_BASE_LOGGING_H_

@@ -1,4 +1,4 @@
-// worker/time_source.h
+// base/time_source.h
 // -----------------------------------------------------------------------------
 // Internal. What the worker needs of a clock: a monotonic reading in
 // nanoseconds and a way to sleep until a reading or until woken. The worker
@@ -12,8 +12,8 @@
 // Times are int64 nanoseconds on a monotonic scale whose origin the clock
 // chooses; only differences matter to the timer.
 
-#ifndef TICKWHEEL_WORKER_TIME_SOURCE_H_
-#define TICKWHEEL_WORKER_TIME_SOURCE_H_
+#ifndef TICKWHEEL_BASE_TIME_SOURCE_H_
+#define TICKWHEEL_BASE_TIME_SOURCE_H_
 
 #include <time.h>
 
@@ -64,4 +64,4 @@ inline int64_t MonotonicNanos() {
 
 }  // namespace tickwheel::internal
 
-#endif  // TICKWHEEL_WORKER_TIME_SOURCE_H_
+#endif  // TICKWHEEL_BASE_TIME_SOURCE_H_

@@ -1,4 +1,4 @@
-// worker/histogram.h
+// base/histogram.h
 // -----------------------------------------------------------------------------
 // Internal. The bucket scheme of tickwheel's lateness histogram, shared by the
 // engine, which counts into it, and the public LatenessHistogram
@@ -13,8 +13,8 @@
 // Thread-safety: pure functions, and HistogramCounts, whose counters one
 // thread writes (relaxed stores) while others read (relaxed loads).
 
-#ifndef TICKWHEEL_WORKER_HISTOGRAM_H_
-#define TICKWHEEL_WORKER_HISTOGRAM_H_
+#ifndef TICKWHEEL_BASE_HISTOGRAM_H_
+#define TICKWHEEL_BASE_HISTOGRAM_H_
 
 #include <array>
 #include <atomic>
@@ -73,4 +73,4 @@ struct HistogramCounts {
 
 }  // namespace tickwheel::internal
 
-#endif  // TICKWHEEL_WORKER_HISTOGRAM_H_
+#endif  // TICKWHEEL_BASE_HISTOGRAM_H_

@@ -1,4 +1,4 @@
-// worker/mapped_vector.h
+// base/mapped_vector.h
 // -----------------------------------------------------------------------------
 // Internal. MappedVector<T>: a std::vector whose large buffers are mapped
 // pages of their own (mmap), for the engine's temporary buffers of one entry
@@ -16,8 +16,8 @@
 // Thread-safety: as std::vector. Out of memory: std::bad_alloc, as
 // std::allocator.
 
-#ifndef TICKWHEEL_WORKER_MAPPED_VECTOR_H_
-#define TICKWHEEL_WORKER_MAPPED_VECTOR_H_
+#ifndef TICKWHEEL_BASE_MAPPED_VECTOR_H_
+#define TICKWHEEL_BASE_MAPPED_VECTOR_H_
 
 #include <sys/mman.h>
 
@@ -72,4 +72,4 @@ using MappedVector = std::vector<T, MappedAllocator<T>>;
 
 }  // namespace tickwheel::internal
 
-#endif  // TICKWHEEL_WORKER_MAPPED_VECTOR_H_
+#endif  // TICKWHEEL_BASE_MAPPED_VECTOR_H_

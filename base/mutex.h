@@ -1,4 +1,4 @@
-// worker/mutex.h
+// base/mutex.h
 // -----------------------------------------------------------------------------
 // Internal. Mutex: a std::mutex that clang's -Wthread-safety can see, and
 // MutexLock, its scoped guard.
@@ -30,8 +30,8 @@
 //
 // This class is thread-safe.
 
-#ifndef TICKWHEEL_WORKER_MUTEX_H_
-#define TICKWHEEL_WORKER_MUTEX_H_
+#ifndef TICKWHEEL_BASE_MUTEX_H_
+#define TICKWHEEL_BASE_MUTEX_H_
 
 #include <mutex>
 
@@ -106,4 +106,4 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
 
 }  // namespace tickwheel::internal
 
-#endif  // TICKWHEEL_WORKER_MUTEX_H_
+#endif  // TICKWHEEL_BASE_MUTEX_H_

@@ -1,4 +1,4 @@
-// worker/task_slot.h
+// base/task_slot.h
 // -----------------------------------------------------------------------------
 // Internal. The task inside a TimeoutNode: a callable erased into 24 bytes (a
 // pointer to a table of functions and 16 bytes of storage), where a
@@ -21,8 +21,8 @@
 // Thread-safety: none; TimeoutNode's state machine decides which thread may
 // touch the slot (worker/timeout_node.h).
 
-#ifndef TICKWHEEL_WORKER_TASK_SLOT_H_
-#define TICKWHEEL_WORKER_TASK_SLOT_H_
+#ifndef TICKWHEEL_BASE_TASK_SLOT_H_
+#define TICKWHEEL_BASE_TASK_SLOT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -138,4 +138,4 @@ using TaskEmplacer = void (*)(TaskSlot& slot, void* callable);
 
 }  // namespace tickwheel::internal
 
-#endif  // TICKWHEEL_WORKER_TASK_SLOT_H_
+#endif  // TICKWHEEL_BASE_TASK_SLOT_H_

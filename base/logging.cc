@@ -1,4 +1,4 @@
-#include "tickwheel/worker/logging.h"
+#include "tickwheel/base/logging.h"
 
 #include <cstdio>
 #include <exception>
@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "absl/base/thread_annotations.h"
-#include "tickwheel/worker/mutex.h"
+#include "tickwheel/base/mutex.h"
 
 namespace tickwheel::internal {
 namespace {

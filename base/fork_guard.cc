@@ -1,4 +1,4 @@
-#include "tickwheel/worker/fork_guard.h"
+#include "tickwheel/base/fork_guard.h"
 
 #include <pthread.h>
 

@@ -1,4 +1,4 @@
-// worker/interleave.h
+// base/interleave.h
 // -----------------------------------------------------------------------------
 // Internal. Interleaving points for testing the lock-free protocols.
 //
@@ -21,8 +21,8 @@
 // which threads first reach a point and from TICKWHEEL_INTERLEAVE_SEED
 // (environment, default 1).
 
-#ifndef TICKWHEEL_WORKER_INTERLEAVE_H_
-#define TICKWHEEL_WORKER_INTERLEAVE_H_
+#ifndef TICKWHEEL_BASE_INTERLEAVE_H_
+#define TICKWHEEL_BASE_INTERLEAVE_H_
 
 #ifdef TICKWHEEL_INTERLEAVE
 
@@ -39,4 +39,4 @@ void InterleavePoint() noexcept;
 
 #endif  // TICKWHEEL_INTERLEAVE
 
-#endif  // TICKWHEEL_WORKER_INTERLEAVE_H_
+#endif  // TICKWHEEL_BASE_INTERLEAVE_H_

@@ -1,9 +1,9 @@
-// worker/deadline_spec.h
+// base/deadline_spec.h
 // -----------------------------------------------------------------------------
 // Internal. How the facade tells the worker when a new timeout is due.
 
-#ifndef TICKWHEEL_WORKER_DEADLINE_SPEC_H_
-#define TICKWHEEL_WORKER_DEADLINE_SPEC_H_
+#ifndef TICKWHEEL_BASE_DEADLINE_SPEC_H_
+#define TICKWHEEL_BASE_DEADLINE_SPEC_H_
 
 #include <cstdint>
 
@@ -21,4 +21,4 @@ struct DeadlineSpec {
 
 }  // namespace tickwheel::internal
 
-#endif  // TICKWHEEL_WORKER_DEADLINE_SPEC_H_
+#endif  // TICKWHEEL_BASE_DEADLINE_SPEC_H_

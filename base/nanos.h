@@ -1,4 +1,4 @@
-// worker/nanos.h
+// base/nanos.h
 // -----------------------------------------------------------------------------
 // Internal. Nanosecond arithmetic shared by the engine, the clocks and the
 // idle tracker: a delay from an absl::Duration or from any std::chrono
@@ -28,8 +28,8 @@
 //
 // Thread-safety: pure functions.
 
-#ifndef TICKWHEEL_WORKER_NANOS_H_
-#define TICKWHEEL_WORKER_NANOS_H_
+#ifndef TICKWHEEL_BASE_NANOS_H_
+#define TICKWHEEL_BASE_NANOS_H_
 
 #include <algorithm>
 #include <chrono>
@@ -129,4 +129,4 @@ constexpr int64_t SaturatingMul(int64_t a, int64_t b) {
 
 }  // namespace tickwheel::internal
 
-#endif  // TICKWHEEL_WORKER_NANOS_H_
+#endif  // TICKWHEEL_BASE_NANOS_H_
