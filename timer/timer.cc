@@ -18,13 +18,13 @@ namespace {
 
 // The options' wheel, checked: the tick in nanoseconds, ticks_per_wheel
 // rounded up to a power of two, and the slack in [0, tick] nanoseconds.
-struct WheelShape {
+struct CheckedShape {
   int64_t tick_nanos;
   int ticks_per_wheel;
   int64_t slack_nanos;
 };
 
-absl::StatusOr<WheelShape> CheckWheel(const TimerOptions& options) {
+absl::StatusOr<CheckedShape> CheckWheel(const TimerOptions& options) {
   if (options.tick_duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         fmt::format("tick_duration must be > 0, got {}",
@@ -65,7 +65,7 @@ absl::StatusOr<WheelShape> CheckWheel(const TimerOptions& options) {
         std::min(tick_nanos, absl::ToInt64Nanoseconds(absl::Trunc(
                                  *options.slack, absl::Nanoseconds(1))));
   }
-  return WheelShape{tick_nanos, wheel, slack_nanos};
+  return CheckedShape{tick_nanos, wheel, slack_nanos};
 }
 
 }  // namespace
@@ -75,7 +75,7 @@ absl::Status Timer::CheckOptions(const TimerOptions& options) {
 }
 
 absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
-  absl::StatusOr<WheelShape> shape = CheckWheel(options);
+  absl::StatusOr<CheckedShape> shape = CheckWheel(options);
   if (!shape.ok()) return shape.status();
   const int64_t tick_nanos = shape->tick_nanos;
   const int wheel = shape->ticks_per_wheel;
@@ -85,9 +85,9 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
       new Timer(absl::Nanoseconds(tick_nanos), wheel,
                 absl::Nanoseconds(shape->slack_nanos)));
   internal::WorkerConfig config;
-  config.tick_nanos = tick_nanos;
-  config.ticks_per_wheel = wheel;
-  config.slack_nanos = shape->slack_nanos;
+  config.shape = {.tick_nanos = tick_nanos,
+                  .ticks_per_wheel = wheel,
+                  .slack_nanos = shape->slack_nanos};
   config.max_pending_timeouts = options.max_pending_timeouts;
   config.thread_name = std::move(options.thread_name);
   config.task_executor = std::move(options.task_executor);
@@ -159,7 +159,7 @@ absl::StatusOr<std::vector<Timeout>> Timer::stop() {
 int64_t Timer::pendingTimeouts() const { return worker_->pending(); }
 
 TimerMetrics Timer::metrics() const {
-  const internal::WorkerCounters c = worker_->Counters();
+  const internal::CountersSnapshot c = worker_->Counters();
   TimerMetrics m;
   m.pending = c.pending;
   m.expired = c.expired;

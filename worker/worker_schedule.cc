@@ -10,6 +10,7 @@
 
 #include "tickwheel/base/interleave.h"
 #include "tickwheel/base/nanos.h"
+#include "tickwheel/worker/cell_pool.h"
 #include "tickwheel/worker/worker.h"
 
 namespace tickwheel::internal {
@@ -119,7 +120,7 @@ void Worker::Publish(TimeoutNode* node, int shard) {
     // deadline, so that what waits, cancelled nodes included, is bounded by
     // a count rather than by the time to the next deadline.
     my_shard.queue.Push(node);
-    WakeForBacklog();
+    planner_.WakeForBacklog();
     return;
   }
   node->SetLaneCell(my_shard.lane.Cell(cell));
@@ -133,41 +134,11 @@ void Worker::Publish(TimeoutNode* node, int shard) {
   // the pool's decay: a test clock's wake-ups stay those of its timeouts.
   if constexpr (TimeoutNode::kPooled) {
     if (config_.monotonic_clock && NodePool::Depot().ReserveWanted()) {
-      WakeForBacklog();
+      planner_.WakeForBacklog();
       return;
     }
   }
-  WakeIfSleepingPast(deadline);
-}
-
-void Worker::WakeIfSleepingPast(int64_t deadline) {
-  // The first producer to need it claims the wake-up (kAwake): the woken
-  // worker drains the queues before it plans again, so later producers
-  // need not wake it.
-  int64_t limit = wake_limit_.load(std::memory_order_seq_cst);
-  while (deadline <= limit) {
-    if (wake_limit_.compare_exchange_weak(limit, kAwake,
-                                          std::memory_order_seq_cst)) {
-      WakeWorker();
-      return;
-    }
-  }
-}
-
-void Worker::WakeForBacklog() {
-  int64_t limit = wake_limit_.load(std::memory_order_seq_cst);
-  while (limit != kAwake) {
-    if (wake_limit_.compare_exchange_weak(limit, kAwake,
-                                          std::memory_order_seq_cst)) {
-      WakeWorker();
-      return;
-    }
-  }
-}
-
-void Worker::WakeWorker() {
-  MutexLock lock(&wake_mu_);
-  if (sleeper_ != nullptr) sleeper_->Wake();
+  planner_.WakeIfSleepingPast(deadline);
 }
 
 absl::Status Worker::StartThread() {
@@ -177,11 +148,12 @@ absl::Status Worker::StartThread() {
       SharedTimerState::kClosed) {
     return StoppedError("newTimeout");
   }
-  SetSleeperBeforeStart(config_.clock->NewSleeper());
+  planner_.SetSleeperBeforeStart(config_.clock->NewSleeper());
+  runner_.SetKeepAlive(weak_from_this());
   try {
     thread_ = std::thread([self = shared_from_this()] { self->Run(); });
   } catch (const std::system_error& e) {
-    SetSleeperBeforeStart(nullptr);
+    planner_.SetSleeperBeforeStart(nullptr);
     return absl::ResourceExhaustedError(fmt::format(
         "newTimeout: cannot start the worker thread: {}", e.what()));
   }
