@@ -1,11 +1,13 @@
 #include "tickwheel/timer/timer.h"
 
 #include <algorithm>
+#include <memory>
 #include <new>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "tickwheel/base/time_source.h"
 #include "tickwheel/worker/wheel.h"
 #include "tickwheel/worker/worker.h"
 
@@ -15,6 +17,33 @@ Timer::Timer(absl::Duration tick, int ticks_per_wheel, absl::Duration slack)
     : tick_duration_(tick), ticks_per_wheel_(ticks_per_wheel), slack_(slack) {}
 
 namespace {
+
+// A user's Clock as the engine's TimeSource: forwards every call.
+class ClockSource final : public internal::TimeSource {
+ public:
+  explicit ClockSource(std::shared_ptr<Clock> clock)
+      : clock_(std::move(clock)) {}
+  int64_t NowNanos() override { return clock_->NowNanos(); }
+  std::unique_ptr<internal::TimeSource::Sleeper> NewSleeper() override {
+    return std::make_unique<SleeperSource>(clock_->NewSleeper());
+  }
+
+ private:
+  class SleeperSource final : public internal::TimeSource::Sleeper {
+   public:
+    explicit SleeperSource(std::unique_ptr<Clock::Sleeper> sleeper)
+        : sleeper_(std::move(sleeper)) {}
+    void SleepUntil(int64_t deadline_nanos) override {
+      sleeper_->SleepUntil(deadline_nanos);
+    }
+    void Wake() override { sleeper_->Wake(); }
+
+   private:
+    const std::unique_ptr<Clock::Sleeper> sleeper_;
+  };
+
+  const std::shared_ptr<Clock> clock_;
+};
 
 // The options' wheel, checked: the tick in nanoseconds, ticks_per_wheel
 // rounded up to a power of two, and the slack in [0, tick] nanoseconds.
@@ -91,9 +120,10 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
   config.max_pending_timeouts = options.max_pending_timeouts;
   config.thread_name = std::move(options.thread_name);
   config.task_executor = std::move(options.task_executor);
-  config.clock = options.clock ? std::move(options.clock) : RealClock::Shared();
-  config.monotonic_clock =
-      dynamic_cast<RealClock*>(config.clock.get()) != nullptr;
+  std::shared_ptr<Clock> clock =
+      options.clock ? std::move(options.clock) : RealClock::Shared();
+  config.monotonic_clock = dynamic_cast<RealClock*>(clock.get()) != nullptr;
+  config.clock = std::make_shared<ClockSource>(std::move(clock));
   config.owner = timer.get();
   try {
     timer->worker_ = std::make_shared<internal::Worker>(std::move(config));
