@@ -45,6 +45,19 @@ class ClockSource final : public internal::TimeSource {
   const std::shared_ptr<Clock> clock_;
 };
 
+// The engine's TaskCaller: the task in `slot`, called with the handle of the
+// timeout of `node`, lent the engine's reference for the call (no reference
+// count traffic).
+void CallWithHandle(internal::TaskSlot& slot, internal::TimeoutNode* node,
+                    internal::SharedTimerState* shared) {
+  Timeout timeout = internal::TimeoutAccess::Adopt(node, shared);
+  struct GiveBack {
+    Timeout& t;
+    ~GiveBack() { internal::TimeoutAccess::Disown(t); }
+  } give_back{timeout};
+  slot.Invoke(std::as_const(timeout));
+}
+
 // The options' wheel, checked: the tick in nanoseconds, ticks_per_wheel
 // rounded up to a power of two, and the slack in [0, tick] nanoseconds.
 struct CheckedShape {
@@ -118,6 +131,7 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
                   .ticks_per_wheel = wheel,
                   .slack_nanos = shape->slack_nanos};
   config.max_pending_timeouts = options.max_pending_timeouts;
+  config.call_task = &CallWithHandle;
   config.thread_name = std::move(options.thread_name);
   config.task_executor = std::move(options.task_executor);
   std::shared_ptr<Clock> clock =

@@ -46,7 +46,7 @@ void TaskRunner::Release(int64_t slots) {
 
 [[gnu::always_inline]] inline void TaskRunner::CallTask(TimeoutNode* node) {
   RunLoggingExceptions("a timer task", "the worker goes on",
-                       [&] { node->task().Invoke(node, &shared_); });
+                       [&] { call_(node->task(), node, &shared_); });
 }
 
 void TaskRunner::RunOneShot(TimeoutNode* node, int64_t deadline, int64_t now,
@@ -71,14 +71,13 @@ void TaskRunner::HandToExecutor(TimeoutNode* node) {
   // the shared state behind Timeout::timer()) alive: an executor may run it
   // after ~Timer, when timer() then returns nullptr.
   RunLoggingExceptions("the task_executor", "that task did not run", [&] {
-    executor_(
-        [ref = NodeRef(node), keep = keep_alive_.lock(), shared = &shared_]() {
-          RunLoggingExceptions("a timer task", "the timer goes on", [&] {
-            ref.get()->task().Invoke(ref.get(), shared);
-          });
-          // Captures die with the run, not with the handles.
-          ref.get()->task().Reset();
-        });
+    executor_([ref = NodeRef(node), keep = keep_alive_.lock(),
+               shared = &shared_, call = call_]() {
+      RunLoggingExceptions("a timer task", "the timer goes on",
+                           [&] { call(ref.get()->task(), ref.get(), shared); });
+      // Captures die with the run, not with the handles.
+      ref.get()->task().Reset();
+    });
   });
 }
 
@@ -87,14 +86,15 @@ void TaskRunner::RunPeriodic(TimeoutNode* node, const TimeoutNode::Claim& claim,
   // Claimed with kBusy: inline, out of the wheel (kRunning); with an
   // executor, still filed, marked kInFlight until that run is over.
   const int64_t due = claim.deadline;
-  const int64_t period = node->task().PeriodNanos();
+  PeriodicTask* const box = PeriodicTask::Of(node->task());
+  const int64_t period = box->period_nanos();
   if (claim.outcome == TimeoutNode::ClaimOutcome::kSkipped) {
     // The previous run is still on the executor: this one is skipped.
     node->ScheduleNextRun(NextRun(due, period, now));
     refile->push_back(node);
     return;
   }
-  SharedTask run = node->task().Share();
+  PeriodicRun run(box);
   counters_.NoteRun(SaturatingSub(now, due));
   if (executor_) {
     node->ScheduleNextRun(NextRun(due, period, now));
@@ -105,9 +105,9 @@ void TaskRunner::RunPeriodic(TimeoutNode* node, const TimeoutNode::Claim& claim,
   node->ReleaseForRun();
   running_periodic_ = node;
   RunLoggingExceptions("a timer task", "the worker goes on",
-                       [&] { run.Invoke(node, &shared_); });
+                       [&] { call_(run.task(), node, &shared_); });
   running_periodic_ = nullptr;
-  { SharedTask done = std::move(run); }  // the callable may go with it
+  { PeriodicRun done = std::move(run); }  // the callable may go with it
   // Back into the wheel at the next run (or at the deadline a reset() set
   // during the run), unless a cancel() made the run its last.
   uint32_t word;
@@ -118,7 +118,7 @@ void TaskRunner::RunPeriodic(TimeoutNode* node, const TimeoutNode::Claim& claim,
   }
 }
 
-void TaskRunner::HandPeriodicRun(TimeoutNode* node, SharedTask run) {
+void TaskRunner::HandPeriodicRun(TimeoutNode* node, PeriodicRun run) {
   node->Ref();  // the run's own, dropped when the closure goes
   // Whether the executor runs the closure or drops it, the run is over when
   // the closure goes: kInFlight is cleared then.
@@ -132,9 +132,11 @@ void TaskRunner::HandPeriodicRun(TimeoutNode* node, SharedTask run) {
   };
   RunLoggingExceptions("the task_executor", "that run did not happen", [&] {
     executor_([in_flight = InFlight(node), run = std::move(run),
-               keep = keep_alive_.lock(), shared = &shared_]() mutable {
-      RunLoggingExceptions("a timer task", "the timer goes on",
-                           [&] { run.Invoke(in_flight.node.get(), shared); });
+               keep = keep_alive_.lock(), shared = &shared_,
+               call = call_]() mutable {
+      RunLoggingExceptions("a timer task", "the timer goes on", [&] {
+        call(run.task(), in_flight.node.get(), shared);
+      });
     });
   });
 }

@@ -27,11 +27,19 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "tickwheel/base/periodic_task.h"
+#include "tickwheel/base/task_slot.h"
 #include "tickwheel/worker/shared_state.h"
 #include "tickwheel/worker/timeout_node.h"
 #include "tickwheel/worker/timer_counters.h"
 
 namespace tickwheel::internal {
+
+// Calls the task in `slot` with the handle of the timeout of `node`, lent the
+// caller's reference for the call. The facade provides it (it builds the
+// handle, a type the engine does not know: timer/timer.cc).
+using TaskCaller = void (*)(TaskSlot& slot, TimeoutNode* node,
+                            SharedTimerState* shared);
 
 class TaskRunner {
  public:
@@ -39,9 +47,12 @@ class TaskRunner {
 
   // `shared` and `counters` outlive the runner; an empty `executor` runs
   // tasks inline.
-  TaskRunner(SharedTimerState& shared, TimerCounters& counters,
+  TaskRunner(SharedTimerState& shared, TimerCounters& counters, TaskCaller call,
              Executor executor)
-      : shared_(shared), counters_(counters), executor_(std::move(executor)) {}
+      : shared_(shared),
+        counters_(counters),
+        call_(call),
+        executor_(std::move(executor)) {}
   TaskRunner(const TaskRunner&) = delete;
   TaskRunner& operator=(const TaskRunner&) = delete;
 
@@ -93,13 +104,14 @@ class TaskRunner {
   void CallTask(TimeoutNode* node);
   // With an executor: hands the call over with the driver's reference.
   [[gnu::noinline]] void HandToExecutor(TimeoutNode* node);
-  [[gnu::noinline]] void HandPeriodicRun(TimeoutNode* node, SharedTask run);
+  [[gnu::noinline]] void HandPeriodicRun(TimeoutNode* node, PeriodicRun run);
   // Drops the driver's reference to a node whose task has just run inline,
   // destroying the task's captures now.
   static void ReleaseAfterRun(TimeoutNode* node, bool noticed);
 
   SharedTimerState& shared_;
   TimerCounters& counters_;
+  const TaskCaller call_;
   const Executor executor_;
   std::weak_ptr<const void> keep_alive_;
   TimeoutNode* running_periodic_ = nullptr;

@@ -23,7 +23,7 @@ thread_local const Worker* running_worker = nullptr;
 
 Worker::Worker(WorkerConfig config)
     : config_(std::move(config)),
-      runner_(shared_, counters_, config_.task_executor),
+      runner_(shared_, counters_, config_.call_task, config_.task_executor),
       driver_(config_.shape, runner_, counters_, shutdown_),
       intake_(shared_, driver_) {
   shared_.owner.store(config_.owner, std::memory_order_relaxed);

@@ -77,6 +77,8 @@ struct WorkerConfig {
   WheelShape shape;
   int64_t max_pending_timeouts = 0;
   std::string thread_name;
+  // Calls a task with its handle (the facade's).
+  TaskCaller call_task = nullptr;
   TaskRunner::Executor task_executor;
   std::shared_ptr<TimeSource> clock;  // non-null
   // `clock` reads CLOCK_MONOTONIC (MonotonicNanos()): newTimeout() then

@@ -10,6 +10,7 @@
 
 #include "tickwheel/base/interleave.h"
 #include "tickwheel/base/nanos.h"
+#include "tickwheel/base/periodic_task.h"
 #include "tickwheel/worker/cell_pool.h"
 #include "tickwheel/worker/worker.h"
 
@@ -95,14 +96,28 @@ absl::StatusOr<TimeoutNode*> Worker::NewNode(TaskEmplacer emplace,
     return absl::ResourceExhaustedError(
         "newTimeout: out of memory for the timeout");
   }
+  // A periodic task: one box for all runs, shared by reference with each
+  // run in progress (base/periodic_task.h); the callable goes inside it.
+  PeriodicTask* box = nullptr;
+  if (when.periodic()) {
+    box = new (std::nothrow) PeriodicTask(when.period_nanos);
+    if (box == nullptr) {
+      delete node;
+      give_back();
+      return absl::ResourceExhaustedError(
+          "newPeriodic: out of memory for the task");
+    }
+  }
   try {
-    emplace(node->task(), callable);
+    emplace(box != nullptr ? box->task() : node->task(), callable);
   } catch (...) {  // the callable's own copy or move threw: the caller's
+    if (box != nullptr) box->Unref();
     delete node;
     give_back();
     throw;
   }
-  node->StartQueued(when.periodic, when.library);
+  if (box != nullptr) PeriodicTask::Install(node->task(), box);
+  node->StartQueued(when.periodic(), when.library);
   node->deadline.store(deadline, std::memory_order_relaxed);
   return node;
 }
