@@ -96,6 +96,31 @@ TimeoutNode::LaneCellPtr TakeBack(TimeoutNode* node) {
   return cell != nullptr && Lane::TakeBackPending(cell, node) ? cell : nullptr;
 }
 
+// cancel() of a node it has just taken back out of lane cell `cell`, and
+// with it the worker's reference (timeout_node.h, "take-back first"): claims
+// the node and settles the cell. True iff this call won.
+bool CancelTakenBack(TimeoutNode* node, TimeoutNode::LaneCellPtr cell,
+                     SharedTimerState* shared, int shard) {
+  TICKWHEEL_INTERLEAVE_POINT();
+  if (!node->CancelTakenBack()) {
+    // Another cancel() won the state and then found the cell empty: the
+    // claim has dropped the worker's reference all the same, and the cell
+    // is ours to settle. Bury() touches only the cell, and stop() waits
+    // until every lane is drained, so the lane outlives this store although
+    // the winner may already have given its slot back.
+    Lane::Bury(cell);
+    return false;
+  }
+  // Won: the node's pending slot keeps `shared` alive until we give it back,
+  // last. A reset() may still be storing its deadline.
+  SettleTakenBackCell(cell, shared, shard);
+  node->WaitNotBusy();
+  node->task().Reset();
+  TICKWHEEL_INTERLEAVE_POINT();
+  shared->ReleaseCancelled(shard);
+  return true;
+}
+
 }  // namespace
 
 bool Timeout::cancel() const {
@@ -107,24 +132,7 @@ bool Timeout::cancel() const {
   // the same CAS (timeout_node.h, "Ground rules", take-back first).
   if (node_->state() == TimeoutState::kQueued) {
     if (TimeoutNode::LaneCellPtr cell = TakeBack(node_)) {
-      TICKWHEEL_INTERLEAVE_POINT();
-      if (!node_->CancelTakenBack()) {
-        // Another cancel() won the state and then found the cell empty: the
-        // claim has dropped the worker's reference all the same, and the
-        // cell is ours to settle. Bury() touches only the cell, and stop()
-        // waits until every lane is drained, so the lane outlives this store
-        // although the winner may already have given its slot back.
-        Lane::Bury(cell);
-        return false;
-      }
-      // Won: the node's pending slot keeps `shared` alive until we give it
-      // back, last. A reset() may still be storing its deadline.
-      SettleTakenBackCell(cell, shared, shard);
-      node_->WaitNotBusy();
-      node_->task().Reset();
-      TICKWHEEL_INTERLEAVE_POINT();
-      shared->ReleaseCancelled(shard);
-      return true;
+      return CancelTakenBack(node_, cell, shared, shard);
     }
   }
   // Queued: the node is in its shard's pending queue, or its lane cell was
