@@ -35,12 +35,9 @@
 //     it back under mu_.
 //   * mu_ is held across fork() (base/fork_guard.h): a child never inherits
 //     it locked by a thread that does not exist there.
-//   * Two atomics outside mu_ tell the worker about work, and are read
-//     without mu_. next_decay_ (seq_cst, see NextDecayNanos()) is stored
-//     under mu_, so that it agrees with the chunks it describes.
-//     want_reserve_ (relaxed, see ReserveWanted()) is raised under mu_ and
-//     cleared by Replenish(), whose exchange decides which caller does the
-//     work.
+//   * Two atomics tell the worker about work without mu_: want_reserve_
+//     (ReserveWanted()) and next_decay_ (NextDecayNanos()). Each says at
+//     its declaration who writes it and why its memory order is enough.
 //
 // A depot lives for the life of the process (cells may be freed during
 // static destruction, or by detached threads). This class is thread-safe.
@@ -214,12 +211,20 @@ class CellDepot {
   int mappers_ ABSL_GUARDED_BY(mu_) = 0;  // at most kMaxMappers
   ReservePolicy reserve_policy_ ABSL_GUARDED_BY(mu_);
   DecayWakers wakers_;
-  // Raised by Take() (and by a Replenish() that asks again) under mu_;
-  // cleared by Replenish()'s exchange. Its own cache line: newTimeout()
-  // reads it, and the mutex's line changes on every refill.
+  // Raised under mu_ by Take() and by a Replenish() that asks again;
+  // cleared by Replenish()'s exchange, without mu_. Relaxed throughout: it
+  // carries no data (whatever it asks for is checked and done under mu_),
+  // and the exchange, a read-modify-write, gives each raise to one caller.
+  // Its own cache line: newTimeout() reads it, and the mutex's line
+  // changes on every refill.
   alignas(64) std::atomic<bool> want_reserve_{false};
-  // Stored under mu_ (Give(), a decay, a chunk faulted into the reserve);
-  // loaded without it by the worker (NextDecayNanos()) and as a hint.
+  // Stored (seq_cst) under mu_ only: by Give() and PrepareIntoReserve()
+  // when they make the first decay due, and by a decay, which plans the
+  // next. Loaded seq_cst by the sleeping worker (NextDecayNanos()), and
+  // relaxed elsewhere: under mu_, where the mutex orders it, or as a hint
+  // in Decay() and MaybeDecay(), where a stale reading only moves the
+  // decay to the worker's next pass (the store that made it due is
+  // followed by a call to the waker).
   alignas(64) std::atomic<int64_t> next_decay_{DecayPolicy::kNothingDue};
 };
 
