@@ -49,6 +49,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "tickwheel/worker/cell_depot.h"
 #include "tickwheel/worker/chunk.h"
@@ -75,6 +76,8 @@ struct CellCache {
   void* AllocateSlow(CellDepot& depot, uint32_t batch);
   void FreeSlow(CellDepot& depot, FreeCell* cell, uint32_t batch);
 };
+static_assert(std::is_trivial_v<CellCache>,
+              "a thread_local CellCache must need no constructor or guard");
 
 // A pool of kCellSize-byte cells, aligned to 16 bytes. `Tag` keeps pools of
 // equal size apart. All members are static; see the file comment.
