@@ -1,6 +1,7 @@
 // base/deadline_spec.h
 // -----------------------------------------------------------------------------
-// Internal. How the facade tells the worker when a new timeout is due.
+// Internal. How the facade tells the engine when a new timeout is due, and
+// whether it repeats: the one place where a timeout is said to be periodic.
 
 #ifndef TICKWHEEL_BASE_DEADLINE_SPEC_H_
 #define TICKWHEEL_BASE_DEADLINE_SPEC_H_
@@ -12,11 +13,15 @@ namespace tickwheel::internal {
 struct DeadlineSpec {
   int64_t nanos = 0;  // a delay (>= 0), or with `absolute` a clock reading
   bool absolute = false;
-  bool periodic = false;  // the task's table has the period (TaskOps)
+  // > 0: a periodic timeout, due every period_nanos after its first run;
+  // 0: one-shot.
+  int64_t period_nanos = 0;
   // Scheduled by one of tickwheel's own components on the application's
   // timer (TimeoutNode::kLibrary): cancelAll() passes it by, stop() does not
   // return it.
   bool library = false;
+
+  bool periodic() const { return period_nanos > 0; }
 };
 
 }  // namespace tickwheel::internal

@@ -1,37 +1,39 @@
 // base/logging.h
 // -----------------------------------------------------------------------------
-// Internal. The one place where tickwheel reports things (a task that threw, a
+// Internal. How tickwheel's own code reports things (a task that threw, a
 // task executor that threw, too many Timer instances), and how it runs user
-// callbacks so that no exception escapes them. The public face is
-// timer/log.h, which users include to replace the sink; the engine and the
-// idle tracker log through this header, so that they need no facade header.
+// callbacks so that no exception escapes them.
 //
-// By default messages go to stderr as "[tickwheel WARNING] ...".
+// Messages go to a handler that the facade installs when a user replaces
+// the log sink (timer/log.h, SetLogSink()), or to stderr as
+// "[tickwheel WARNING] ..." while none is installed. The public types
+// (LogSeverity, LogSink) are the facade's; this layer numbers severities the
+// same way and knows nothing else of them.
 //
 // These functions are thread-safe.
 
 #ifndef TICKWHEEL_BASE_LOGGING_H_
 #define TICKWHEEL_BASE_LOGGING_H_
 
-#include <functional>
 #include <string_view>
 #include <utility>
 
 namespace tickwheel::internal {
 
-enum class LogSeverity { kInfo, kWarning, kError };
-
-using LogSink = std::function<void(LogSeverity, std::string_view)>;
-
-// Installs `sink` for every timer in the process and returns the previous one.
-// An empty sink restores the default (stderr).
-LogSink SetLogSink(LogSink sink);
-
-// Sends one message to the current sink. Cost: a mutex and a call.
-void Log(LogSeverity severity, std::string_view message);
+// As tickwheel::LogSeverity numbers them (timer/log.h checks it).
+enum class Severity : int { kInfo = 0, kWarning = 1, kError = 2 };
 
 // "INFO", "WARNING" or "ERROR".
-std::string_view LogSeverityName(LogSeverity severity);
+std::string_view SeverityName(Severity severity);
+
+// Where messages go: a function that must be thread-safe. nullptr restores
+// stderr. Cost: an atomic store.
+using LogHandler = void (*)(Severity, std::string_view);
+void SetLogHandler(LogHandler handler);
+
+// Sends one message to the handler, or to stderr. Cost: an atomic load and
+// a call (stderr: a mutex and a write).
+void Log(Severity severity, std::string_view message);
 
 // Logs the exception being handled (call it from a catch block) as an error:
 // "<who> threw <type>: <what>; <then>", or "<who> threw a non-std::exception;

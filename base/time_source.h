@@ -1,16 +1,13 @@
 // base/time_source.h
 // -----------------------------------------------------------------------------
-// Internal. What the worker needs of a clock: a monotonic reading in
-// nanoseconds and a way to sleep until a reading or until woken. The worker
-// never calls std::chrono or sleeps directly, so that tests can drive it with
-// a clock that moves only when told to.
+// Internal. TimeSource: the engine's view of a clock, the time and a way to
+// sleep until a deadline, so that the engine needs no facade header. The
+// facade adapts a user's tickwheel::Clock (timer/clock.h, which documents
+// the contract the adapter forwards) to it; MonotonicNanos() is the real
+// clock, inline.
 //
-// The public Clock (timer/clock.h) is this interface under its public name:
-// users implement Clock, and the facade hands it to the worker as a
-// TimeSource, so that the engine needs no facade header.
-//
-// Times are int64 nanoseconds on a monotonic scale whose origin the clock
-// chooses; only differences matter to the timer.
+// Thread-safety: NowNanos() and Sleeper::Wake() from any thread; a Sleeper
+// sleeps on one.
 
 #ifndef TICKWHEEL_BASE_TIME_SOURCE_H_
 #define TICKWHEEL_BASE_TIME_SOURCE_H_

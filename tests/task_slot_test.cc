@@ -70,8 +70,8 @@ TYPED_TEST(TaskSlotTypedTest, RunsAndResetDestroysOnce) {
     EmplaceInto(slot, TypeParam(&c));
     ASSERT_TRUE(slot);
     EXPECT_EQ(c.live, 1);
-    slot.Invoke(nullptr, nullptr);
-    slot.Invoke(nullptr, nullptr);
+    slot.Invoke(Timeout());
+    slot.Invoke(Timeout());
     EXPECT_EQ(c.calls, 2);
     slot.Reset();
     EXPECT_FALSE(slot);
@@ -110,7 +110,7 @@ TEST(TaskSlotTest, TimerTaskIsBoxedAndComesBackWhole) {
   TaskSlot slot;
   EmplaceInto(slot, TimerTask(Small(&c)));
   ASSERT_TRUE(slot);
-  slot.Invoke(nullptr, nullptr);
+  slot.Invoke(Timeout());
   TimerTask back = TakeTask(slot);
   back(NoTimeout());
   EXPECT_EQ(c.calls, 2);
@@ -239,7 +239,7 @@ TEST(TaskSlotTest, SlotIsEmptyWhileTheCallableIsDestroyed) {
 TEST(TaskSlotTest, ExceptionFromTheCallPropagates) {
   TaskSlot slot;
   EmplaceInto(slot, [](const Timeout&) { throw std::runtime_error("task"); });
-  EXPECT_THROW(slot.Invoke(nullptr, nullptr), std::runtime_error);
+  EXPECT_THROW(slot.Invoke(Timeout()), std::runtime_error);
   EXPECT_TRUE(slot) << "a throwing call does not empty the slot";
 }
 

@@ -6,8 +6,8 @@
 
 #include "absl/base/attributes.h"
 #include "absl/base/thread_annotations.h"
-#include "tickwheel/base/logging.h"
 #include "tickwheel/base/mutex.h"
+#include "tickwheel/timer/log.h"
 
 namespace tickwheel {
 namespace {

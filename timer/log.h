@@ -23,25 +23,29 @@
 #error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
 #endif
 
-#include "tickwheel/base/logging.h"
+#include <functional>
+#include <string_view>
 
 namespace tickwheel {
 
-// kInfo, kWarning or kError.
-using LogSeverity = internal::LogSeverity;
+enum class LogSeverity { kInfo, kWarning, kError };
 
 // Receives each message with its severity.
-using LogSink = internal::LogSink;
+using LogSink = std::function<void(LogSeverity, std::string_view)>;
 
-// Installs `sink` for every timer in the process and returns the previous one.
-// An empty sink restores the default (stderr). Cost: a mutex.
-using internal::SetLogSink;
+// Installs `sink` for every timer in the process and returns the previous
+// one (empty while the default is in place). An empty sink restores the
+// default (stderr). Cost: a mutex.
+LogSink SetLogSink(LogSink sink);
 
-// Sends one message to the current sink. Cost: a mutex and a call.
-using internal::Log;
+// Sends one message to the current sink. The sink is called under a
+// process-wide mutex: messages from several workers do not interleave, and a
+// sink replaced meanwhile is not destroyed while it runs. Cost: a mutex and
+// a call.
+void Log(LogSeverity severity, std::string_view message);
 
 // "INFO", "WARNING" or "ERROR".
-using internal::LogSeverityName;
+std::string_view LogSeverityName(LogSeverity severity);
 
 }  // namespace tickwheel
 

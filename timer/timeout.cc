@@ -5,7 +5,7 @@
 
 #include "tickwheel/base/interleave.h"
 #include "tickwheel/base/nanos.h"
-#include "tickwheel/timer/task.h"
+#include "tickwheel/timer/internal/task.h"
 #include "tickwheel/worker/shared_state.h"
 #include "tickwheel/worker/timeout_node.h"
 

@@ -1,11 +1,13 @@
 #include "tickwheel/timer/timer.h"
 
 #include <algorithm>
+#include <memory>
 #include <new>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "tickwheel/base/time_source.h"
 #include "tickwheel/worker/wheel.h"
 #include "tickwheel/worker/worker.h"
 
@@ -16,15 +18,55 @@ Timer::Timer(absl::Duration tick, int ticks_per_wheel, absl::Duration slack)
 
 namespace {
 
+// A user's Clock as the engine's TimeSource: forwards every call.
+class ClockSource final : public internal::TimeSource {
+ public:
+  explicit ClockSource(std::shared_ptr<Clock> clock)
+      : clock_(std::move(clock)) {}
+  int64_t NowNanos() override { return clock_->NowNanos(); }
+  std::unique_ptr<internal::TimeSource::Sleeper> NewSleeper() override {
+    return std::make_unique<SleeperSource>(clock_->NewSleeper());
+  }
+
+ private:
+  class SleeperSource final : public internal::TimeSource::Sleeper {
+   public:
+    explicit SleeperSource(std::unique_ptr<Clock::Sleeper> sleeper)
+        : sleeper_(std::move(sleeper)) {}
+    void SleepUntil(int64_t deadline_nanos) override {
+      sleeper_->SleepUntil(deadline_nanos);
+    }
+    void Wake() override { sleeper_->Wake(); }
+
+   private:
+    const std::unique_ptr<Clock::Sleeper> sleeper_;
+  };
+
+  const std::shared_ptr<Clock> clock_;
+};
+
+// The engine's TaskCaller: the task in `slot`, called with the handle of the
+// timeout of `node`, lent the engine's reference for the call (no reference
+// count traffic).
+void CallWithHandle(internal::TaskSlot& slot, internal::TimeoutNode* node,
+                    internal::SharedTimerState* shared) {
+  Timeout timeout = internal::TimeoutAccess::Adopt(node, shared);
+  struct GiveBack {
+    Timeout& t;
+    ~GiveBack() { internal::TimeoutAccess::Disown(t); }
+  } give_back{timeout};
+  slot.Invoke(std::as_const(timeout));
+}
+
 // The options' wheel, checked: the tick in nanoseconds, ticks_per_wheel
 // rounded up to a power of two, and the slack in [0, tick] nanoseconds.
-struct WheelShape {
+struct CheckedShape {
   int64_t tick_nanos;
   int ticks_per_wheel;
   int64_t slack_nanos;
 };
 
-absl::StatusOr<WheelShape> CheckWheel(const TimerOptions& options) {
+absl::StatusOr<CheckedShape> CheckWheel(const TimerOptions& options) {
   if (options.tick_duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         fmt::format("tick_duration must be > 0, got {}",
@@ -65,7 +107,7 @@ absl::StatusOr<WheelShape> CheckWheel(const TimerOptions& options) {
         std::min(tick_nanos, absl::ToInt64Nanoseconds(absl::Trunc(
                                  *options.slack, absl::Nanoseconds(1))));
   }
-  return WheelShape{tick_nanos, wheel, slack_nanos};
+  return CheckedShape{tick_nanos, wheel, slack_nanos};
 }
 
 }  // namespace
@@ -75,7 +117,7 @@ absl::Status Timer::CheckOptions(const TimerOptions& options) {
 }
 
 absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
-  absl::StatusOr<WheelShape> shape = CheckWheel(options);
+  absl::StatusOr<CheckedShape> shape = CheckWheel(options);
   if (!shape.ok()) return shape.status();
   const int64_t tick_nanos = shape->tick_nanos;
   const int wheel = shape->ticks_per_wheel;
@@ -85,15 +127,17 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
       new Timer(absl::Nanoseconds(tick_nanos), wheel,
                 absl::Nanoseconds(shape->slack_nanos)));
   internal::WorkerConfig config;
-  config.tick_nanos = tick_nanos;
-  config.ticks_per_wheel = wheel;
-  config.slack_nanos = shape->slack_nanos;
+  config.shape = {.tick_nanos = tick_nanos,
+                  .ticks_per_wheel = wheel,
+                  .slack_nanos = shape->slack_nanos};
   config.max_pending_timeouts = options.max_pending_timeouts;
+  config.call_task = &CallWithHandle;
   config.thread_name = std::move(options.thread_name);
   config.task_executor = std::move(options.task_executor);
-  config.clock = options.clock ? std::move(options.clock) : RealClock::Shared();
-  config.monotonic_clock =
-      dynamic_cast<RealClock*>(config.clock.get()) != nullptr;
+  std::shared_ptr<Clock> clock =
+      options.clock ? std::move(options.clock) : RealClock::Shared();
+  config.monotonic_clock = dynamic_cast<RealClock*>(clock.get()) != nullptr;
+  config.clock = std::make_shared<ClockSource>(std::move(clock));
   config.owner = timer.get();
   try {
     timer->worker_ = std::make_shared<internal::Worker>(std::move(config));
@@ -159,7 +203,7 @@ absl::StatusOr<std::vector<Timeout>> Timer::stop() {
 int64_t Timer::pendingTimeouts() const { return worker_->pending(); }
 
 TimerMetrics Timer::metrics() const {
-  const internal::WorkerCounters c = worker_->Counters();
+  const internal::CountersSnapshot c = worker_->Counters();
   TimerMetrics m;
   m.pending = c.pending;
   m.expired = c.expired;

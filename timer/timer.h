@@ -92,6 +92,7 @@
 #include "tickwheel/base/nanos.h"
 #include "tickwheel/timer/clock.h"
 #include "tickwheel/timer/instance_limit.h"
+#include "tickwheel/timer/internal/task.h"
 #include "tickwheel/timer/log.h"
 #include "tickwheel/timer/metrics.h"
 #include "tickwheel/timer/task.h"
@@ -199,7 +200,7 @@ class Timer {
   template <TimerTaskCallable F>
   absl::StatusOr<Timeout> newTimeout(F&& task, absl::Duration delay) {
     return ScheduleTask(std::forward<F>(task),
-                        {internal::DelayNanos(delay), false, false});
+                        {.nanos = internal::DelayNanos(delay)});
   }
   // Any std::chrono::duration: integer counts of any period converted
   // exactly, floating-point counts in long double, each rounded up to whole
@@ -215,7 +216,7 @@ class Timer {
   // A TimerTask, or what converts to one (nullptr: an empty task, refused).
   absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay) {
     return ScheduleTask(std::move(task),
-                        {internal::DelayNanos(delay), false, false});
+                        {.nanos = internal::DelayNanos(delay)});
   }
   template <typename Rep, typename Period>
   absl::StatusOr<Timeout> newTimeout(TimerTask task,
@@ -232,11 +233,12 @@ class Timer {
   // errors and cost.
   template <TimerTaskCallable F>
   absl::StatusOr<Timeout> newTimeoutAt(F&& task, TimePoint deadline) {
-    return ScheduleTask(std::forward<F>(task),
-                        {std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             deadline.time_since_epoch())
-                             .count(),
-                         true, false});
+    return ScheduleTask(
+        std::forward<F>(task),
+        {.nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      deadline.time_since_epoch())
+                      .count(),
+         .absolute = true});
   }
 
   // Schedules `task` to run at a fixed rate: at start + initial_delay +
@@ -396,11 +398,11 @@ absl::StatusOr<Timeout> Timer::newPeriodic(F&& task, D1 initial_delay,
     if (internal::IsEmptyCallable<std::decay_t<F>>(task)) {
       return EmptyTaskError();
     }
-    internal::PeriodicArgs args{
+    return Schedule(
+        &internal::EmplaceTask<F&&>,
         const_cast<void*>(static_cast<const void*>(&task)),
-        std::max<int64_t>(1, internal::DelayNanos(*every))};
-    return Schedule(&internal::EmplacePeriodicTask<F&&>, &args,
-                    {internal::DelayNanos(*initial), false, true});
+        {.nanos = internal::DelayNanos(*initial),
+         .period_nanos = std::max<int64_t>(1, internal::DelayNanos(*every))});
   }
 }
 

@@ -7,17 +7,17 @@
 // The wheel is a plain single-threaded data structure that is told the time in
 // ticks (it converts a node's deadline to its due tick itself); it reads no
 // clock, starts no thread and never sleeps, so the same calls always give the
-// same result. The worker (worker/worker.h) owns it and
-// is the only thread that touches it.
+// same result. A wheel driver (worker/wheel_driver.h) owns it and is the only
+// thread that touches it.
 //
 // Why a hierarchy
 //   Netty keeps every timeout in one ring and walks the whole bucket at every
-//   visit, decrementing remainingRounds of entries that are not due: with a
-//   million timeouts 10-60 s away and a 1 ms tick, that walk costs about a
-//   third of a core, and the worker must wake every tick because it cannot
-//   know when the next entry is due. Here only entries due within the current
-//   turn of level 0 sit in level 0; later ones sit in coarser levels and move
-//   down ("cascade") when their time approaches. Every entry of a level-0
+//   visit, decrementing remainingRounds of entries that are not due, so far
+//   entries are walked again and again, and the worker must wake every tick
+//   because it cannot know when the next entry is due. Here only entries due
+//   within the current turn of level 0 sit in level 0; later ones sit in
+//   coarser levels and move down ("cascade") when their time approaches.
+//   Every entry of a level-0
 //   bucket is due when the bucket comes up, so no entry is ever looked at
 //   before it is due except to move it down, at most once per level. An
 //   occupancy bitmap per level finds the next bucket with work without

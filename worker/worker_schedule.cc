@@ -10,6 +10,8 @@
 
 #include "tickwheel/base/interleave.h"
 #include "tickwheel/base/nanos.h"
+#include "tickwheel/base/periodic_task.h"
+#include "tickwheel/worker/cell_pool.h"
 #include "tickwheel/worker/worker.h"
 
 namespace tickwheel::internal {
@@ -94,14 +96,28 @@ absl::StatusOr<TimeoutNode*> Worker::NewNode(TaskEmplacer emplace,
     return absl::ResourceExhaustedError(
         "newTimeout: out of memory for the timeout");
   }
+  // A periodic task: one box for all runs, shared by reference with each
+  // run in progress (base/periodic_task.h); the callable goes inside it.
+  PeriodicTask* box = nullptr;
+  if (when.periodic()) {
+    box = new (std::nothrow) PeriodicTask(when.period_nanos);
+    if (box == nullptr) {
+      delete node;
+      give_back();
+      return absl::ResourceExhaustedError(
+          "newPeriodic: out of memory for the task");
+    }
+  }
   try {
-    emplace(node->task(), callable);
+    emplace(box != nullptr ? box->task() : node->task(), callable);
   } catch (...) {  // the callable's own copy or move threw: the caller's
+    if (box != nullptr) box->Unref();
     delete node;
     give_back();
     throw;
   }
-  node->StartQueued(when.periodic, when.library);
+  if (box != nullptr) PeriodicTask::Install(node->task(), box);
+  node->StartQueued(when.periodic(), when.library);
   node->deadline.store(deadline, std::memory_order_relaxed);
   return node;
 }
@@ -119,13 +135,13 @@ void Worker::Publish(TimeoutNode* node, int shard) {
     // deadline, so that what waits, cancelled nodes included, is bounded by
     // a count rather than by the time to the next deadline.
     my_shard.queue.Push(node);
-    WakeForBacklog();
+    planner_.WakeForBacklog();
     return;
   }
   node->SetLaneCell(my_shard.lane.Cell(cell));
   my_shard.lane.Publish(cell, node);
   TICKWHEEL_INTERLEAVE_POINT();
-  // The node pool is short of faulted-in memory (worker/cell_pool.h): wake
+  // The node pool is short of faulted-in memory (worker/chunk_policy.h): wake
   // the worker, whatever the deadline, so that it faults the next chunks in
   // before this thread needs them. A relaxed load of a line that changes
   // once per shortfall; the first caller claims the wake-up, the others
@@ -133,41 +149,11 @@ void Worker::Publish(TimeoutNode* node, int shard) {
   // the pool's decay: a test clock's wake-ups stay those of its timeouts.
   if constexpr (TimeoutNode::kPooled) {
     if (config_.monotonic_clock && NodePool::Depot().ReserveWanted()) {
-      WakeForBacklog();
+      planner_.WakeForBacklog();
       return;
     }
   }
-  WakeIfSleepingPast(deadline);
-}
-
-void Worker::WakeIfSleepingPast(int64_t deadline) {
-  // The first producer to need it claims the wake-up (kAwake): the woken
-  // worker drains the queues before it plans again, so later producers
-  // need not wake it.
-  int64_t limit = wake_limit_.load(std::memory_order_seq_cst);
-  while (deadline <= limit) {
-    if (wake_limit_.compare_exchange_weak(limit, kAwake,
-                                          std::memory_order_seq_cst)) {
-      WakeWorker();
-      return;
-    }
-  }
-}
-
-void Worker::WakeForBacklog() {
-  int64_t limit = wake_limit_.load(std::memory_order_seq_cst);
-  while (limit != kAwake) {
-    if (wake_limit_.compare_exchange_weak(limit, kAwake,
-                                          std::memory_order_seq_cst)) {
-      WakeWorker();
-      return;
-    }
-  }
-}
-
-void Worker::WakeWorker() {
-  MutexLock lock(&wake_mu_);
-  if (sleeper_ != nullptr) sleeper_->Wake();
+  planner_.WakeIfSleepingPast(deadline);
 }
 
 absl::Status Worker::StartThread() {
@@ -177,11 +163,12 @@ absl::Status Worker::StartThread() {
       SharedTimerState::kClosed) {
     return StoppedError("newTimeout");
   }
-  SetSleeperBeforeStart(config_.clock->NewSleeper());
+  planner_.SetSleeperBeforeStart(config_.clock->NewSleeper());
+  runner_.SetKeepAlive(weak_from_this());
   try {
     thread_ = std::thread([self = shared_from_this()] { self->Run(); });
   } catch (const std::system_error& e) {
-    SetSleeperBeforeStart(nullptr);
+    planner_.SetSleeperBeforeStart(nullptr);
     return absl::ResourceExhaustedError(fmt::format(
         "newTimeout: cannot start the worker thread: {}", e.what()));
   }

@@ -1,9 +1,10 @@
-// stop() and cancelAll(): collecting what is pending, once the worker is
+// stop() and cancelAll(): collecting what is pending once the worker is
 // gone, and cancelling everything while it runs.
 
 #include <algorithm>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "tickwheel/base/interleave.h"
 #include "tickwheel/worker/worker.h"
@@ -21,48 +22,50 @@ bool Worker::Close() {
 }
 
 Worker::StoppedNodes Worker::CollectUnprocessed() {
-  FlushRefiles();
-  // (deadline, node) pairs: sorting them touches no node, which matters with a
-  // million of them.
+  driver_.FlushRefiles();
+  // (deadline, node) pairs: sorting them touches no node, which matters with
+  // a million of them.
   StoppedNodes stopped;
-  stopped.reserve(static_cast<size_t>(wheel_.size()));
+  stopped.reserve(static_cast<size_t>(driver_.wheel().size()));
   auto take = [&](TimeoutNode* node, TimeoutState from) {
     uint32_t w;
     if (!node->ClaimForStop(from, &w)) {  // cancelled meanwhile
       if (from == TimeoutState::kQueued) {
         node->Unref();
       } else {
-        DropCancelled(node, w);
+        TaskRunner::DropCancelled(node, w);
       }
       return;
     }
     stopped.push_back({node->deadline.load(std::memory_order_relaxed), node});
-    Release(1);
+    runner_.Release(1);
   };
-  wheel_.DrainAll([&](TimeoutNode* node) { take(node, TimeoutState::kArmed); });
+  driver_.wheel().DrainAll(
+      [&](TimeoutNode* node) { take(node, TimeoutState::kArmed); });
   // Every slot still counted belongs to a node on its way into a lane or
   // queue (its newTimeout() is between reserving and publishing) or to a
   // cancel() between its push and its release. Wait them out.
   while (true) {
     for (auto& shard : shared_.shards) {
       shard.lane.Refresh();
-      while (TimeoutNode* node = PopNew(shard)) {
+      while (TimeoutNode* node = intake_.PopNew(shard)) {
         take(node, TimeoutState::kQueued);
       }
     }
-    while (!ProcessNotices()) {
+    while (!intake_.TakeNotices()) {
     }
     // A lane that is not empty holds a cell that a losing cancel() took
     // back and has not settled yet (timer/timeout.cc): wait for it too, so
     // that no cancel() writes to a lane after it is gone.
-    if (shared_.SumCounts(std::memory_order_acquire) == 0 && LanesEmpty()) {
+    if (shared_.SumCounts(std::memory_order_acquire) == 0 &&
+        intake_.LanesEmpty()) {
       break;
     }
     TICKWHEEL_INTERLEAVE_POINT();
     std::this_thread::yield();
   }
   // A cancel() may have pushed just before giving back the last slot.
-  while (!ProcessNotices()) {
+  while (!intake_.TakeNotices()) {
   }
   // Earliest deadline first, the order in which they would have run; ties in
   // the order they were found.
@@ -98,10 +101,11 @@ absl::StatusOr<Worker::StoppedNodes> Worker::Stop() {
   }
   if (started) {
     shutdown_.store(true, std::memory_order_release);
-    WakeWorker();
+    planner_.Wake();
     thread_.join();
   }
-  ServeCancelAll();  // what the worker left: nothing more is pending
+  // What the worker left: nothing more is pending.
+  cancel_all_.Serve([this] { return AnswerCancelAll(); });
   StoppedNodes unprocessed = CollectUnprocessed();
   // Library timeouts (an idle tracker's on this timer) are not the
   // caller's: their tasks are destroyed here, unrun.
@@ -110,8 +114,7 @@ absl::StatusOr<Worker::StoppedNodes> Worker::Stop() {
     DiscardStopped(s.node);
     return true;
   });
-  MutexLock wake_lock(&wake_mu_);
-  sleeper_.reset();  // unregisters from a ManualClock
+  planner_.DestroySleeper();  // unregisters from a ManualClock
   return unprocessed;
 }
 
@@ -136,55 +139,18 @@ void Worker::Shutdown() {
 int64_t Worker::CancelAll() {
   if (OnWorkerThread()) return CancelAllHere();
   if (!started_.load(std::memory_order_acquire)) return 0;  // none pending
-  int64_t ticket;
-  {
-    MutexLock lock(&cancel_all_mu_);
-    if (shared_.shards[0].pending_word.load(std::memory_order_acquire) &
-        SharedTimerState::kClosed) {
-      return 0;  // stopped: stop() returns what is left
-    }
-    ticket = ++cancel_all_requested_;
-    cancel_all_waiting_.store(true, std::memory_order_seq_cst);
-  }
-  WakeForBacklog();
-  MutexLock lock(&cancel_all_mu_);
-  cancel_all_cv_.wait(cancel_all_mu_,
-                      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(cancel_all_mu_) {
-                        return cancel_all_served_ >= ticket;
-                      });
-  int64_t cancelled = 0;
-  auto it = std::find_if(cancel_all_results_.begin(), cancel_all_results_.end(),
-                         [&](const auto& r) { return r.first == ticket; });
-  if (it != cancel_all_results_.end()) {
-    cancelled = it->second;
-    cancel_all_results_.erase(it);
-  }
-  return cancelled;
+  return cancel_all_.Request([this] { return closed(); },
+                             [this] { planner_.WakeForBacklog(); });
 }
 
-void Worker::ServeCancelAll() {
-  if (!cancel_all_waiting_.load(std::memory_order_acquire)) return;
-  int64_t first, last;
-  {
-    MutexLock lock(&cancel_all_mu_);
-    first = cancel_all_served_ + 1;
-    last = cancel_all_requested_;
-    cancel_all_waiting_.store(false, std::memory_order_relaxed);
+int64_t Worker::AnswerCancelAll() {
+  // After stop() has joined the worker nothing is pending.
+  if (shutdown_.load(std::memory_order_acquire) && !OnWorkerThread()) {
+    return 0;
   }
-  // Each request in turn (a later one finds what was scheduled since). Not
-  // under the mutex: cancelling destroys tasks, which is user code. After
-  // stop() has joined the worker nothing is pending, and each gets 0.
-  std::vector<std::pair<int64_t, int64_t>> results;
-  for (int64_t ticket = first; ticket <= last; ++ticket) {
-    const bool alive =
-        !shutdown_.load(std::memory_order_acquire) || OnWorkerThread();
-    results.emplace_back(ticket, alive ? CancelAllHere() : 0);
-    if (alive) PurgeCancelled();
-  }
-  MutexLock lock(&cancel_all_mu_);
-  for (const auto& r : results) cancel_all_results_.push_back(r);
-  cancel_all_served_ = std::max(cancel_all_served_, last);
-  cancel_all_cv_.notify_all();
+  const int64_t cancelled = CancelAllHere();
+  PurgeCancelled();
+  return cancelled;
 }
 
 int64_t Worker::CancelAllHere() {
@@ -200,40 +166,41 @@ int64_t Worker::CancelAllHere() {
     }
     return w;
   };
+  std::vector<TimeoutNode*>& refiles = driver_.refiles();
   std::vector<TimeoutNode*> kept;
-  for (TimeoutNode* node : refile_) {
+  for (TimeoutNode* node : refiles) {
     const uint32_t w = cancel(node);
     if (TimeoutNode::StateOf(w) == TimeoutState::kArmed &&
         (w & TimeoutNode::kLibrary)) {
       kept.push_back(node);
     } else {
-      DropCancelled(node, w);
+      TaskRunner::DropCancelled(node, w);
     }
   }
-  refile_ = std::move(kept);
+  refiles = std::move(kept);
   for (auto& shard : shared_.shards) {
     shard.lane.Refresh();
-    while (TimeoutNode* node = PopNew(shard)) {
+    while (TimeoutNode* node = intake_.PopNew(shard)) {
       if (node->library() && node->Arm()) {
-        refile_.push_back(node);  // filed with the others, at the pass's end
+        refiles.push_back(node);  // filed with the others, at the pass's end
         continue;
       }
       cancel(node);
       node->Unref();  // the worker's reference: queued nodes are nowhere else
     }
   }
-  if (running_periodic_ != nullptr) cancel(running_periodic_);
-  wheel_.ForEach([&](TimeoutNode* node) { cancel(node); });
+  if (TimeoutNode* running = runner_.running_periodic()) cancel(running);
+  driver_.wheel().ForEach([&](TimeoutNode* node) { cancel(node); });
   purge_ = true;
-  Release(count);
-  Bump(cancelled_by_all_, count);
+  runner_.Release(count);
+  TimerCounters::Bump(counters_.cancelled_by_all, count);
   return count;
 }
 
 void Worker::PurgeCancelled() {
   purge_ = false;
   std::vector<TimeoutNode*> gone;
-  wheel_.ForEach([&](TimeoutNode* node) {
+  driver_.wheel().ForEach([&](TimeoutNode* node) {
     const uint32_t w = node->refs_state.load(std::memory_order_acquire);
     const TimeoutState s = TimeoutNode::StateOf(w);
     if (s != TimeoutState::kArmed && !(w & TimeoutNode::kNoticed)) {
@@ -241,22 +208,9 @@ void Worker::PurgeCancelled() {
     }
   });
   for (TimeoutNode* node : gone) {
-    wheel_.Remove(node);
+    driver_.wheel().Remove(node);
     node->Unref();
   }
-}
-
-WorkerCounters Worker::Counters() const {
-  WorkerCounters c;
-  c.pending = pending();
-  c.expired = expired_.load(std::memory_order_relaxed);
-  c.cancelled =
-      shared_.CancelCount() + cancelled_by_all_.load(std::memory_order_relaxed);
-  c.ticks = ticks_.load(std::memory_order_relaxed);
-  c.catch_up_ticks = catch_up_ticks_.load(std::memory_order_relaxed);
-  c.wakeups = wakeups_.load(std::memory_order_relaxed);
-  c.worst_lateness_nanos = lateness_.max.load(std::memory_order_relaxed);
-  return c;
 }
 
 }  // namespace tickwheel::internal

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "tickwheel/base/logging.h"
+#include "tickwheel/timer/log.h"
 
 namespace tickwheel::internal {
 

@@ -33,11 +33,9 @@ class LibraryTimeouts {
   template <TimerTaskCallable F>
   static absl::StatusOr<Timeout> NewTimeout(Timer& timer, F&& task,
                                             absl::Duration delay) {
-    return timer.ScheduleTask(std::forward<F>(task),
-                              DeadlineSpec{.nanos = DelayNanos(delay),
-                                           .absolute = false,
-                                           .periodic = false,
-                                           .library = true});
+    return timer.ScheduleTask(
+        std::forward<F>(task),
+        DeadlineSpec{.nanos = DelayNanos(delay), .library = true});
   }
 };
 

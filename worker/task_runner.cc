@@ -1,0 +1,144 @@
+// Running claimed tasks: inline, through the executor, periodic runs.
+
+#include "tickwheel/worker/task_runner.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "tickwheel/base/logging.h"
+#include "tickwheel/base/nanos.h"
+
+namespace tickwheel::internal {
+
+int64_t TaskRunner::NextRun(int64_t due, int64_t period, int64_t now) {
+  // 128-bit arithmetic: due and now may lie anywhere in the clock's range.
+  const __int128 gap = std::max<__int128>(0, __int128{now} - due);
+  const __int128 next = __int128{due} + (gap / period + 1) * period;
+  return next > INT64_MAX ? INT64_MAX : static_cast<int64_t>(next);
+}
+
+void TaskRunner::Release(int64_t slots) {
+  std::atomic<int64_t>& word = shared_.WorkerReleaseWord();
+  if (shared_.limited) {  // shards[0], which producers share
+    word.fetch_sub(slots * SharedTimerState::kOne, std::memory_order_release);
+    return;
+  }
+  // worker_word has one writer at a time: the driving thread, then the
+  // thread that stops the timer after joining it. No RMW needed.
+  word.store(
+      word.load(std::memory_order_relaxed) - slots * SharedTimerState::kOne,
+      std::memory_order_release);
+}
+
+// The expiry path, once per expired node: inline into RunOneShot(), so that
+// the call, the bookkeeping and the release are one stretch of code.
+[[gnu::always_inline]] inline void TaskRunner::ReleaseAfterRun(
+    TimeoutNode* node, bool noticed) {
+  // Captures die with the run, not with the handles: with handles left, the
+  // task goes now, and the handles keep the node.
+  if (!noticed && node->SoleHolder()) {
+    delete node;
+    return;
+  }
+  node->task().Reset();
+  if (!noticed) node->Unref();
+}
+
+[[gnu::always_inline]] inline void TaskRunner::CallTask(TimeoutNode* node) {
+  RunLoggingExceptions("a timer task", "the worker goes on",
+                       [&] { call_(node->task(), node, &shared_); });
+}
+
+void TaskRunner::RunOneShot(TimeoutNode* node, int64_t deadline, int64_t now,
+                            bool noticed) {
+  Release(1);
+  counters_.NoteRun(SaturatingSub(now, deadline));
+  if (executor_) {
+    // The closure needs a reference of its own when the notice queue's pop
+    // is to drop the driver's.
+    if (noticed) node->Ref();
+    HandToExecutor(node);
+    return;
+  }
+  // Kept apart from HandToExecutor() so that the per-timeout path has no
+  // closure on its stack (and so no stack-protector check).
+  CallTask(node);
+  ReleaseAfterRun(node, noticed);
+}
+
+void TaskRunner::HandToExecutor(TimeoutNode* node) {
+  // The closure takes the driver's reference, and keeps the owner (and so
+  // the shared state behind Timeout::timer()) alive: an executor may run it
+  // after ~Timer, when timer() then returns nullptr.
+  RunLoggingExceptions("the task_executor", "that task did not run", [&] {
+    executor_([ref = NodeRef(node), keep = keep_alive_.lock(),
+               shared = &shared_, call = call_]() {
+      RunLoggingExceptions("a timer task", "the timer goes on",
+                           [&] { call(ref.get()->task(), ref.get(), shared); });
+      // Captures die with the run, not with the handles.
+      ref.get()->task().Reset();
+    });
+  });
+}
+
+void TaskRunner::RunPeriodic(TimeoutNode* node, const TimeoutNode::Claim& claim,
+                             int64_t now, std::vector<TimeoutNode*>* refile) {
+  // Claimed with kBusy: inline, out of the wheel (kRunning); with an
+  // executor, still filed, marked kInFlight until that run is over.
+  const int64_t due = claim.deadline;
+  PeriodicTask* const box = PeriodicTask::Of(node->task());
+  const int64_t period = box->period_nanos();
+  if (claim.outcome == TimeoutNode::ClaimOutcome::kSkipped) {
+    // The previous run is still on the executor: this one is skipped.
+    node->ScheduleNextRun(NextRun(due, period, now));
+    refile->push_back(node);
+    return;
+  }
+  PeriodicRun run(box);
+  counters_.NoteRun(SaturatingSub(now, due));
+  if (executor_) {
+    node->ScheduleNextRun(NextRun(due, period, now));
+    refile->push_back(node);
+    HandPeriodicRun(node, std::move(run));
+    return;
+  }
+  node->ReleaseForRun();
+  running_periodic_ = node;
+  RunLoggingExceptions("a timer task", "the worker goes on",
+                       [&] { call_(run.task(), node, &shared_); });
+  running_periodic_ = nullptr;
+  { PeriodicRun done = std::move(run); }  // the callable may go with it
+  // Back into the wheel at the next run (or at the deadline a reset() set
+  // during the run), unless a cancel() made the run its last.
+  uint32_t word;
+  if (node->EndInlineRun(NextRun(due, period, shared_.NowNanos()), &word)) {
+    refile->push_back(node);
+  } else {
+    DropCancelled(node, word);
+  }
+}
+
+void TaskRunner::HandPeriodicRun(TimeoutNode* node, PeriodicRun run) {
+  node->Ref();  // the run's own, dropped when the closure goes
+  // Whether the executor runs the closure or drops it, the run is over when
+  // the closure goes: kInFlight is cleared then.
+  struct InFlight {
+    explicit InFlight(TimeoutNode* n) : node(n) {}
+    InFlight(InFlight&&) noexcept = default;
+    NodeRef node;
+    ~InFlight() {
+      if (node.get() != nullptr) node.get()->EndExecutorRun();
+    }
+  };
+  RunLoggingExceptions("the task_executor", "that run did not happen", [&] {
+    executor_([in_flight = InFlight(node), run = std::move(run),
+               keep = keep_alive_.lock(), shared = &shared_,
+               call = call_]() mutable {
+      RunLoggingExceptions("a timer task", "the timer goes on", [&] {
+        call(run.task(), in_flight.node.get(), shared);
+      });
+    });
+  });
+}
+
+}  // namespace tickwheel::internal

@@ -1,0 +1,122 @@
+// worker/task_runner.h
+// -----------------------------------------------------------------------------
+// Internal. TaskRunner: runs the tasks of the timeouts a wheel driver has
+// claimed (worker/wheel_driver.h) — inline on the calling thread or handed
+// to the task executor, one-shot and periodic — and settles each node
+// afterwards: gives a one-shot's pending slot back before its task runs,
+// counts the run and its lateness, and drops the driver's reference to the
+// node. A periodic node goes to `refile` at its next run.
+//
+// It owns no thread and reads no clock but the timer's, after an inline
+// periodic run (to place the next one). A Timer's worker drives it, and so
+// can an event loop on its own thread (LocalTimer, with no executor).
+//
+// Lifetime of what a task sees: an inline task gets its Timeout lent the
+// driver's reference; a task handed to the executor holds that reference in
+// its closure, with the owner's keep-alive (SetKeepAlive()), so that
+// Timeout::timer() stays answerable however late the executor runs it.
+//
+// Thread-safety: thread-compatible; one driving thread at a time.
+
+#ifndef TICKWHEEL_WORKER_TASK_RUNNER_H_
+#define TICKWHEEL_WORKER_TASK_RUNNER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "tickwheel/base/periodic_task.h"
+#include "tickwheel/base/task_slot.h"
+#include "tickwheel/worker/shared_state.h"
+#include "tickwheel/worker/timeout_node.h"
+#include "tickwheel/worker/timer_counters.h"
+
+namespace tickwheel::internal {
+
+// Calls the task in `slot` with the handle of the timeout of `node`, lent the
+// caller's reference for the call. The facade provides it (it builds the
+// handle, a type the engine does not know: timer/timer.cc).
+using TaskCaller = void (*)(TaskSlot& slot, TimeoutNode* node,
+                            SharedTimerState* shared);
+
+class TaskRunner {
+ public:
+  using Executor = std::function<void(absl::AnyInvocable<void()>)>;
+
+  // `shared` and `counters` outlive the runner; an empty `executor` runs
+  // tasks inline.
+  TaskRunner(SharedTimerState& shared, TimerCounters& counters, TaskCaller call,
+             Executor executor)
+      : shared_(shared),
+        counters_(counters),
+        call_(call),
+        executor_(std::move(executor)) {}
+  TaskRunner(const TaskRunner&) = delete;
+  TaskRunner& operator=(const TaskRunner&) = delete;
+
+  // What an executor closure holds to keep `shared` alive: the owner of
+  // the runner. Set before the first task can run.
+  void SetKeepAlive(std::weak_ptr<const void> owner) {
+    keep_alive_ = std::move(owner);
+  }
+  bool has_executor() const { return static_cast<bool>(executor_); }
+
+  // A one-shot node claimed (kExpired) by its deadline `deadline` at clock
+  // reading `now`: gives its pending slot back (a task that reschedules
+  // itself finds it free, even at max_pending_timeouts), counts the run,
+  // runs the task or hands it over, and drops the driver's reference, which
+  // with `noticed` the notice queue's pop drops instead.
+  void RunOneShot(TimeoutNode* node, int64_t deadline, int64_t now,
+                  bool noticed);
+
+  // A periodic node claimed by ClaimToRun() (kClaimed or kSkipped) for its
+  // run due at claim.deadline: runs it (a skipped run only moves on) and
+  // appends the node to `refile` at its next run, unless a cancel() made
+  // this run its last.
+  void RunPeriodic(TimeoutNode* node, const TimeoutNode::Claim& claim,
+                   int64_t now, std::vector<TimeoutNode*>* refile);
+
+  // The periodic node whose task runs inline right now, or nullptr: a
+  // cancelAll() from that task cancels it too.
+  TimeoutNode* running_periodic() const { return running_periodic_; }
+
+  // Gives back `slots` pending slots taken by nodes the driver ran or
+  // collected (the shared state's worker word).
+  void Release(int64_t slots);
+
+  // The driver's reference to a node it found cancelled: dropped now,
+  // unless the node is on a notice queue (kNoticed in `word`), whose pop
+  // drops it.
+  static void DropCancelled(TimeoutNode* node, uint32_t word) {
+    if (!(word & TimeoutNode::kNoticed)) node->Unref();
+  }
+
+  // The run of a periodic node after the one due at `due`: the first grid
+  // time due + k * period (k >= 1) after `now`, saturating. Runs missed by a
+  // whole period or more are skipped.
+  static int64_t NextRun(int64_t due, int64_t period, int64_t now);
+
+ private:
+  // Runs the task of `node` with the driver's reference lent, logging what
+  // it throws.
+  void CallTask(TimeoutNode* node);
+  // With an executor: hands the call over with the driver's reference.
+  [[gnu::noinline]] void HandToExecutor(TimeoutNode* node);
+  [[gnu::noinline]] void HandPeriodicRun(TimeoutNode* node, PeriodicRun run);
+  // Drops the driver's reference to a node whose task has just run inline,
+  // destroying the task's captures now.
+  static void ReleaseAfterRun(TimeoutNode* node, bool noticed);
+
+  SharedTimerState& shared_;
+  TimerCounters& counters_;
+  const TaskCaller call_;
+  const Executor executor_;
+  std::weak_ptr<const void> keep_alive_;
+  TimeoutNode* running_periodic_ = nullptr;
+};
+
+}  // namespace tickwheel::internal
+
+#endif  // TICKWHEEL_WORKER_TASK_RUNNER_H_

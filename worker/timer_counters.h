@@ -1,0 +1,68 @@
+// worker/timer_counters.h
+// -----------------------------------------------------------------------------
+// Internal. The counters a timer keeps of its own work, for
+// Timer::metrics(): runs, cancelAll()'s cancellations, ticks, catch-up ticks,
+// wake-ups, and the lateness histogram.
+//
+// Thread-safety: one writer at a time, the thread that drives the wheel (a
+// Timer's worker, then the thread that stops it after joining the worker; a
+// LocalTimer's owner), so each counter is a load and a store, no
+// read-modify-write; any thread reads, relaxed. A snapshot taken while the
+// wheel turns is a set of individually exact values that may be a few
+// events apart.
+
+#ifndef TICKWHEEL_WORKER_TIMER_COUNTERS_H_
+#define TICKWHEEL_WORKER_TIMER_COUNTERS_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "tickwheel/base/histogram.h"
+
+namespace tickwheel::internal {
+
+// A snapshot, for the facade's TimerMetrics.
+struct CountersSnapshot {
+  int64_t pending = 0;
+  int64_t expired = 0;
+  int64_t cancelled = 0;
+  int64_t ticks = 0;
+  int64_t catch_up_ticks = 0;
+  int64_t wakeups = 0;
+  int64_t worst_lateness_nanos = 0;
+};
+
+struct TimerCounters {
+  std::atomic<int64_t> expired{0};           // runs started, periodic ones each
+  std::atomic<int64_t> cancelled_by_all{0};  // what cancelAll() cancelled
+  std::atomic<int64_t> ticks{0};             // the first tick not processed
+  // Ticks processed a full tick or more after their end.
+  std::atomic<int64_t> catch_up_ticks{0};
+  std::atomic<int64_t> wakeups{0};  // returns from sleep
+  HistogramCounts lateness;         // run start - deadline, in nanoseconds
+
+  static void Bump(std::atomic<int64_t>& counter, int64_t by = 1) {
+    counter.store(counter.load(std::memory_order_relaxed) + by,
+                  std::memory_order_relaxed);
+  }
+  void NoteRun(int64_t lateness_nanos) {
+    Bump(expired);
+    lateness.Record(lateness_nanos);
+  }
+  // Everything but the pending count and the cancel() calls, which the
+  // producers' shared state keeps.
+  CountersSnapshot Snapshot() const {
+    CountersSnapshot s;
+    s.expired = expired.load(std::memory_order_relaxed);
+    s.cancelled = cancelled_by_all.load(std::memory_order_relaxed);
+    s.ticks = ticks.load(std::memory_order_relaxed);
+    s.catch_up_ticks = catch_up_ticks.load(std::memory_order_relaxed);
+    s.wakeups = wakeups.load(std::memory_order_relaxed);
+    s.worst_lateness_nanos = lateness.max.load(std::memory_order_relaxed);
+    return s;
+  }
+};
+
+}  // namespace tickwheel::internal
+
+#endif  // TICKWHEEL_WORKER_TIMER_COUNTERS_H_

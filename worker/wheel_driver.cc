@@ -1,0 +1,168 @@
+// Turning the wheel: filing, claiming what is due, and filing moved nodes
+// again.
+
+#include "tickwheel/worker/wheel_driver.h"
+
+#include <algorithm>
+
+namespace tickwheel::internal {
+
+WheelDriver::WheelDriver(WheelShape shape, TaskRunner& runner,
+                         TimerCounters& counters,
+                         const std::atomic<bool>& stopping)
+    : shape_(shape),
+      within_tick_(shape.slack_nanos < shape.tick_nanos),
+      runner_(runner),
+      counters_(counters),
+      stopping_(stopping),
+      wheel_(shape.ticks_per_wheel, shape.tick_nanos) {
+  if (within_tick_) wheel_.SortEachTick();
+}
+
+void WheelDriver::NoteExpiringTick(int64_t tick, int64_t now) {
+  expiring_tick_ = tick;
+  counters_.ticks.store(tick, std::memory_order_relaxed);
+  if (SaturatingSub(now, origin_) >=
+      SaturatingMul(tick + 2, shape_.tick_nanos)) {
+    TimerCounters::Bump(counters_.catch_up_ticks);
+  }
+}
+
+// Once per expired node: inline into the wheel's sweep and into File(), so
+// that the claim and the run are one stretch of code.
+[[gnu::always_inline]] inline bool WheelDriver::Expire(TimeoutNode* node,
+                                                       int64_t now,
+                                                       int64_t tick) {
+  // Never early: the claim compares the deadline the node holds at that
+  // moment with the clock reading of the pass, and with the end of the tick
+  // being processed, so that a node a reset() moved past it runs in its own
+  // tick's turn (timeout_node.h, "Never early").
+  const int64_t limit = std::min(now, TickEnd(tick));
+  const TimeoutNode::Claim claim =
+      node->ClaimToRun(limit, runner_.has_executor());
+  switch (claim.outcome) {
+    case TimeoutNode::ClaimOutcome::kClaimed:
+    case TimeoutNode::ClaimOutcome::kSkipped:
+      break;
+    case TimeoutNode::ClaimOutcome::kLost:
+      // Lost to a cancel() (or cancelAll()) since it was filed.
+      TaskRunner::DropCancelled(node, claim.word);
+      return true;
+    case TimeoutNode::ClaimOutcome::kNotDue:
+      // A reset() moved the deadline past the limit: file it again. Due
+      // later in this same advance (a driver catching up): stop the wheel
+      // here, so that it is filed before the wheel reaches its tick; filed
+      // after the wheel had passed it, it would run a pass late, after
+      // timeouts due later than it.
+      refile_.push_back(node);
+      if (wheel_.DueTickAt(claim.deadline) <= advance_last_tick_) {
+        refiled_within_pass_ = true;
+        return false;
+      }
+      return true;
+  }
+  if (tick != expiring_tick_) NoteExpiringTick(tick, now);
+  if (claim.word & TimeoutNode::kPeriodic) {
+    runner_.RunPeriodic(node, claim, now, &refile_);
+  } else {
+    runner_.RunOneShot(node, claim.deadline, now,
+                       (claim.word & TimeoutNode::kNoticed) != 0);
+  }
+  // A stop() or a destroying task ends the pass here.
+  return !stopping();
+}
+
+bool WheelDriver::File(TimeoutNode* node, int64_t now) {
+  // The deadline test comes first: it is false for nearly every node, so
+  // the due tick (Insert() computes it again) is rarely computed twice.
+  node->filed = node->deadline.load(std::memory_order_relaxed);
+  if (node->filed < last_advance_now_) {
+    if (const int64_t due = wheel_.DueTickOf(node); due < wheel_.elapsed()) {
+      return Expire(node, now, due);
+    }
+  }
+  wheel_.Insert(node);
+  return true;
+}
+
+void WheelDriver::FlushRefiles() {
+  for (TimeoutNode* node : refile_) {
+    node->filed = node->deadline.load(std::memory_order_relaxed);
+    wheel_.Insert(node);
+  }
+  refile_.clear();
+}
+
+bool WheelDriver::AdvanceTicks(int64_t now) {
+  // Tick k may be processed once its end, origin + (k + 1) * tick, has
+  // passed.
+  const int64_t last_tick = SaturatingSub(now, origin_) / shape_.tick_nanos - 1;
+  last_advance_now_ = now;
+  advance_last_tick_ = last_tick;
+  // A node moved to a later tick of this same advance stops the wheel (see
+  // Expire()): file it again and go on, in the same pass, so that what
+  // tasks schedule meanwhile waits for the pass's end as it always does. A
+  // bounded number of times: then the next pass goes on.
+  bool advanced = false;
+  for (int restarts = 0; !advanced && restarts < kMovedRestartsPerPass;
+       ++restarts) {
+    refiled_within_pass_ = false;
+    advanced = wheel_.Advance(last_tick, kSliceBudget, [&](TimeoutNode* node) {
+      return Expire(node, now, wheel_.elapsed());
+    });
+    FlushRefiles();
+    if (!refiled_within_pass_ || stopping()) break;
+  }
+  advance_last_tick_ = INT64_MIN;
+  return advanced;
+}
+
+bool WheelDriver::ExpireWithinTick(int64_t now) {
+  const int64_t tick = wheel_.elapsed();
+  if (wheel_.EarliestFiledAt(tick) > now) return true;  // kNever: nothing
+  // A node a reset() moved past now is filed again by Expire()'s claim.
+  const bool done = wheel_.ExpireFiledBy(
+      now, kSliceBudget,
+      [&](TimeoutNode* node) { return Expire(node, now, tick); });
+  FlushRefiles();
+  return done;
+}
+
+bool WheelDriver::Advance(int64_t now, bool intake_done) {
+  bool done = AdvanceTicks(now);
+  if (within_tick_ && done && intake_done && !stopping()) {
+    done = ExpireWithinTick(now);
+  }
+  counters_.ticks.store(wheel_.elapsed(), std::memory_order_relaxed);
+  return done && !stopping();
+}
+
+WheelDriver::WakePlan WheelDriver::PlanWake(bool now_tick_too) {
+  int64_t next = wheel_.NextWorkTick();
+  if (now_tick_too) next = std::min(next, wheel_.elapsed());
+  WakePlan plan;
+  // A tick end the clock cannot express (past INT64_MAX) never comes: sleep
+  // until woken, which is what the deadline INT64_MAX means to a Sleeper.
+  if (next == Wheel::kNever) return plan;
+  // A node is due before tick `next` iff its deadline is at or before the
+  // start of tick `next`: producers compare clock readings, without
+  // dividing.
+  plan.limit = SaturatingAdd(origin_, SaturatingMul(next, shape_.tick_nanos));
+  plan.wake_at = TickEnd(next);
+  if (!within_tick_) return plan;
+  // Wake for the earliest deadline due then, plus the slack, if that comes
+  // before the tick ends: every deadline within the slack of it runs in the
+  // same wake-up. A new deadline wakes us if waiting for this plan would
+  // make it later than its own slack allows. The limit stays at or above
+  // the start of tick `next`, since the slack is below one tick.
+  const int64_t first = wheel_.EarliestFiledAt(next);
+  if (first != Wheel::kNever) {
+    plan.wake_at =
+        std::min(plan.wake_at, SaturatingAdd(first, shape_.slack_nanos));
+  }
+  plan.limit =
+      std::max(plan.limit, SaturatingSub(plan.wake_at, shape_.slack_nanos + 1));
+  return plan;
+}
+
+}  // namespace tickwheel::internal

@@ -1,0 +1,165 @@
+// worker/wheel_driver.h
+// -----------------------------------------------------------------------------
+// Internal. WheelDriver: turns the wheel (worker/wheel.h) to a clock reading
+// and runs what is due. It files the nodes an intake hands it, claims each
+// due node by the deadline it holds at that moment (TimeoutNode::
+// ClaimToRun(): never early), hands what it claimed to the TaskRunner, and
+// files again the nodes a reset() moved past the claim's limit and the
+// periodic ones after their run.
+//
+// Like the wheel it reads no clock, starts no thread and never sleeps: it is
+// told the time (Advance(now)) and says when it next has work (PlanWake()).
+// A Timer's worker drives it on its thread; an event loop can drive it on
+// its own (LocalTimer).
+//
+// One pass of Advance(now):
+//   1. the ticks whose end `now` has passed, earliest first, each node in
+//      insertion order (in deadline order with a slack below the tick);
+//      upper levels cascade as their time comes;
+//   2. with a slack below the tick, the nodes of the tick in progress whose
+//      deadline `now` has reached.
+// Both in slices of kSliceBudget nodes: a burst is worked off in slices,
+// and the caller serves its queues in between. A node a reset() moved to a
+// tick that the same pass has still to process stops the wheel, is filed
+// again, and the pass goes on (kMovedRestartsPerPass times at most), so
+// that it runs in its own tick's turn.
+//
+// Thread-safety: thread-compatible; one driving thread at a time.
+
+#ifndef TICKWHEEL_WORKER_WHEEL_DRIVER_H_
+#define TICKWHEEL_WORKER_WHEEL_DRIVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "tickwheel/base/nanos.h"
+#include "tickwheel/worker/task_runner.h"
+#include "tickwheel/worker/timeout_node.h"
+#include "tickwheel/worker/timer_counters.h"
+#include "tickwheel/worker/wheel.h"
+
+namespace tickwheel::internal {
+
+struct WheelShape {
+  int64_t tick_nanos = 0;   // > 0
+  int ticks_per_wheel = 0;  // a power of two
+  // How late past its deadline a task may run, in [0, tick_nanos];
+  // tick_nanos: tasks run at tick ends.
+  int64_t slack_nanos = 0;
+};
+
+class WheelDriver {
+ public:
+  // The most nodes one pass files, expires or cascades before its caller
+  // serves its queues again: a cancel() or an urgent newTimeout() waits
+  // behind a burst for one slice, and a burst does not wait for the next
+  // tick.
+  static constexpr int kSliceBudget = 4096;
+  // How often one pass may stop its wheel to file a moved node again before
+  // it leaves the rest to the next pass.
+  static constexpr int kMovedRestartsPerPass = 256;
+
+  // `stopping`: set when a task stopped or destroyed the timer; the driver
+  // then ends its pass after that task. Throws std::bad_alloc when the wheel
+  // cannot be allocated.
+  WheelDriver(WheelShape shape, TaskRunner& runner, TimerCounters& counters,
+              const std::atomic<bool>& stopping);
+  WheelDriver(const WheelDriver&) = delete;
+  WheelDriver& operator=(const WheelDriver&) = delete;
+
+  // startTime, the clock reading tick 0 starts at. Before any node is filed.
+  void Start(int64_t origin) {
+    origin_ = origin;
+    wheel_.SetOrigin(origin);
+  }
+  int64_t origin() const { return origin_; }
+
+  // Files a node just armed, by its deadline. One that was due already when
+  // the last Advance() read the clock (queued before that pass, it missed
+  // its tick only because the driver had not reached it yet) runs now,
+  // as part of its own ended tick; one scheduled during that pass waits
+  // for the current tick's end, so that a task that reschedules itself with
+  // no delay runs once a tick, not in a loop. False when that run stopped
+  // the timer.
+  bool File(TimeoutNode* node, int64_t now);
+
+  // A filed node whose deadline a reset() moved earlier: filed again by it.
+  void FileAgain(TimeoutNode* node) {
+    if (Wheel::Linked(node)) wheel_.Remove(node);
+    node->filed = node->deadline.load(std::memory_order_relaxed);
+    wheel_.Insert(node);
+  }
+  // Takes `node` out of the wheel if it is there.
+  void Unlink(TimeoutNode* node) {
+    if (Wheel::Linked(node)) wheel_.Remove(node);
+  }
+
+  // Runs everything due at clock reading `now`, in slices (see above).
+  // True when it is all done; false when a slice ran out or the timer is
+  // stopping: call again. `intake_done`: the caller has filed every node it
+  // holds; step 2 waits for that, so that a tick's nodes run in deadline
+  // order.
+  bool Advance(int64_t now, bool intake_done = true);
+
+  // When to wake for the next work, and the latest deadline that a new or
+  // moved timeout must have to wake a driver sleeping on that plan (a clock
+  // reading). `now_tick_too`: come back at the end of the current tick even
+  // if the wheel has nothing there (housekeeping). wake_at is INT64_MAX
+  // when nothing is due.
+  struct WakePlan {
+    int64_t wake_at = INT64_MAX;
+    int64_t limit = INT64_MAX;
+  };
+  WakePlan PlanWake(bool now_tick_too);
+
+  // Nodes waiting to be filed again (moved, or periodic after a run);
+  // FlushRefiles() files them. cancelAll() may take some out.
+  std::vector<TimeoutNode*>& refiles() { return refile_; }
+  void FlushRefiles();
+
+  Wheel& wheel() { return wheel_; }
+  int64_t elapsed() const { return wheel_.elapsed(); }
+  // The clock reading at which tick `tick` ends (saturating).
+  int64_t TickEnd(int64_t tick) const {
+    return SaturatingAdd(origin_, SaturatingMul(tick + 1, shape_.tick_nanos));
+  }
+
+ private:
+  // Claims `node` as part of tick `tick` (its bucket's, which the wheel has
+  // made elapsed(), or an overdue node's own ended tick) and runs it. False
+  // to stop the wheel: a moved node due later in this same advance, or a
+  // task that stopped the timer.
+  bool Expire(TimeoutNode* node, int64_t now, int64_t tick);
+  // Per-tick bookkeeping of Expire(): counters' ticks, and catch_up_ticks
+  // for a tick whose expiry starts a full tick or more after its end.
+  void NoteExpiringTick(int64_t tick, int64_t now);
+  // Step 1 of a pass: the ticks that ended, restarting after a moved node.
+  bool AdvanceTicks(int64_t now);
+  // Step 2: the tick in progress, up to `now`.
+  bool ExpireWithinTick(int64_t now);
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+
+  const WheelShape shape_;
+  // The slack is below one tick: step 2, and wake-ups for deadlines rather
+  // than tick ends.
+  const bool within_tick_;
+  TaskRunner& runner_;
+  TimerCounters& counters_;
+  const std::atomic<bool>& stopping_;
+  Wheel wheel_;
+  int64_t origin_ = 0;
+  std::vector<TimeoutNode*> refile_;
+  int64_t expiring_tick_ = -1;  // the tick Expire() last saw (bookkeeping)
+  // The clock reading of the last Advance(); none yet: nothing is overdue.
+  int64_t last_advance_now_ = INT64_MIN;
+  // While the wheel advances, the last tick it will process; INT64_MIN
+  // otherwise. A node that reset() moved to a tick at or before it ends the
+  // slice, so that it is filed again before the wheel gets there.
+  int64_t advance_last_tick_ = INT64_MIN;
+  bool refiled_within_pass_ = false;  // Expire() stopped the wheel for it
+};
+
+}  // namespace tickwheel::internal
+
+#endif  // TICKWHEEL_WORKER_WHEEL_DRIVER_H_
