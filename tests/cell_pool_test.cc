@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "gtest/gtest.h"
+#include "tickwheel/worker/chunk.h"
 
 namespace tickwheel::internal {
 namespace {
@@ -68,26 +69,8 @@ TEST(CellPoolTest, CellsThatAreNotAPowerOfTwoComeBackToo) {
       cells.clear();
     }).join();
   }
-  EXPECT_EQ(Pool::Depot().MappedBytes(), 2 * CellDepot::kChunkBytes);
+  EXPECT_EQ(Pool::Depot().MappedBytes(), 2 * kChunkBytes);
   EXPECT_EQ(Pool::Depot().FreeCells(), 2 * Pool::Depot().CellsPerChunk());
-}
-
-TEST(CellDividerTest, MatchesDivisionForEveryOffsetInAChunk) {
-  // Exhaustively for the node's cell size and a power of two; every cell
-  // boundary for the other sizes a pool may use.
-  for (uint64_t d : {48, 64}) {
-    const CellDivider div = CellDivider::For(d);
-    for (uint64_t n = 0; n < CellDepot::kChunkBytes; ++n) {
-      ASSERT_EQ(div(n), n / d) << n << " / " << d;
-    }
-  }
-  for (uint64_t d = 16; d <= 1024; d += 16) {
-    const CellDivider div = CellDivider::For(d);
-    for (uint64_t n = 0; n < CellDepot::kChunkBytes; n += d) {
-      ASSERT_EQ(div(n), n / d) << n << " / " << d;
-      ASSERT_EQ(div(n + d - 1), n / d) << n + d - 1 << " / " << d;
-    }
-  }
 }
 
 TEST(CellPoolTest, ReusesFreedCellsInsteadOfMappingMore) {
@@ -98,7 +81,7 @@ TEST(CellPoolTest, ReusesFreedCellsInsteadOfMappingMore) {
     for (void* p : cells) Pool::Free(p);
   }
   // 10,000 live cells at most: 640,000 bytes, one 2 MiB chunk.
-  EXPECT_EQ(Pool::Depot().MappedBytes(), CellDepot::kChunkBytes);
+  EXPECT_EQ(Pool::Depot().MappedBytes(), kChunkBytes);
 }
 
 TEST(CellPoolTest, LastFreedIsFirstReused) {
@@ -147,7 +130,7 @@ TEST(CellPoolTest, FreedCellsComeBackInAddressOrder) {
     for (void* p : scrambled) Pool::Free(p);
   }).join();
   EXPECT_EQ(Pool::Depot().FreeCells(), Pool::Depot().MappedBytes() /
-                                           CellDepot::kChunkBytes *
+                                           kChunkBytes *
                                            Pool::Depot().CellsPerChunk());
   // A fresh thread gets them back front to back, in the order fresh memory
   // was first handed out: chunk by chunk, ascending within a chunk.
@@ -159,7 +142,7 @@ TEST(CellPoolTest, FreedCellsComeBackInAddressOrder) {
   EXPECT_EQ(again, cells);
   for (size_t i = 1; i < again.size(); ++i) {
     const auto chunk = [](void* p) {
-      return reinterpret_cast<uintptr_t>(p) / CellDepot::kChunkBytes;
+      return reinterpret_cast<uintptr_t>(p) / kChunkBytes;
     };
     if (chunk(again[i]) == chunk(again[i - 1])) {
       ASSERT_LT(again[i - 1], again[i]) << "at " << i;
@@ -178,7 +161,7 @@ TEST(CellPoolTest, ThreadsThatExitGiveTheirCacheBack) {
       for (void* p : cells) Pool::Free(p);
     }).join();
   }
-  EXPECT_EQ(Pool::Depot().MappedBytes(), CellDepot::kChunkBytes);
+  EXPECT_EQ(Pool::Depot().MappedBytes(), kChunkBytes);
 }
 
 // A thread_local constructed before the thread's first pool use is
@@ -288,7 +271,7 @@ TEST(CellPoolTest, ThreadsThatFindTheDepotEmptyAtOnceGetDistinctCells) {
   const size_t per_chunk = Pool::Depot().CellsPerChunk();
   const size_t needed =
       (size_t{kThreads} * kPerThread + per_chunk - 1) / per_chunk;
-  EXPECT_LE(Pool::Depot().MappedBytes(), (needed + 1) * CellDepot::kChunkBytes);
+  EXPECT_LE(Pool::Depot().MappedBytes(), (needed + 1) * kChunkBytes);
   for (auto& cells : got) {
     for (void* p : cells) Pool::Free(p);
   }
@@ -318,7 +301,7 @@ TEST(CellPoolTest, ACrowdOnAnEmptyDepotMapsAtMostTwoChunks) {
   std::set<void*> unique(got.begin(), got.end());
   EXPECT_EQ(unique.size(), size_t{kThreads});
   EXPECT_EQ(unique.count(nullptr), 0u);
-  EXPECT_LE(Pool::Depot().MappedBytes(), 2 * CellDepot::kChunkBytes);
+  EXPECT_LE(Pool::Depot().MappedBytes(), 2 * kChunkBytes);
 }
 
 TEST(CellPoolTest, ProducersAndAConsumerExchangeCells) {
@@ -364,7 +347,7 @@ TEST(CellPoolTest, ProducersAndAConsumerExchangeCells) {
   // per thread were ever live: one chunk, or one per producer when both
   // found the depot empty at once and each faulted one in (Take() maps
   // outside the mutex; the spare one stays in reserve).
-  EXPECT_LE(Pool::Depot().MappedBytes(), kProducers * CellDepot::kChunkBytes);
+  EXPECT_LE(Pool::Depot().MappedBytes(), kProducers * kChunkBytes);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // -----------------------------------------------------------------------------
 // The node pool gives freed memory back to the kernel by decay: a chunk whose
 // cells have all come back stays resident until it has gone unused for
-// CellDepot::kDecayNanos, then Decay() releases it (and the pages leave the
+// DecayPolicy::kDecayNanos, then Decay() releases it (and the pages leave the
 // process's RSS), down to kKeptFreeChunks, highest addresses first; reserve
 // chunks decay the same way; a Give() that makes the first decay due calls
 // one registered waker, and nothing is due once the pool is at its floor;
@@ -21,7 +21,10 @@
 #include "gtest/gtest.h"
 #include "tests/pool_test_util.h"
 #include "tickwheel/base/time_source.h"
+#include "tickwheel/worker/cell_depot.h"
 #include "tickwheel/worker/cell_pool.h"
+#include "tickwheel/worker/chunk.h"
+#include "tickwheel/worker/chunk_policy.h"
 
 namespace tickwheel::internal {
 namespace {
@@ -34,10 +37,10 @@ using ::tickwheel::testing::ResidentBytes;
 template <int N>
 struct Tag {};
 
-constexpr int64_t kPeriod = CellDepot::kDecayNanos;
+constexpr int64_t kPeriod = DecayPolicy::kDecayNanos;
 
 uintptr_t ChunkOf(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) / CellDepot::kChunkBytes;
+  return reinterpret_cast<uintptr_t>(p) / kChunkBytes;
 }
 
 TEST(PoolDecayTest, FreedChunksStayResidentForTheDecayPeriod) {
@@ -48,7 +51,8 @@ TEST(PoolDecayTest, FreedChunksStayResidentForTheDecayPeriod) {
       AllocateOnAThread<Pool>(6 * depot.CellsPerChunk(), 0x5A, 64);
   const size_t resident = depot.ResidentChunks();
   EXPECT_GE(resident, 6u);
-  EXPECT_EQ(depot.NextDecayNanos(), INT64_MAX);  // nothing free yet
+  EXPECT_EQ(depot.NextDecayNanos(),
+            DecayPolicy::kNothingDue);  // nothing free yet
   FreeOnAThread<Pool>(cells);
   // Every chunk emptied after `start`: a decay is due one period after.
   EXPECT_GE(depot.NextDecayNanos(), start + kPeriod);
@@ -76,14 +80,15 @@ TEST(PoolDecayTest, ChunksUnusedForThePeriodGoBackDownToTheFloor) {
   const size_t resident = depot.ResidentChunks();
   const int64_t rss_before = ResidentBytes();
   depot.Decay(MonotonicNanos() + kPeriod);
-  EXPECT_EQ(depot.ResidentChunks(), CellDepot::kKeptFreeChunks);
-  EXPECT_EQ(depot.ReleasedChunks(), resident - CellDepot::kKeptFreeChunks);
-  EXPECT_EQ(depot.MappedBytes(), mapped);        // address ranges stay mapped
-  EXPECT_EQ(depot.NextDecayNanos(), INT64_MAX);  // at the floor: no more
+  EXPECT_EQ(depot.ResidentChunks(), DecayPolicy::kKeptFreeChunks);
+  EXPECT_EQ(depot.ReleasedChunks(), resident - DecayPolicy::kKeptFreeChunks);
+  EXPECT_EQ(depot.MappedBytes(), mapped);  // address ranges stay mapped
+  EXPECT_EQ(depot.NextDecayNanos(),
+            DecayPolicy::kNothingDue);  // at the floor: no more
   // The pages really left: RSS fell by most of what was released (other
   // threads of the test binary may allocate meanwhile, hence the margin).
   const int64_t released =
-      static_cast<int64_t>(depot.ReleasedChunks() * CellDepot::kChunkBytes);
+      static_cast<int64_t>(depot.ReleasedChunks() * kChunkBytes);
   if (kResidentMemoryIsOurs) {
     EXPECT_GE(rss_before - ResidentBytes(), released * 3 / 4);
   }
@@ -113,15 +118,15 @@ TEST(PoolDecayTest, ReserveChunksUnusedForThePeriodGoBackToo) {
     while (depot.Replenish()) {
     }
   }).join();
-  EXPECT_GT(depot.ReserveChunks(), CellDepot::kKeptFreeChunks);
-  EXPECT_LT(depot.NextDecayNanos(), INT64_MAX);
+  EXPECT_GT(depot.ReserveChunks(), DecayPolicy::kKeptFreeChunks);
+  EXPECT_LT(depot.NextDecayNanos(), DecayPolicy::kNothingDue);
   // Cells in use keep their chunks; the reserve goes down to the floor.
   depot.Decay(MonotonicNanos() + kPeriod);
-  EXPECT_EQ(depot.ReserveChunks(), CellDepot::kKeptFreeChunks);
-  EXPECT_EQ(depot.ResidentChunks(), kGrown + CellDepot::kKeptFreeChunks);
+  EXPECT_EQ(depot.ReserveChunks(), DecayPolicy::kKeptFreeChunks);
+  EXPECT_EQ(depot.ResidentChunks(), kGrown + DecayPolicy::kKeptFreeChunks);
   FreeOnAThread<Pool>(cells);
   depot.Decay(MonotonicNanos() + kPeriod);
-  EXPECT_EQ(depot.ResidentChunks(), CellDepot::kKeptFreeChunks);
+  EXPECT_EQ(depot.ResidentChunks(), DecayPolicy::kKeptFreeChunks);
 }
 
 TEST(PoolDecayTest, AChunkInUseIsNeverReleased) {
@@ -165,7 +170,7 @@ TEST(PoolDecayTest, TheFirstDecayDueCallsOneWakerOnce) {
   depot.RemoveWaker(&first);
   EXPECT_EQ(second.load(), 1);
   depot.Decay(MonotonicNanos() + kPeriod);
-  EXPECT_EQ(depot.NextDecayNanos(), INT64_MAX);
+  EXPECT_EQ(depot.NextDecayNanos(), DecayPolicy::kNothingDue);
   depot.RemoveWaker(&second);
   EXPECT_EQ(second.load(), 1);  // nothing due: nobody called
 }
@@ -177,7 +182,7 @@ TEST(PoolDecayTest, ASmallPoolHasNothingToDecay) {
   std::thread([&] { depot.Replenish(); }).join();
   FreeOnAThread<Pool>(cells);
   // One chunk in use, one in reserve: both within the floor, kept for good.
-  EXPECT_EQ(depot.NextDecayNanos(), INT64_MAX);
+  EXPECT_EQ(depot.NextDecayNanos(), DecayPolicy::kNothingDue);
   depot.Decay(MonotonicNanos() + 100 * kPeriod);
   EXPECT_EQ(depot.ResidentChunks(), 2u);
   EXPECT_EQ(depot.ReleasedChunks(), 0u);
@@ -195,21 +200,21 @@ TEST(PoolDecayTest, OnceEveryWorkerHasGoneFreedChunksGoBackAtOnce) {
   std::vector<void*> cells =
       AllocateOnAThread<Pool>(6 * depot.CellsPerChunk(), 0x66, 64);
   FreeOnAThread<Pool>(cells);
-  EXPECT_GT(depot.ResidentChunks(), CellDepot::kKeptFreeChunks);
-  EXPECT_LT(depot.NextDecayNanos(), INT64_MAX);
+  EXPECT_GT(depot.ResidentChunks(), DecayPolicy::kKeptFreeChunks);
+  EXPECT_LT(depot.NextDecayNanos(), DecayPolicy::kNothingDue);
   depot.RemoveWaker(&worker);  // with the decay still due
-  EXPECT_EQ(depot.ResidentChunks(), CellDepot::kKeptFreeChunks);
-  EXPECT_EQ(depot.NextDecayNanos(), INT64_MAX);
+  EXPECT_EQ(depot.ResidentChunks(), DecayPolicy::kKeptFreeChunks);
+  EXPECT_EQ(depot.NextDecayNanos(), DecayPolicy::kNothingDue);
   // No worker now: memory freed later goes back as it is freed.
   cells = AllocateOnAThread<Pool>(6 * depot.CellsPerChunk(), 0x66, 64);
   FreeOnAThread<Pool>(cells);
-  EXPECT_EQ(depot.ResidentChunks(), CellDepot::kKeptFreeChunks);
-  EXPECT_EQ(depot.NextDecayNanos(), INT64_MAX);
+  EXPECT_EQ(depot.ResidentChunks(), DecayPolicy::kKeptFreeChunks);
+  EXPECT_EQ(depot.NextDecayNanos(), DecayPolicy::kNothingDue);
   // A worker again: retention for the decay period again.
   depot.AddWaker([](void*) {}, &worker);
   cells = AllocateOnAThread<Pool>(6 * depot.CellsPerChunk(), 0x66, 64);
   FreeOnAThread<Pool>(cells);
-  EXPECT_GT(depot.ResidentChunks(), CellDepot::kKeptFreeChunks);
+  EXPECT_GT(depot.ResidentChunks(), DecayPolicy::kKeptFreeChunks);
   depot.Decay(MonotonicNanos() + kPeriod);
   depot.RemoveWaker(&worker);
 }

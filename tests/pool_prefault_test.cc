@@ -16,7 +16,10 @@
 
 #include "gtest/gtest.h"
 #include "tests/pool_test_util.h"
+#include "tickwheel/worker/cell_depot.h"
 #include "tickwheel/worker/cell_pool.h"
+#include "tickwheel/worker/chunk.h"
+#include "tickwheel/worker/chunk_policy.h"
 
 namespace tickwheel::internal {
 namespace {
@@ -37,17 +40,17 @@ TEST(PoolPrefaultTest, TakingFromAFreshChunkAsksForTheReserve) {
   void* cell = Pool::Allocate();
   // The producer mapped the first chunk itself (there was no reserve) and
   // left fewer than a chunk's cells ready: it asks for one more.
-  EXPECT_EQ(depot.MappedBytes(), CellDepot::kChunkBytes);
+  EXPECT_EQ(depot.MappedBytes(), kChunkBytes);
   EXPECT_EQ(depot.ReserveChunks(), 0u);
   EXPECT_TRUE(depot.ReserveWanted());
   // Another thread answers: one chunk faulted in, kept in reserve.
   std::thread([&] { depot.Replenish(); }).join();
   EXPECT_FALSE(depot.ReserveWanted());
   EXPECT_EQ(depot.ReserveChunks(), 1u);
-  EXPECT_EQ(depot.MappedBytes(), 2 * CellDepot::kChunkBytes);
+  EXPECT_EQ(depot.MappedBytes(), 2 * kChunkBytes);
   // Asked once, served once: no third chunk.
   depot.Replenish();
-  EXPECT_EQ(depot.MappedBytes(), 2 * CellDepot::kChunkBytes);
+  EXPECT_EQ(depot.MappedBytes(), 2 * kChunkBytes);
   Pool::Free(cell);
 }
 
@@ -57,12 +60,12 @@ TEST(PoolPrefaultTest, ProducersUseTheReserveInsteadOfMapping) {
   std::vector<void*> cells;
   cells.push_back(Pool::Allocate());
   std::thread([&] { depot.Replenish(); }).join();
-  ASSERT_EQ(depot.MappedBytes(), 2 * CellDepot::kChunkBytes);
+  ASSERT_EQ(depot.MappedBytes(), 2 * kChunkBytes);
   // Past the first chunk: the second comes from the reserve, nothing new is
   // mapped until somebody replenishes.
   const size_t per_chunk = depot.CellsPerChunk();
   while (cells.size() < per_chunk + 1000) cells.push_back(Pool::Allocate());
-  EXPECT_EQ(depot.MappedBytes(), 2 * CellDepot::kChunkBytes);
+  EXPECT_EQ(depot.MappedBytes(), 2 * kChunkBytes);
   EXPECT_EQ(depot.ReserveChunks(), 0u);
   EXPECT_TRUE(depot.ReserveWanted());
   std::set<void*> unique(cells.begin(), cells.end());
@@ -80,14 +83,14 @@ TEST(PoolPrefaultTest, TheTargetGrowsWithRecentGrowth) {
       AllocateOnAThread<Pool>(kGrown * depot.CellsPerChunk(), 0x11, 64);
   // One, one more from the second chunk on, one per further four.
   constexpr size_t kTarget =
-      2 + (kGrown - 2) / CellDepot::kGrowthPerReserveChunk;
+      2 + (kGrown - 2) / ReservePolicy::kGrowthPerReserveChunk;
   EXPECT_EQ(depot.ReserveTargetChunks(), kTarget);
   // One call faults kChunksPerReplenish in and asks for the next call;
   // calls until it no longer asks make that many chunks' worth of cells
   // ready (free cells of the last chunk in use count), without a Take().
   std::thread([&] {
     EXPECT_TRUE(depot.Replenish());
-    EXPECT_EQ(depot.ReserveChunks(), CellDepot::kChunksPerReplenish);
+    EXPECT_EQ(depot.ReserveChunks(), ReservePolicy::kChunksPerReplenish);
     EXPECT_TRUE(depot.ReserveWanted());
     while (depot.Replenish()) {
     }
@@ -161,8 +164,8 @@ TEST(PoolPrefaultTest, AProducerServedByAnotherThreadTakesNoPageFaults) {
   }).join();
   stop.store(true);
   worker.join();
-  EXPECT_GE(Served::Depot().MappedBytes(), kChunks * CellDepot::kChunkBytes);
-  EXPECT_EQ(Alone::Depot().MappedBytes(), kChunks * CellDepot::kChunkBytes);
+  EXPECT_GE(Served::Depot().MappedBytes(), kChunks * kChunkBytes);
+  EXPECT_EQ(Alone::Depot().MappedBytes(), kChunks * kChunkBytes);
   if (kFaultsAreOurs) {
     // Served: a few faults at most (the depot's own bookkeeping growing),
     // not one per chunk. Alone: every chunk after the first faulted in here.
@@ -179,7 +182,7 @@ TEST(PoolPrefaultTest, ProducersNeverWaitForAnAbsentReplenisher) {
   const std::vector<void*> cells =
       AllocateOnAThread<Pool>(3 * Pool::Depot().CellsPerChunk() + 10, 0x22, 64);
   EXPECT_TRUE(Pool::Depot().ReserveWanted());
-  EXPECT_EQ(Pool::Depot().MappedBytes(), 4 * CellDepot::kChunkBytes);
+  EXPECT_EQ(Pool::Depot().MappedBytes(), 4 * kChunkBytes);
   FreeOnAThread<Pool>(cells);
 }
 

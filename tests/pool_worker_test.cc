@@ -17,13 +17,18 @@
 #include "absl/time/time.h"
 #include "tests/pool_test_util.h"
 #include "tickwheel/timer/timer.h"
+#include "tickwheel/worker/cell_depot.h"
 #include "tickwheel/worker/cell_pool.h"
+#include "tickwheel/worker/chunk.h"
+#include "tickwheel/worker/chunk_policy.h"
 #include "tickwheel/worker/timeout_node.h"
 
 namespace tickwheel {
 namespace {
 
 using internal::CellDepot;
+using internal::DecayPolicy;
+using internal::kChunkBytes;
 using internal::NodePool;
 using internal::TimeoutNode;
 using ::tickwheel::testing::kFaultsAreOurs;
@@ -104,8 +109,8 @@ TEST(PoolWorkerTest, RetainedMemoryGoesBackOnceUnusedAndThenTheWorkerSleeps) {
   // What stays: the floor, and chunks that hold cells cached by a thread
   // (this one's and the worker's).
   const bool released = Eventually([&] {
-    return depot.ResidentChunks() <= CellDepot::kKeptFreeChunks + 3 &&
-           depot.NextDecayNanos() == INT64_MAX;
+    return depot.ResidentChunks() <= DecayPolicy::kKeptFreeChunks + 3 &&
+           depot.NextDecayNanos() == DecayPolicy::kNothingDue;
   });
   ASSERT_TRUE(released) << depot.ResidentChunks() << " chunks still resident";
   // RSS agrees, to within what the rest of the process may keep from the
@@ -114,15 +119,14 @@ TEST(PoolWorkerTest, RetainedMemoryGoesBackOnceUnusedAndThenTheWorkerSleeps) {
   constexpr int64_t kRestOfTheProcess = int64_t{4} << 20;
   if (kResidentMemoryIsOurs) {
     EXPECT_LE(ResidentBytes() - rss_before,
-              int64_t{CellDepot::kKeptFreeChunks + 3} *
-                      int64_t{CellDepot::kChunkBytes} +
+              int64_t{DecayPolicy::kKeptFreeChunks + 3} * int64_t{kChunkBytes} +
                   kRestOfTheProcess);
   }
   // Down to the floor, nothing is due: the worker sleeps toward its
   // timeout, waking no more for the pool.
   const int64_t wakeups = timer->metrics().wakeups;
   std::this_thread::sleep_for(
-      std::chrono::nanoseconds(CellDepot::kDecayNanos + 500'000'000));
+      std::chrono::nanoseconds(DecayPolicy::kDecayNanos + 500'000'000));
   EXPECT_EQ(timer->metrics().wakeups, wakeups);
   EXPECT_EQ(timer->pendingTimeouts(), 1);
 }

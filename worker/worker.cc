@@ -51,7 +51,7 @@ void Worker::Run() {
   start_ready_.store(true, std::memory_order_release);
   start_ready_.notify_all();
   // On the real clock, the node pool may wake us when its retained memory
-  // is due to decay (Sleep() plans for that time; see worker/cell_pool.h).
+  // is due to decay (Sleep() plans for that time; see worker/chunk_policy.h).
   // A worker on another clock cannot plan a sleep by the real one: it
   // decays the pool only on passes it makes anyway.
   const bool pool_waker = TimeoutNode::kPooled && config_.monotonic_clock;
@@ -84,7 +84,7 @@ bool Worker::Pass(int64_t now) {
   if (shutdown_.load(std::memory_order_acquire)) return false;
   done &= driver_.Advance(now, done);
   // Fault node memory in ahead of the producers, and give back what has
-  // gone unused for long enough (worker/cell_pool.h): a relaxed load each
+  // gone unused for long enough (worker/chunk_policy.h): a relaxed load each
   // unless there is work. A reserve still short after this pass's share
   // makes the next pass start at once, like any other budget.
   if constexpr (TimeoutNode::kPooled) {

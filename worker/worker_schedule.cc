@@ -141,7 +141,7 @@ void Worker::Publish(TimeoutNode* node, int shard) {
   node->SetLaneCell(my_shard.lane.Cell(cell));
   my_shard.lane.Publish(cell, node);
   TICKWHEEL_INTERLEAVE_POINT();
-  // The node pool is short of faulted-in memory (worker/cell_pool.h): wake
+  // The node pool is short of faulted-in memory (worker/chunk_policy.h): wake
   // the worker, whatever the deadline, so that it faults the next chunks in
   // before this thread needs them. A relaxed load of a line that changes
   // once per shortfall; the first caller claims the wake-up, the others
