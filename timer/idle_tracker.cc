@@ -123,15 +123,17 @@ absl::StatusOr<std::unique_ptr<IdleTracker>> IdleTracker::Create(
                absl::ToInt64Nanoseconds(config.tick_duration));
   config.drain_timeout = std::max(options.drain_timeout, absl::ZeroDuration());
   config.thread_name = std::move(options.thread_name);
-  config.task_executor = std::move(options.task_executor);
+  internal::IdleCoreResources resources;
+  resources.task_executor = std::move(options.task_executor);
   if (options.timer != nullptr) {
-    config.shared_timer = std::move(options.timer);
+    resources.shared_timer = std::move(options.timer);
   } else {
-    config.clock =
+    resources.clock =
         options.clock ? std::move(options.clock) : RealClock::Shared();
   }
   return std::unique_ptr<IdleTracker>(
-      new IdleTracker(std::make_shared<internal::IdleCore>(std::move(config))));
+      new IdleTracker(std::make_shared<internal::IdleCore>(
+          std::move(config), std::move(resources))));
 }
 
 IdleTracker::IdleTracker(std::shared_ptr<internal::IdleCore> core)

@@ -72,9 +72,11 @@
 // Lifetime
 //   Handles may outlive the tracker: destroying the tracker detaches every
 //   registration (on_idle destroyed, never run), stops its own timer (or
-//   cancels its timeouts on the application's), and leaves
-//   the handles inert (touch() harmless, unregister() false, reregister()
-//   FailedPrecondition).
+//   cancels its timeouts on the application's), releases what the
+//   application gave it (the Timer, the clock, the task executor), and
+//   leaves the handles inert (touch() harmless, unregister() false,
+//   reregister() FailedPrecondition). Inert handles keep none of the
+//   application's objects alive.
 
 #ifndef TICKWHEEL_TIMER_IDLE_TRACKER_H_
 #define TICKWHEEL_TIMER_IDLE_TRACKER_H_
@@ -134,11 +136,11 @@ struct IdleTrackerOptions {
   std::shared_ptr<Clock> clock;
   // Runs the tracker on a Timer the application already has instead of
   // starting a timer (and a thread) of its own. The tracker shares ownership
-  // of it; tick_duration, ticks_per_wheel and thread_name are then the
-  // timer's and ignored here, and its clock is the timer's (setting `clock`
-  // too is InvalidArgument). Activate() arms the registrations on it and
-  // Deactivate() cancels them; the Timer keeps running. Checks and on_idle
-  // run on that Timer's worker (or its task_executor), next to the
+  // of it until it is destroyed; tick_duration, ticks_per_wheel and thread_name
+  // are then the timer's and ignored here, and its clock is the timer's
+  // (setting `clock` too is InvalidArgument). Activate() arms the registrations
+  // on it and Deactivate() cancels them; the Timer keeps running. Checks and
+  // on_idle run on that Timer's worker (or its task_executor), next to the
   // application's own tasks, so on_idle must not block. cancelAll() or
   // stop() on that Timer cancels the tracker's checks too: registrations
   // then stay registered but do not fire until Deactivate() and Activate()

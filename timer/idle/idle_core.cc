@@ -27,7 +27,15 @@ class IdleCore::RefreshTask {
   uint64_t generation_;
 };
 
-IdleCore::IdleCore(IdleCoreConfig config) : config_(std::move(config)) {}
+IdleCore::IdleCore(IdleCoreConfig config, IdleCoreResources resources)
+    : config_(std::move(config)),
+      has_task_executor_(static_cast<bool>(resources.task_executor)),
+      task_executor_(has_task_executor_
+                         ? std::make_shared<const IdleTaskExecutor>(
+                               std::move(resources.task_executor))
+                         : nullptr),
+      clock_(std::move(resources.clock)),
+      shared_timer_(std::move(resources.shared_timer)) {}
 
 IdleCore::~IdleCore() = default;
 
@@ -71,9 +79,10 @@ IdleEntry* IdleCore::Register(absl::AnyInvocable<void()> on_idle,
   absl::AnyInvocable<void()> none;
   {
     MutexLock lock(&mu_);
+    const int64_t now = NowNanosLocked();
     bool was_tracked = false;
     none = entry->StartRegistration(std::move(on_idle), timeout_nanos, timer_,
-                                    NowNanos(), &was_tracked);
+                                    now, &was_tracked);
     AddToRegistryLocked(entry);
     IdleCounters::Add(counters_.tracked);
   }
@@ -90,9 +99,10 @@ absl::Status IdleCore::Reregister(IdleEntry* entry,
       return absl::FailedPreconditionError(
           "reregister: the IdleTracker has been destroyed");
     }
+    const int64_t now = NowNanosLocked();
     bool was_tracked = false;
     previous = entry->StartRegistration(std::move(on_idle), timeout_nanos,
-                                        timer_, NowNanos(), &was_tracked);
+                                        timer_, now, &was_tracked);
     AddToRegistryLocked(entry);
     if (!was_tracked) IdleCounters::Add(counters_.tracked);
   }
@@ -111,13 +121,13 @@ absl::Status IdleCore::Activate() {
     return absl::OkStatus();
   }
   std::unique_ptr<Timer> owned;
-  Timer* timer = config_.shared_timer.get();
+  Timer* timer = shared_timer_.get();
   if (timer == nullptr) {
     TimerOptions options;
     options.tick_duration = config_.tick_duration;
     options.ticks_per_wheel = config_.ticks_per_wheel;
     options.thread_name = config_.thread_name;
-    options.clock = config_.clock;
+    options.clock = clock_;
     // No task_executor on the Timer: checks are bookkeeping and run on the
     // worker; only on_idle goes to the tracker's executor.
     absl::StatusOr<std::unique_ptr<Timer>> created = Timer::Create(options);
@@ -125,7 +135,7 @@ absl::Status IdleCore::Activate() {
     owned = *std::move(created);
     timer = owned.get();
   }
-  const int64_t now = NowNanos();
+  const int64_t now = NowNanosLocked();
   coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
   uint64_t generation;
   {
@@ -163,14 +173,17 @@ absl::Status IdleCore::ScheduleRefresh(Timer* timer, uint64_t generation) {
 }
 
 void IdleCore::OnRefresh(Timer* timer, uint64_t generation) {
+  // Null only when the application's Timer runs its tasks on an executor
+  // and has begun its destruction, which it can only after Close().
+  if (timer == nullptr) return;
   {
     IdleSpinLockGuard l(&refresh_lock_);
     if (generation_ != generation) return;  // that activation has ended
   }
-  RefreshCoarse(NowNanos());
+  RefreshCoarse(TimerNowNanos(*timer));
   IdleCounters::Add(counters_.refreshes);
   // Fails only when the timer is stopping, which ends the refreshing.
-  if (timer != nullptr) (void)ScheduleRefresh(timer, generation);
+  (void)ScheduleRefresh(timer, generation);
 }
 
 void IdleCore::EndRefreshes() {
@@ -213,6 +226,11 @@ absl::Status IdleCore::Deactivate() {
 void IdleCore::Close() {
   std::unique_ptr<Timer> timer;
   std::vector<absl::AnyInvocable<void()>> callbacks;
+  // What the application gave: released at the end of this function, with
+  // no lock held (the last reference to its Timer joins that Timer's worker).
+  std::shared_ptr<Timer> shared_timer;
+  std::shared_ptr<Clock> clock;
+  std::shared_ptr<const IdleTaskExecutor> task_executor;
   {
     MutexLock lock(&mu_);
     closed_ = true;
@@ -225,6 +243,16 @@ void IdleCore::Close() {
       if (was_tracked) IdleCounters::Add(counters_.tracked, -1);
       RemoveFromRegistryLocked(e);
     }
+    // Every check still to run is stale now (its entry is detached), and
+    // checks and refreshes never read these: they use the Timer they run on.
+    shared_timer = std::move(shared_timer_);
+    clock = std::move(clock_);
+  }
+  {
+    // A check that is handing an on_idle call over holds its own reference
+    // until that call returns.
+    IdleSpinLockGuard l(&executor_lock_);
+    task_executor = std::move(task_executor_);
   }
   callbacks.clear();  // the captures die here, unlocked
   EndRefreshes();
@@ -319,8 +347,8 @@ TimerMetrics IdleCore::TimerMetricsSnapshot() const {
   if (timer_ != nullptr) return timer_->metrics();
   // Inactive: the last activation's own timer, or the application's timer
   // as it is now.
-  return config_.shared_timer != nullptr ? config_.shared_timer->metrics()
-                                         : last_timer_metrics_;
+  return shared_timer_ != nullptr ? shared_timer_->metrics()
+                                  : last_timer_metrics_;
 }
 
 }  // namespace tickwheel::internal

@@ -13,10 +13,15 @@
 // and destroys it. On an application's Timer (IdleTrackerOptions::timer) the
 // core shares that Timer; Deactivate() cancels the entries' checks and the
 // refresh instead, and the stopper only waits for on_idle calls in progress.
+// Close() drops everything the application gave: its Timer, the clock and
+// the task executor. What handles keep alive afterwards is the core's own
+// memory (the coarse clock they read, the counters), nothing of the
+// application's.
 //
 // Ground rules
 // ------------
-//   mu_ guards the activation count, the Timer, the registry and closed_.
+//   mu_ guards the activation count, the Timer, the registry, closed_, and
+//   the clock and the application's Timer (both null after Close()).
 //   Register/Reregister/Unregister/Activate/Deactivate/Close take it; the
 //   timer's worker never does (it takes one entry's lock at a time), so a
 //   slow Register() cannot stall expiry and a stalled worker cannot block
@@ -27,6 +32,10 @@
 //   nothing.
 //   running_callbacks_ counts on_idle calls in progress (acq_rel RMWs; the
 //   stopper waits for zero with an acquire load, so it sees what they did).
+//   Checks and refreshes run on a timer's worker, outside mu_: they read the
+//   time from the Timer they run on (alive inside its own task), never from
+//   the core's clock; a check takes its own reference to the task executor
+//   under executor_lock_, so Close() may drop the core's at any time.
 //
 // This class is thread-safe.
 
@@ -53,7 +62,10 @@
 
 namespace tickwheel::internal {
 
-// Validated IdleTrackerOptions (see timer/idle_tracker.h for each field).
+using IdleTaskExecutor = std::function<void(absl::AnyInvocable<void()>)>;
+
+// Validated IdleTrackerOptions (see timer/idle_tracker.h for each field):
+// the part that never changes.
 struct IdleCoreConfig {
   int64_t default_timeout_nanos = 0;  // > 0
   absl::Duration tick_duration;       // > 0
@@ -61,12 +73,22 @@ struct IdleCoreConfig {
   int64_t refresh_nanos = 0;     // >= tick
   absl::Duration drain_timeout;  // >= 0
   std::string thread_name;
-  std::function<void(absl::AnyInvocable<void()>)> task_executor;
-  std::shared_ptr<Clock> clock;  // null iff shared_timer is set
+};
+
+// What the application gave the tracker: IdleCore holds it until Close().
+struct IdleCoreResources {
+  IdleTaskExecutor task_executor;  // may be empty
+  std::shared_ptr<Clock> clock;    // null iff shared_timer is set
   // The application's Timer, when the tracker runs on it (no timer of its
   // own); its tick and clock are the tracker's.
   std::shared_ptr<Timer> shared_timer;
 };
+
+// A timer's clock reading in nanoseconds: what checks and refreshes use, on
+// the worker of the Timer they run on.
+inline int64_t TimerNowNanos(const Timer& timer) {
+  return std::chrono::nanoseconds(timer.now().time_since_epoch()).count();
+}
 
 struct IdleCounters {
   std::atomic<int64_t> tracked{0};
@@ -91,7 +113,7 @@ struct IdleCounters {
 
 class IdleCore : public std::enable_shared_from_this<IdleCore> {
  public:
-  explicit IdleCore(IdleCoreConfig config);
+  IdleCore(IdleCoreConfig config, IdleCoreResources resources);
   ~IdleCore();
 
   // IdleTracker::Register: a new entry (refs == 1, owned by the caller's
@@ -118,14 +140,6 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
 
   // For entries.
   const IdleCoreConfig& config() const { return config_; }
-  // The tracker's clock: its own Clock, or the application's Timer's.
-  int64_t NowNanos() const {
-    return config_.clock != nullptr
-               ? config_.clock->NowNanos()
-               : std::chrono::nanoseconds(
-                     config_.shared_timer->now().time_since_epoch())
-                     .count();
-  }
   CoarseClock& coarse() { return coarse_; }
   // Publishes the ceiling for a clock reading `now` (refresh task, checks)
   // and records how late the previous ceiling was.
@@ -134,6 +148,14 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
         coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
     if (prev < now)
       IdleCounters::RaiseTo(counters_.worst_clock_lag_nanos, now - prev);
+  }
+  // Whether on_idle calls go to a task executor (fixed at creation).
+  bool has_task_executor() const { return has_task_executor_; }
+  // The task executor, for one call; null once the tracker is closed.
+  std::shared_ptr<const IdleTaskExecutor> task_executor() const
+      ABSL_LOCKS_EXCLUDED(executor_lock_) {
+    IdleSpinLockGuard l(&executor_lock_);
+    return task_executor_;
   }
   IdleCounters& counters() { return counters_; }
   void CallbackStarted() {
@@ -151,6 +173,11 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
   void RemoveFromRegistryLocked(IdleEntry* entry)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddToRegistryLocked(IdleEntry* entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The tracker's clock: its own Clock, or the application's Timer's.
+  int64_t NowNanosLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return clock_ != nullptr ? clock_->NowNanos()
+                             : TimerNowNanos(*shared_timer_);
+  }
   // The refresh task of activation `generation`: publishes the coarse clock
   // and re-schedules itself on `timer`, until that activation ends.
   void OnRefresh(Timer* timer, uint64_t generation);
@@ -171,9 +198,17 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
   void AwaitCallbacks();
 
   const IdleCoreConfig config_;
+  const bool has_task_executor_;
   CoarseClock coarse_;
   IdleCounters counters_;
   std::atomic<int> running_callbacks_{0};
+
+  // The task executor; null once Close() has dropped it. Checks copy the
+  // pointer under the lock and call it without, so that a Close() racing a
+  // fire destroys the executor only after that call has returned.
+  mutable IdleSpinLock executor_lock_;
+  std::shared_ptr<const IdleTaskExecutor> task_executor_
+      ABSL_GUARDED_BY(executor_lock_);
 
   // The activation that refreshes run for: bumped when one starts and when
   // it ends, so a refresh of an ended activation stops re-scheduling itself.
@@ -189,6 +224,11 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
   mutable Mutex mu_;
   int64_t active_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // The tracker's clock (null on an application's Timer) and the
+  // application's Timer (null on a timer of the tracker's own); both null
+  // after Close().
+  std::shared_ptr<Clock> clock_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<Timer> shared_timer_ ABSL_GUARDED_BY(mu_);
   // The timer of the current activation: owned_timer_, or the shared one;
   // null while inactive.
   Timer* timer_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -176,8 +176,11 @@ void IdleEntry::FinishUnregister(Ended ended) {
 void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
   IdleCore* core = core_.get();
   IdleCounters& counters = core->counters();
-  const int64_t now = core->NowNanos();
-  core->RefreshCoarse(now);
+  // The Timer this check runs on is alive inside its own task; it is null
+  // only for a check that an application Timer's executor runs after that
+  // Timer's destruction began, which can only follow Close(): such a check
+  // finds its entry detached.
+  const int64_t now = timer != nullptr ? TimerNowNanos(*timer) : 0;
   absl::AnyInvocable<void()> on_idle;
   uint64_t fired_version = 0;
   bool use_executor = false;
@@ -190,6 +193,11 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
       return;
     }
     armed_ = Timeout();  // this very timeout; it has expired
+    if (timer == nullptr) {
+      ArmLocked(nullptr, 0);  // nothing to run on: dormant
+      return;
+    }
+    core->RefreshCoarse(now);
     const int64_t deadline =
         SaturatingAdd(stamp.load(std::memory_order_relaxed), timeout_nanos_);
     if (now < deadline) {
@@ -202,7 +210,7 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
     fired_version = ++version_;
     IdleCounters::Add(counters.tracked, -1);
     IdleCounters::RaiseTo(counters.worst_lateness_nanos, now - deadline);
-    use_executor = static_cast<bool>(core->config().task_executor);
+    use_executor = core->has_task_executor();
     if (use_executor) {
       SetStateLocked(IdleState::kQueued);
     } else {
@@ -215,12 +223,17 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
     RunOnIdle(std::move(on_idle), fired_version);
     return;
   }
+  QueuedFire fire(Ref(this), fired_version);
+  // Null once the tracker is closed: `fire` is then destroyed unrun (the
+  // entry is detached, so that finds nothing to do).
+  const std::shared_ptr<const IdleTaskExecutor> executor =
+      core->task_executor();
+  if (executor == nullptr) return;
   // If it throws, the closure was destroyed unrun: on_idle is destroyed,
   // never run.
-  RunLoggingExceptions(
-      "idle tracker: the task_executor", "that on_idle did not run", [&] {
-        core->config().task_executor(QueuedFire(Ref(this), fired_version));
-      });
+  RunLoggingExceptions("idle tracker: the task_executor",
+                       "that on_idle did not run",
+                       [&] { (*executor)(std::move(fire)); });
 }
 
 void IdleEntry::OnQueuedFire(bool run, uint64_t version) {
