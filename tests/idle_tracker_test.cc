@@ -367,6 +367,29 @@ TEST_F(IdleTrackerTest, ActivationIsReferenceCounted) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// With nothing tracked the coarse clock needs no refresh: the worker sleeps.
+TEST_F(IdleTrackerTest, RefreshesOnlyWhileSomethingIsTracked) {
+  auto tracker = Make();
+  ASSERT_TRUE(tracker->Activate().ok());
+  Step(absl::Seconds(1));
+  EXPECT_EQ(tracker->metrics().refreshes, 0);
+  EXPECT_EQ(tracker->timerMetrics().expired, 0);
+  IdleHandle h = tracker->Register(rec_.Callback(1)).value();  // at 1000 ms
+  Step(absl::Milliseconds(50));
+  EXPECT_EQ(tracker->metrics().refreshes, 5) << "one per tick while tracked";
+  Step(absl::Milliseconds(50));
+  EXPECT_EQ(rec_.events(), (std::vector<std::pair<int, int64_t>>{{1, 1100}}));
+  // The refresh sharing the fire's tick may run before or after the check;
+  // either way none publishes after it, and at most one more run finds
+  // nothing to do.
+  const int64_t refreshes = tracker->metrics().refreshes;
+  const int64_t expired = tracker->timerMetrics().expired;
+  Step(absl::Seconds(1));
+  EXPECT_EQ(tracker->metrics().refreshes, refreshes);
+  EXPECT_LE(tracker->timerMetrics().expired, expired + 1);
+  EXPECT_EQ(tracker->timerMetrics().pending, 0);
+}
+
 TEST_F(IdleTrackerTest, TaskExecutorRunsOnIdleAndUnregisterCancelsQueued) {
   std::mutex mu;
   std::vector<absl::AnyInvocable<void()>> queue;

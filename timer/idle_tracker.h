@@ -37,10 +37,11 @@
 //
 // Accuracy and the "no clock read" touch()
 //   touch() stamps the tracker's coarse clock, a shared atomic that the
-//   worker refreshes every refresh_period (a periodic task on the same wheel,
-//   so it keeps working when the worker no longer wakes every tick) and at
-//   every check. It holds a ceiling, (clock reading) + refresh_period, which
-//   stays at or above the true time until the next refresh is due. Hence:
+//   worker refreshes every refresh_period (a task on the same wheel, so it
+//   keeps working when the worker no longer wakes every tick) and at every
+//   check, while the tracker is active and something is registered. It
+//   holds a ceiling, (clock reading) + refresh_period, which stays at or
+//   above the true time until the next refresh is due. Hence:
 //   - on_idle never runs before (recorded stamp + idle_timeout): the check
 //     that decides to fire reads the clock and requires
 //     now - stamp >= idle_timeout, and the Timer never runs a check early;
@@ -55,6 +56,14 @@
 //     boundary at or after (stamp + idle_timeout). metrics() reports the
 //     observed maxima: worst_lateness (relative to the stamp) and
 //     worst_clock_lag (the L above).
+//   With nothing registered the refresh pauses, so an idle tracker costs its
+//   timer nothing, and the ceiling goes stale. No registration sees that: a
+//   registration's stamp starts as an exact clock reading (Register(),
+//   reregister(), and Activate(), which takes the later of the stamp and the
+//   clock), and the registration that ends the pause publishes a fresh
+//   ceiling and restarts the refresh before Register() or reregister()
+//   returns. While the tracker is inactive nothing refreshes either, for the
+//   same reason.
 //   Several threads touching the same object race benignly: one stamp wins,
 //   each is a valid ceiling at the time it was read.
 //
@@ -136,15 +145,21 @@ struct IdleTrackerOptions {
   std::shared_ptr<Clock> clock;
   // Runs the tracker on a Timer the application already has instead of
   // starting a timer (and a thread) of its own. The tracker shares ownership
-  // of it until it is destroyed; tick_duration, ticks_per_wheel and thread_name
-  // are then the timer's and ignored here, and its clock is the timer's
-  // (setting `clock` too is InvalidArgument). Activate() arms the registrations
-  // on it and Deactivate() cancels them; the Timer keeps running. Checks and
-  // on_idle run on that Timer's worker (or its task_executor), next to the
-  // application's own tasks, so on_idle must not block. cancelAll() or
-  // stop() on that Timer cancels the tracker's checks too: registrations
-  // then stay registered but do not fire until Deactivate() and Activate()
-  // re-arm them.
+  // of it until it is destroyed; tick_duration, ticks_per_wheel and
+  // thread_name are then the timer's and ignored here, and its clock is the
+  // timer's (setting `clock` too is InvalidArgument). Activate() arms the
+  // registrations on it and Deactivate() cancels them; the Timer keeps
+  // running. Checks and on_idle run on that Timer's worker (or its
+  // task_executor), next to the application's own tasks, so on_idle must
+  // not block. The tracker's timeouts are its own: the application's
+  // cancelAll() passes them by (the tracker goes on), they count in
+  // pendingTimeouts(), and the application's stop() destroys them unrun
+  // instead of returning them. With nothing registered the tracker has no
+  // timeout on the Timer. After the application's stop() nothing can fire
+  // any more: registrations stay registered (unregister() and the
+  // destructor work as usual), on_idle never runs, and Activate() after a
+  // Deactivate() fails with FailedPrecondition when it has registrations to
+  // arm.
   std::shared_ptr<Timer> timer;
 };
 
@@ -249,7 +264,8 @@ class IdleTracker {
   // the tracker is active, and dormant until the next Activate() otherwise.
   // InvalidArgument: empty on_idle, idle_timeout <= 0.
   // Cost: the tracker's mutex, two allocations (entry, timer node), one
-  // clock read, one newTimeout().
+  // clock read, one newTimeout() (two when it ends a pause of the refresh:
+  // the first registration of an active tracker that had none).
   absl::StatusOr<IdleHandle> Register(absl::AnyInvocable<void()> on_idle);
   absl::StatusOr<IdleHandle> Register(absl::AnyInvocable<void()> on_idle,
                                       absl::Duration idle_timeout);
@@ -261,7 +277,8 @@ class IdleTracker {
   // time spent inactive never counts as idle. Later calls only count.
   // Errors from Timer::Create (the instance limit); FailedPrecondition
   // while the tracker is being destroyed, or when the application's timer
-  // has been stopped.
+  // has been stopped and there are registrations to arm. With nothing
+  // registered it schedules nothing; the first Register() then does.
   absl::Status Activate();
 
   // Undoes one Activate(). The last one stops the timer (with

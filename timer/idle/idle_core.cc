@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "tickwheel/timer/idle/library_timeouts.h"
 #include "tickwheel/worker/logging.h"
 
 namespace tickwheel::internal {
@@ -85,6 +86,8 @@ IdleEntry* IdleCore::Register(absl::AnyInvocable<void()> on_idle,
                                     now, &was_tracked);
     AddToRegistryLocked(entry);
     IdleCounters::Add(counters_.tracked);
+    // Fails only when the timer refuses; the entry is then dormant too.
+    (void)ResumeRefreshesLocked(now);
   }
   return entry;
 }
@@ -105,6 +108,7 @@ absl::Status IdleCore::Reregister(IdleEntry* entry,
                                         timer_, now, &was_tracked);
     AddToRegistryLocked(entry);
     if (!was_tracked) IdleCounters::Add(counters_.tracked);
+    (void)ResumeRefreshesLocked(now);
   }
   // `previous` (the old registration's on_idle) is destroyed here, unlocked.
   return absl::OkStatus();
@@ -136,14 +140,9 @@ absl::Status IdleCore::Activate() {
     timer = owned.get();
   }
   const int64_t now = NowNanosLocked();
-  coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
-  uint64_t generation;
-  {
-    IdleSpinLockGuard l(&refresh_lock_);
-    generation = ++generation_;
-  }
-  // Fails when the timer cannot start, or the application's was stopped.
-  if (absl::Status s = ScheduleRefresh(timer, generation); !s.ok()) {
+  // Fails when the application's timer was stopped (found while scheduling
+  // the refresh, which happens when something is tracked).
+  if (absl::Status s = StartRefreshes(timer, now); !s.ok()) {
     EndRefreshes();
     return s;
   }
@@ -156,14 +155,53 @@ absl::Status IdleCore::Activate() {
   return absl::OkStatus();
 }
 
+absl::Status IdleCore::StartRefreshes(Timer* timer, int64_t now) {
+  coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
+  uint64_t generation;
+  {
+    IdleSpinLockGuard l(&refresh_lock_);
+    generation = ++generation_;
+    refresh_timer_ = timer;
+    refresh_paused_ = counters_.tracked.load(std::memory_order_relaxed) == 0;
+    if (refresh_paused_) return absl::OkStatus();
+  }
+  return ScheduleRefresh(timer, generation);
+}
+
+absl::Status IdleCore::ResumeRefreshesLocked(int64_t now) {
+  uint64_t generation;
+  Timer* timer;
+  {
+    IdleSpinLockGuard l(&refresh_lock_);
+    if (!refresh_paused_ || refresh_timer_ == nullptr) {
+      return absl::OkStatus();  // running, or the tracker is inactive
+    }
+    refresh_paused_ = false;
+    generation = generation_;
+    timer = refresh_timer_;  // timer_, alive: we hold mu_
+  }
+  // A fresh ceiling before any touch() can read the paused one: the caller
+  // returns the registration only after this.
+  coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
+  return ScheduleRefresh(timer, generation);
+}
+
 absl::Status IdleCore::ScheduleRefresh(Timer* timer, uint64_t generation) {
   // Runs at the first tick end at or after now + refresh - tick, which is at
   // most now + refresh: the ceiling just published holds until then.
-  absl::StatusOr<Timeout> next = timer->newTimeout(
-      RefreshTask(shared_from_this(), generation),
+  absl::StatusOr<Timeout> next = LibraryTimeouts::NewTimeout(
+      *timer, RefreshTask(shared_from_this(), generation),
       absl::Nanoseconds(config_.refresh_nanos) - config_.tick_duration);
-  if (!next.ok()) return next.status();
   IdleSpinLockGuard l(&refresh_lock_);
+  if (!next.ok()) {
+    // The timer refuses (stopped, or the application's pending limit): the
+    // next registration tries again.
+    if (generation_ == generation) {
+      refresh_paused_ = true;
+      refresh_ = Timeout();
+    }
+    return next.status();
+  }
   if (generation_ != generation) {
     next->cancel();  // the activation ended meanwhile
   } else {
@@ -179,10 +217,16 @@ void IdleCore::OnRefresh(Timer* timer, uint64_t generation) {
   {
     IdleSpinLockGuard l(&refresh_lock_);
     if (generation_ != generation) return;  // that activation has ended
+    if (counters_.tracked.load(std::memory_order_relaxed) == 0) {
+      // Nothing to refresh for: pause until the next registration.
+      refresh_paused_ = true;
+      refresh_ = Timeout();
+      return;
+    }
   }
   RefreshCoarse(TimerNowNanos(*timer));
   IdleCounters::Add(counters_.refreshes);
-  // Fails only when the timer is stopping, which ends the refreshing.
+  // Fails only when the timer refuses, which pauses the refreshing.
   (void)ScheduleRefresh(timer, generation);
 }
 
@@ -191,6 +235,8 @@ void IdleCore::EndRefreshes() {
   {
     IdleSpinLockGuard l(&refresh_lock_);
     ++generation_;
+    refresh_timer_ = nullptr;
+    refresh_paused_ = true;
     pending = std::exchange(refresh_, Timeout());
   }
   pending.cancel();  // destroys the task and its core reference
@@ -278,13 +324,11 @@ absl::Status IdleCore::StopTimer(std::unique_ptr<Timer> timer) {
   std::thread stopper(
       [self = shared_from_this(), timer = std::move(timer), done]() mutable {
         if (timer != nullptr) {
-          absl::StatusOr<std::vector<Timeout>> left = timer->stop();
-          // Their tasks hold entry references; destroy them, never run them.
-          // The entries stay kArmed (registered, dormant) for the next
-          // Activate().
-          if (left.ok()) {
-            for (Timeout& t : *left) t.takeTask();
-          }
+          // Every timeout on it is a library timeout: stop() destroys their
+          // tasks (and the entry references they hold) unrun and returns
+          // none. The entries stay kArmed (registered, dormant) for the
+          // next Activate().
+          (void)timer->stop();
           {
             MutexLock lock(&self->mu_);
             self->last_timer_metrics_ = timer->metrics();

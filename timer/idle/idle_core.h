@@ -18,6 +18,13 @@
 // memory (the coarse clock they read, the counters), nothing of the
 // application's.
 //
+// Every timeout the core and its entries schedule is a library timeout
+// (timer/idle/library_timeouts.h): on an application's Timer, cancelAll()
+// passes them by and stop() destroys them unrun instead of returning them.
+// The coarse clock's refresh runs only while something is tracked (see
+// ResumeRefreshesLocked), so a tracker with no registrations schedules
+// nothing.
+//
 // Ground rules
 // ------------
 //   mu_ guards the activation count, the Timer, the registry, closed_, and
@@ -179,11 +186,25 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
                              : TimerNowNanos(*shared_timer_);
   }
   // The refresh task of activation `generation`: publishes the coarse clock
-  // and re-schedules itself on `timer`, until that activation ends.
+  // and re-schedules itself on `timer`, until that activation ends or
+  // nothing is tracked any more (then it pauses).
   void OnRefresh(Timer* timer, uint64_t generation);
   // Schedules the next refresh of `generation` on `timer`. Fails only when
-  // the timer is stopping.
+  // the timer refuses (stopped, or the application's pending limit); the
+  // refresh is then paused, so that the next registration tries again.
   absl::Status ScheduleRefresh(Timer* timer, uint64_t generation);
+  // Called with something tracked (a registration was just made): if the
+  // current activation's refresh is paused, publishes a fresh ceiling for
+  // `now` and schedules the refresh again. Touches stamped while it was
+  // paused belong to no registration (nothing was tracked), and the
+  // registration just made stamped `now` exactly, so the ceiling's
+  // guarantee (timer/idle_tracker.h, "Accuracy") holds for every
+  // registration.
+  absl::Status ResumeRefreshesLocked(int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts the refreshes of a new activation on `timer` (paused when
+  // nothing is tracked).
+  absl::Status StartRefreshes(Timer* timer, int64_t now);
   // Ends the current activation's refreshes: a pending refresh is
   // cancelled, a running one does not re-schedule.
   void EndRefreshes();
@@ -213,13 +234,22 @@ class IdleCore : public std::enable_shared_from_this<IdleCore> {
   // The activation that refreshes run for: bumped when one starts and when
   // it ends, so a refresh of an ended activation stops re-scheduling itself.
   // The pending refresh's handle, so that the end of an activation on a
-  // shared timer cancels it. Both under refresh_lock_, which refreshes take
-  // on the worker (never mu_): a refresh that re-schedules either stores
-  // its handle before the activation ends (and the end cancels it) or sees
-  // the new generation (and cancels it itself).
+  // shared timer cancels it. refresh_paused_: the current activation's
+  // refresh is neither scheduled nor running (nothing was tracked when it
+  // last ran, or it has not started). All under refresh_lock_, which
+  // refreshes take on the worker (never mu_): a refresh that re-schedules
+  // either stores its handle before the activation ends (and the end
+  // cancels it) or sees the new generation (and cancels it itself); a
+  // refresh pauses only after reading tracked == 0 under the lock, and a
+  // registration counts itself in `tracked` before it takes the lock to
+  // resume, so one of the two always sees the other.
   IdleSpinLock refresh_lock_;
   uint64_t generation_ ABSL_GUARDED_BY(refresh_lock_) = 0;
   Timeout refresh_ ABSL_GUARDED_BY(refresh_lock_);
+  bool refresh_paused_ ABSL_GUARDED_BY(refresh_lock_) = true;
+  // The timer the current activation's refreshes run on; null while
+  // inactive.
+  Timer* refresh_timer_ ABSL_GUARDED_BY(refresh_lock_) = nullptr;
 
   mutable Mutex mu_;
   int64_t active_ ABSL_GUARDED_BY(mu_) = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tickwheel/timer/idle/idle_core.h"
+#include "tickwheel/timer/idle/library_timeouts.h"
 #include "tickwheel/worker/logging.h"
 #include "tickwheel/worker/nanos.h"
 
@@ -78,8 +79,8 @@ bool IdleEntry::ArmLocked(Timer* timer, int64_t delay_nanos) {
     SetStateLocked(IdleState::kDormant);
     return false;
   }
-  absl::StatusOr<Timeout> t = timer->newTimeout(CheckTask(Ref(this), version_),
-                                                absl::Nanoseconds(delay_nanos));
+  absl::StatusOr<Timeout> t = LibraryTimeouts::NewTimeout(
+      *timer, CheckTask(Ref(this), version_), absl::Nanoseconds(delay_nanos));
   IdleCounters::Add(core_->counters().timer_ops);
   if (!t.ok()) {
     // The timer is stopping (Deactivate/Close raced us): dormant until the
