@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tickwheel/timer/idle/idle_core.h"
+#include "tickwheel/timer/idle/idle_entry.h"
 #include "tickwheel/timer/manual_clock.h"
 
 namespace tickwheel {
@@ -36,6 +36,8 @@ class IdleEntryTestPeer {
   static void ComeUp(IdleEntry* e, uint64_t version) {
     e->OnTimeout(version, nullptr);
   }
+  // Whether the handle's reference to the tracker's core has expired.
+  static bool CoreGone(const IdleHandle& h) { return h.core_.expired(); }
 };
 
 }  // namespace internal
@@ -444,9 +446,12 @@ TEST_F(IdleTrackerTest, DestroyingTrackerDetachesHandles) {
   IdleHandle h =
       tracker->Register([s = Sentinel(token), this] { rec_.Callback(1)(); })
           .value();
+  EXPECT_FALSE(IdleEntryTestPeer::CoreGone(h));
   tracker.reset();
   EXPECT_EQ(token.use_count(), 1) << "on_idle destroyed with the tracker";
   EXPECT_EQ(clock_->SleeperCount(), 0);
+  EXPECT_TRUE(IdleEntryTestPeer::CoreGone(h))
+      << "the handle keeps only its entry and the context";
   h.touch();
   EXPECT_FALSE(h.isRegistered());
   EXPECT_FALSE(h.unregister());

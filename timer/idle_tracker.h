@@ -202,7 +202,8 @@ class IdleHandle {
   // Returns true iff this call ended a registration before its on_idle
   // started; false for an empty handle, a registration that already fired
   // or was unregistered, and after the tracker was destroyed.
-  // Cost: the tracker's mutex and the entry's lock; one cancel().
+  // Cost: one atomic read-modify-write to reach the tracker (a weak
+  // reference), the tracker's mutex and the entry's lock; one cancel().
   bool unregister();
 
   // Starts a new registration for the same object: on_idle and the idle
@@ -214,6 +215,7 @@ class IdleHandle {
   // the previous registration that is running meanwhile is not affected.
   // InvalidArgument: empty on_idle or idle_timeout <= 0.
   // FailedPrecondition: empty handle, or the tracker was destroyed.
+  // Cost: as Register(), without the entry's allocation.
   absl::Status reregister(absl::AnyInvocable<void()> on_idle);
   absl::Status reregister(absl::AnyInvocable<void()> on_idle,
                           absl::Duration idle_timeout);
@@ -232,12 +234,17 @@ class IdleHandle {
  private:
   friend class IdleTracker;
   friend class internal::IdleEntryTestPeer;
-  IdleHandle(internal::IdleEntry* entry, const std::atomic<int64_t>* now)
-      : entry_(entry), now_(now) {}
+  IdleHandle(internal::IdleEntry* entry, const std::atomic<int64_t>* now,
+             std::weak_ptr<internal::IdleCore> core);
   void Release();
 
-  internal::IdleEntry* entry_ = nullptr;       // holds one reference
+  // The entry, of which the handle holds one reference; through it, the
+  // tracker's context, where the coarse clock lives.
+  internal::IdleEntry* entry_ = nullptr;
   const std::atomic<int64_t>* now_ = nullptr;  // the tracker's coarse clock
+  // The registry, for unregister() and reregister(); expires with the
+  // tracker, so that an inert handle keeps none of it.
+  std::weak_ptr<internal::IdleCore> core_;
 };
 
 // This class is thread-safe.

@@ -3,8 +3,9 @@
 #   1. the library's own headers are included with the tickwheel/ prefix,
 #      everywhere (a consumer's own timer/ or worker/ headers cannot collide);
 #   2. worker/ (the engine) includes nothing from timer/ (the facade);
-#   3. timer/idle/ (the idle tracker) includes the public headers of timer/
-#      and, of the engine, only the primitives every component may use;
+#   3. timer/idle/ (the idle tracker) includes the public headers of timer/,
+#      its own headers (library_timeouts.h among them) and, of the engine,
+#      only the primitives every component may use;
 #   4. a user's translation unit that includes timer/timer.h or
 #      timer/idle_tracker.h sees none of the engine's lanes, queues, pool,
 #      wheel, nodes or worker (checked on the preprocessor's list of headers).
@@ -40,7 +41,7 @@ while IFS=: read -r file line text; do
   violation "$file:$line: worker/ must not include timer/: $text"
 done < <(grep -rnE '^#include "tickwheel/timer/' worker || true)
 
-# 3. The idle tracker: public headers and primitives only.
+# 3. The idle tracker: public headers, its own, and primitives only.
 while IFS=: read -r file line text; do
   header=$(sed -E 's/.*"tickwheel\/([^"]+)".*/\1/' <<<"$text")
   case "$header" in
