@@ -137,21 +137,82 @@ TEST_F(IdleSharedTimerTest, DestroyingTheTrackerLeavesTheTimerRunning) {
   EXPECT_TRUE(fired().empty());
 }
 
-TEST_F(IdleSharedTimerTest, AStoppedTimerEndsTracking) {
+TEST_F(IdleSharedTimerTest, CancelAllPassesTheTrackerBy) {
   auto tracker = Make();
   ASSERT_TRUE(tracker->Activate().ok());
+  std::atomic<int> app_runs{0};
+  ASSERT_TRUE(
+      timer_->newTimeout([&] { ++app_runs; }, absl::Milliseconds(50)).ok());
   IdleHandle idle = tracker->Register(Record()).value();
+  Step(absl::Milliseconds(20));
+  EXPECT_EQ(timer_->cancelAll(), 1) << "the application's own timeout only";
+  EXPECT_EQ(timer_->pendingTimeouts(), 2) << "the check and the refresh";
+  Step(absl::Milliseconds(80));
+  EXPECT_EQ(app_runs.load(), 0);
+  EXPECT_EQ(fired(), (std::vector<int64_t>{100})) << "still tracking, on time";
+}
+
+TEST_F(IdleSharedTimerTest, StopReturnsOnlyTheApplicationsTimeouts) {
+  auto tracker = Make();
+  ASSERT_TRUE(tracker->Activate().ok());
+  Timeout app = timer_->newTimeout([] {}, absl::Seconds(10)).value();
+  auto token = std::make_shared<int>(0);
+  IdleHandle idle = tracker->Register([token, this] { Record()(); }).value();
   absl::StatusOr<std::vector<Timeout>> left = timer_->stop();
   ASSERT_TRUE(left.ok());
-  EXPECT_EQ(left->size(), 2u) << "the check and the refresh";
-  left->clear();  // their tasks destroyed, never run
+  ASSERT_EQ(left->size(), 1u)
+      << "the tracker's check and refresh are not in it";
+  EXPECT_EQ((*left)[0], app);
+  EXPECT_EQ(token.use_count(), 2) << "on_idle stays with its registration";
+  // Nothing can fire any more; the registration stays registered and
+  // unregister() ends it as usual.
   EXPECT_TRUE(idle.isRegistered());
   ASSERT_TRUE(tracker->Deactivate().ok());
   EXPECT_EQ(tracker->Activate().code(), absl::StatusCode::kFailedPrecondition)
       << "nothing to run on";
   EXPECT_FALSE(tracker->isActive());
   EXPECT_TRUE(idle.unregister());
+  EXPECT_EQ(token.use_count(), 1);
   EXPECT_TRUE(fired().empty());
+}
+
+// The coarse clock's refresh runs only while something is tracked: with no
+// connections the tracker schedules nothing, so the application's worker
+// does not wake for it.
+TEST_F(IdleSharedTimerTest, PostsNothingWhileNothingIsTracked) {
+  auto tracker = Make();
+  ASSERT_TRUE(tracker->Activate().ok());
+  Step(absl::Seconds(1));
+  EXPECT_EQ(tracker->metrics().refreshes, 0);
+  EXPECT_EQ(timer_->metrics().expired, 0);
+  EXPECT_EQ(timer_->pendingTimeouts(), 0);
+
+  // The first registration restarts the refresh: one run per tick.
+  IdleHandle idle = tracker->Register(Record()).value();  // at 1000 ms
+  EXPECT_EQ(timer_->pendingTimeouts(), 2) << "the check and the refresh";
+  Step(absl::Milliseconds(50));
+  EXPECT_EQ(tracker->metrics().refreshes, 5);
+  EXPECT_EQ(timer_->metrics().expired, 5);
+
+  // Unregistered: the refresh already scheduled runs once more, finds
+  // nothing tracked, publishes nothing and schedules no other.
+  EXPECT_TRUE(idle.unregister());  // at 1050 ms
+  Step(absl::Seconds(1));
+  EXPECT_EQ(tracker->metrics().refreshes, 5);
+  EXPECT_EQ(timer_->metrics().expired, 6);
+  EXPECT_EQ(timer_->pendingTimeouts(), 0);
+
+  // The same after the last registration fires. (The check and the refresh
+  // that share its tick run in either order, hence the bound on expired.)
+  ASSERT_TRUE(idle.reregister(Record()).ok());  // at 2050 ms
+  Step(absl::Milliseconds(100));
+  EXPECT_EQ(fired(), (std::vector<int64_t>{2150}));
+  const int64_t refreshes = tracker->metrics().refreshes;
+  const int64_t expired = timer_->metrics().expired;
+  Step(absl::Seconds(1));
+  EXPECT_EQ(tracker->metrics().refreshes, refreshes);
+  EXPECT_LE(timer_->metrics().expired, expired + 1);
+  EXPECT_EQ(timer_->pendingTimeouts(), 0);
 }
 
 }  // namespace

@@ -222,5 +222,62 @@ TEST_P(IdleTrackerConcurrencyTest, ActivateDeactivateCyclesRaceRegistrations) {
   ExpectNothingLeftOnTheSharedTimer();
 }
 
+// Handles used on other threads while the tracker is destroyed: every call
+// is safe, the registrations end with the tracker, and afterwards nothing of
+// the tracker's keeps the application's Timer alive.
+TEST_P(IdleTrackerConcurrencyTest, HandlesRaceTheTrackersDestruction) {
+  auto tracker = MakeTracker();
+  ASSERT_TRUE(tracker->Activate().ok());
+  constexpr int kThreads = 2, kPerThread = 32;
+  std::vector<std::vector<IdleHandle>> handles(kThreads);
+  for (auto& mine : handles) {
+    for (int i = 0; i < kPerThread; ++i) {
+      mine.push_back(
+          tracker->Register([] {}, absl::Microseconds(300 + 100 * i)).value());
+    }
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> calls{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<IdleHandle>& mine = handles[t];
+      for (uint64_t n = 0; !stop.load(std::memory_order_relaxed); ++n) {
+        IdleHandle& h = mine[n % kPerThread];
+        h.touch();
+        if (n % 5 == 0) h.unregister();
+        if (n % 5 == 1) h.reregister([] {}).IgnoreError();
+        if (n % 97 == 0) std::this_thread::yield();
+        calls.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  tracker.reset();
+  // Let the threads go on with inert handles for a while.
+  const uint64_t at_destruction = calls.load();
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (calls.load() < at_destruction + 2000 &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  for (auto& mine : handles) {
+    for (IdleHandle& h : mine) {
+      EXPECT_FALSE(h.isRegistered());
+      EXPECT_FALSE(h.unregister());
+      EXPECT_EQ(h.reregister([] {}).code(),
+                absl::StatusCode::kFailedPrecondition);
+    }
+  }
+  if (timer_ != nullptr) {
+    const std::weak_ptr<Timer> weak = timer_;
+    timer_.reset();
+    EXPECT_TRUE(weak.expired()) << "the handles keep the Timer alive";
+  }
+}
+
 }  // namespace
 }  // namespace tickwheel

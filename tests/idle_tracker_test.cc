@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tickwheel/timer/idle/idle_core.h"
+#include "tickwheel/timer/idle/idle_entry.h"
 #include "tickwheel/timer/manual_clock.h"
 
 namespace tickwheel {
@@ -27,7 +27,7 @@ namespace internal {
 // Reaches into an entry to drive the stale-entry rule directly.
 class IdleEntryTestPeer {
  public:
-  static IdleEntry* Entry(const IdleHandle& h) { return h.entry_; }
+  static IdleEntry* Entry(const IdleHandle& h) { return h.entry(); }
   static uint64_t Version(IdleEntry* e) {
     std::lock_guard<IdleSpinLock> l(e->lock_);
     return e->version_;
@@ -36,6 +36,8 @@ class IdleEntryTestPeer {
   static void ComeUp(IdleEntry* e, uint64_t version) {
     e->OnTimeout(version, nullptr);
   }
+  // Whether the handle's reference to the tracker's core has expired.
+  static bool CoreGone(const IdleHandle& h) { return h.core_.expired(); }
 };
 
 }  // namespace internal
@@ -367,6 +369,29 @@ TEST_F(IdleTrackerTest, ActivationIsReferenceCounted) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// With nothing tracked the coarse clock needs no refresh: the worker sleeps.
+TEST_F(IdleTrackerTest, RefreshesOnlyWhileSomethingIsTracked) {
+  auto tracker = Make();
+  ASSERT_TRUE(tracker->Activate().ok());
+  Step(absl::Seconds(1));
+  EXPECT_EQ(tracker->metrics().refreshes, 0);
+  EXPECT_EQ(tracker->timerMetrics().expired, 0);
+  IdleHandle h = tracker->Register(rec_.Callback(1)).value();  // at 1000 ms
+  Step(absl::Milliseconds(50));
+  EXPECT_EQ(tracker->metrics().refreshes, 5) << "one per tick while tracked";
+  Step(absl::Milliseconds(50));
+  EXPECT_EQ(rec_.events(), (std::vector<std::pair<int, int64_t>>{{1, 1100}}));
+  // The refresh sharing the fire's tick may run before or after the check;
+  // either way none publishes after it, and at most one more run finds
+  // nothing to do.
+  const int64_t refreshes = tracker->metrics().refreshes;
+  const int64_t expired = tracker->timerMetrics().expired;
+  Step(absl::Seconds(1));
+  EXPECT_EQ(tracker->metrics().refreshes, refreshes);
+  EXPECT_LE(tracker->timerMetrics().expired, expired + 1);
+  EXPECT_EQ(tracker->timerMetrics().pending, 0);
+}
+
 TEST_F(IdleTrackerTest, TaskExecutorRunsOnIdleAndUnregisterCancelsQueued) {
   std::mutex mu;
   std::vector<absl::AnyInvocable<void()>> queue;
@@ -421,9 +446,12 @@ TEST_F(IdleTrackerTest, DestroyingTrackerDetachesHandles) {
   IdleHandle h =
       tracker->Register([s = Sentinel(token), this] { rec_.Callback(1)(); })
           .value();
+  EXPECT_FALSE(IdleEntryTestPeer::CoreGone(h));
   tracker.reset();
   EXPECT_EQ(token.use_count(), 1) << "on_idle destroyed with the tracker";
   EXPECT_EQ(clock_->SleeperCount(), 0);
+  EXPECT_TRUE(IdleEntryTestPeer::CoreGone(h))
+      << "the handle keeps only its entry and the context";
   h.touch();
   EXPECT_FALSE(h.isRegistered());
   EXPECT_FALSE(h.unregister());

@@ -123,10 +123,14 @@ TEST(PoolWorkerTest, RetainedMemoryGoesBackOnceUnusedAndThenTheWorkerSleeps) {
                   kRestOfTheProcess);
   }
   // Down to the floor, nothing is due: the worker sleeps toward its
-  // timeout, waking no more for the pool.
+  // timeout, waking no more for the pool. A sleep the worker planned before
+  // the last decay may still end once, so the count starts one decay period
+  // later and must then stay put for a whole period.
+  const auto period =
+      std::chrono::nanoseconds(DecayPolicy::kDecayNanos + 500'000'000);
+  std::this_thread::sleep_for(period);
   const int64_t wakeups = timer->metrics().wakeups;
-  std::this_thread::sleep_for(
-      std::chrono::nanoseconds(DecayPolicy::kDecayNanos + 500'000'000));
+  std::this_thread::sleep_for(period);
   EXPECT_EQ(timer->metrics().wakeups, wakeups);
   EXPECT_EQ(timer->pendingTimeouts(), 1);
 }

@@ -23,15 +23,26 @@ absl::StatusOr<int64_t> TimeoutNanos(absl::Duration d, const char* what) {
 
 // ---------------------------------------------------------------- IdleHandle
 
+IdleHandle::IdleHandle(internal::IdleEntry* entry,
+                       const std::atomic<int64_t>* now,
+                       std::weak_ptr<internal::IdleCore> core)
+    : entry_(entry), now_(now), core_(std::move(core)) {}
+
+internal::IdleEntry* IdleHandle::entry() const {
+  return static_cast<internal::IdleEntry*>(entry_);
+}
+
 IdleHandle::IdleHandle(IdleHandle&& other) noexcept
     : entry_(std::exchange(other.entry_, nullptr)),
-      now_(std::exchange(other.now_, nullptr)) {}
+      now_(std::exchange(other.now_, nullptr)),
+      core_(std::move(other.core_)) {}
 
 IdleHandle& IdleHandle::operator=(IdleHandle&& other) noexcept {
   if (this != &other) {
     Release();
     entry_ = std::exchange(other.entry_, nullptr);
     now_ = std::exchange(other.now_, nullptr);
+    core_ = std::move(other.core_);
   }
   return *this;
 }
@@ -40,13 +51,24 @@ IdleHandle::~IdleHandle() { Release(); }
 
 void IdleHandle::Release() {
   if (entry_ == nullptr) return;
-  entry_->core()->Unregister(entry_);
-  std::exchange(entry_, nullptr)->Unref();
+  unregister();
+  internal::IdleEntry* entry = this->entry();
+  entry_ = nullptr;
+  entry->Unref();
   now_ = nullptr;
+  core_.reset();
 }
 
 bool IdleHandle::unregister() {
-  return entry_ != nullptr && entry_->core()->Unregister(entry_);
+  if (entry_ == nullptr) return false;
+  if (const std::shared_ptr<internal::IdleCore> core = core_.lock()) {
+    return core->Unregister(entry());
+  }
+  // The tracker is gone and has detached the registration, which is in no
+  // registry any more; this only waits for an on_idle still running (one
+  // that outlived the destructor's drain timeout).
+  entry()->FinishUnregister(entry()->EndRegistration());
+  return false;
 }
 
 absl::Status IdleHandle::reregister(absl::AnyInvocable<void()> on_idle) {
@@ -55,7 +77,7 @@ absl::Status IdleHandle::reregister(absl::AnyInvocable<void()> on_idle) {
   }
   return reregister(
       std::move(on_idle),
-      absl::Nanoseconds(entry_->core()->config().default_timeout_nanos));
+      absl::Nanoseconds(entry()->context().config().default_timeout_nanos));
 }
 
 absl::Status IdleHandle::reregister(absl::AnyInvocable<void()> on_idle,
@@ -68,25 +90,30 @@ absl::Status IdleHandle::reregister(absl::AnyInvocable<void()> on_idle,
   }
   absl::StatusOr<int64_t> nanos = TimeoutNanos(idle_timeout, "idle_timeout");
   if (!nanos.ok()) return nanos.status();
-  return entry_->core()->Reregister(entry_, std::move(on_idle), *nanos);
+  const std::shared_ptr<internal::IdleCore> core = core_.lock();
+  if (core == nullptr) {
+    return absl::FailedPreconditionError(
+        "reregister: the IdleTracker has been destroyed");
+  }
+  return core->Reregister(entry(), std::move(on_idle), *nanos);
 }
 
 bool IdleHandle::isRegistered() const {
   if (entry_ == nullptr) return false;
-  const internal::IdleState s = entry_->state();
+  const internal::IdleState s = entry()->state();
   return s == internal::IdleState::kDormant || s == internal::IdleState::kArmed;
 }
 
 bool IdleHandle::hasFired() const {
   if (entry_ == nullptr) return false;
-  const internal::IdleState s = entry_->state();
+  const internal::IdleState s = entry()->state();
   return s == internal::IdleState::kQueued ||
          s == internal::IdleState::kRunning || s == internal::IdleState::kFired;
 }
 
 absl::Duration IdleHandle::idleTimeout() const {
   return entry_ == nullptr ? absl::ZeroDuration()
-                           : absl::Nanoseconds(entry_->timeout_nanos());
+                           : absl::Nanoseconds(entry()->timeout_nanos());
 }
 
 // --------------------------------------------------------------- IdleTracker
@@ -112,7 +139,7 @@ absl::StatusOr<std::unique_ptr<IdleTracker>> IdleTracker::Create(
     wheel.ticks_per_wheel = options.ticks_per_wheel;
     if (absl::Status s = Timer::CheckOptions(wheel); !s.ok()) return s;
   }
-  internal::IdleCoreConfig config;
+  internal::IdleConfig config;
   config.default_timeout_nanos = *timeout;
   // Whole nanoseconds, as the Timer will use them.
   config.tick_duration =
@@ -123,15 +150,19 @@ absl::StatusOr<std::unique_ptr<IdleTracker>> IdleTracker::Create(
                absl::ToInt64Nanoseconds(config.tick_duration));
   config.drain_timeout = std::max(options.drain_timeout, absl::ZeroDuration());
   config.thread_name = std::move(options.thread_name);
-  config.task_executor = std::move(options.task_executor);
+  internal::IdleResources resources;
+  resources.task_executor = std::move(options.task_executor);
   if (options.timer != nullptr) {
-    config.shared_timer = std::move(options.timer);
+    resources.shared_timer = std::move(options.timer);
   } else {
-    config.clock =
+    resources.clock =
         options.clock ? std::move(options.clock) : RealClock::Shared();
   }
+  // Not make_shared: handles hold weak references to the core, which would
+  // keep the memory of a make_shared object until the last one is gone.
   return std::unique_ptr<IdleTracker>(
-      new IdleTracker(std::make_shared<internal::IdleCore>(std::move(config))));
+      new IdleTracker(std::shared_ptr<internal::IdleCore>(
+          new internal::IdleCore(std::move(config), std::move(resources)))));
 }
 
 IdleTracker::IdleTracker(std::shared_ptr<internal::IdleCore> core)
@@ -141,8 +172,9 @@ IdleTracker::~IdleTracker() { core_->Close(); }
 
 absl::StatusOr<IdleHandle> IdleTracker::Register(
     absl::AnyInvocable<void()> on_idle) {
-  return Register(std::move(on_idle),
-                  absl::Nanoseconds(core_->config().default_timeout_nanos));
+  return Register(
+      std::move(on_idle),
+      absl::Nanoseconds(core_->context().config().default_timeout_nanos));
 }
 
 absl::StatusOr<IdleHandle> IdleTracker::Register(
@@ -153,7 +185,7 @@ absl::StatusOr<IdleHandle> IdleTracker::Register(
   absl::StatusOr<int64_t> nanos = TimeoutNanos(idle_timeout, "idle_timeout");
   if (!nanos.ok()) return nanos.status();
   internal::IdleEntry* entry = core_->Register(std::move(on_idle), *nanos);
-  return IdleHandle(entry, core_->coarse().cell());
+  return IdleHandle(entry, core_->context().coarse().cell(), core_);
 }
 
 absl::Status IdleTracker::Activate() { return core_->Activate(); }
@@ -163,7 +195,7 @@ absl::Status IdleTracker::Deactivate() { return core_->Deactivate(); }
 bool IdleTracker::isActive() const { return core_->active(); }
 
 absl::Duration IdleTracker::defaultIdleTimeout() const {
-  return absl::Nanoseconds(core_->config().default_timeout_nanos);
+  return absl::Nanoseconds(core_->context().config().default_timeout_nanos);
 }
 
 IdleTrackerMetrics IdleTracker::metrics() const { return core_->Metrics(); }

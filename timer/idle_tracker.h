@@ -37,10 +37,11 @@
 //
 // Accuracy and the "no clock read" touch()
 //   touch() stamps the tracker's coarse clock, a shared atomic that the
-//   worker refreshes every refresh_period (a periodic task on the same wheel,
-//   so it keeps working when the worker no longer wakes every tick) and at
-//   every check. It holds a ceiling, (clock reading) + refresh_period, which
-//   stays at or above the true time until the next refresh is due. Hence:
+//   worker refreshes every refresh_period (a task on the same wheel, so it
+//   keeps working when the worker no longer wakes every tick) and at every
+//   check, while the tracker is active and something is registered. It
+//   holds a ceiling, (clock reading) + refresh_period, which stays at or
+//   above the true time until the next refresh is due. Hence:
 //   - on_idle never runs before (recorded stamp + idle_timeout): the check
 //     that decides to fire reads the clock and requires
 //     now - stamp >= idle_timeout, and the Timer never runs a check early;
@@ -55,6 +56,14 @@
 //     boundary at or after (stamp + idle_timeout). metrics() reports the
 //     observed maxima: worst_lateness (relative to the stamp) and
 //     worst_clock_lag (the L above).
+//   With nothing registered the refresh pauses, so an idle tracker costs its
+//   timer nothing, and the ceiling goes stale. No registration sees that: a
+//   registration's stamp starts as an exact clock reading (Register(),
+//   reregister(), and Activate(), which takes the later of the stamp and the
+//   clock), and the registration that ends the pause publishes a fresh
+//   ceiling and restarts the refresh before Register() or reregister()
+//   returns. While the tracker is inactive nothing refreshes either, for the
+//   same reason.
 //   Several threads touching the same object race benignly: one stamp wins,
 //   each is a valid ceiling at the time it was read.
 //
@@ -72,9 +81,11 @@
 // Lifetime
 //   Handles may outlive the tracker: destroying the tracker detaches every
 //   registration (on_idle destroyed, never run), stops its own timer (or
-//   cancels its timeouts on the application's), and leaves
-//   the handles inert (touch() harmless, unregister() false, reregister()
-//   FailedPrecondition).
+//   cancels its timeouts on the application's), releases what the
+//   application gave it (the Timer, the clock, the task executor), and
+//   leaves the handles inert (touch() harmless, unregister() false,
+//   reregister() FailedPrecondition). Inert handles keep none of the
+//   application's objects alive.
 
 #ifndef TICKWHEEL_TIMER_IDLE_TRACKER_H_
 #define TICKWHEEL_TIMER_IDLE_TRACKER_H_
@@ -94,8 +105,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tickwheel/timer/clock.h"
-#include "tickwheel/timer/idle/idle_entry.h"
-#include "tickwheel/timer/idle/idle_metrics.h"
+#include "tickwheel/timer/idle_tracker_metrics.h"
+#include "tickwheel/timer/internal/idle_stamp.h"
 #include "tickwheel/timer/metrics.h"
 #include "tickwheel/timer/timer.h"
 
@@ -103,6 +114,7 @@ namespace tickwheel {
 
 namespace internal {
 class IdleCore;
+class IdleEntry;
 class IdleEntryTestPeer;
 }  // namespace internal
 
@@ -134,15 +146,21 @@ struct IdleTrackerOptions {
   std::shared_ptr<Clock> clock;
   // Runs the tracker on a Timer the application already has instead of
   // starting a timer (and a thread) of its own. The tracker shares ownership
-  // of it; tick_duration, ticks_per_wheel and thread_name are then the
-  // timer's and ignored here, and its clock is the timer's (setting `clock`
-  // too is InvalidArgument). Activate() arms the registrations on it and
-  // Deactivate() cancels them; the Timer keeps running. Checks and on_idle
-  // run on that Timer's worker (or its task_executor), next to the
-  // application's own tasks, so on_idle must not block. cancelAll() or
-  // stop() on that Timer cancels the tracker's checks too: registrations
-  // then stay registered but do not fire until Deactivate() and Activate()
-  // re-arm them.
+  // of it until it is destroyed; tick_duration, ticks_per_wheel and
+  // thread_name are then the timer's and ignored here, and its clock is the
+  // timer's (setting `clock` too is InvalidArgument). Activate() arms the
+  // registrations on it and Deactivate() cancels them; the Timer keeps
+  // running. Checks and on_idle run on that Timer's worker (or its
+  // task_executor), next to the application's own tasks, so on_idle must
+  // not block. The tracker's timeouts are its own: the application's
+  // cancelAll() passes them by (the tracker goes on), they count in
+  // pendingTimeouts(), and the application's stop() destroys them unrun
+  // instead of returning them. With nothing registered the tracker has no
+  // timeout on the Timer. After the application's stop() nothing can fire
+  // any more: registrations stay registered (unregister() and the
+  // destructor work as usual), on_idle never runs, and Activate() after a
+  // Deactivate() fails with FailedPrecondition when it has registrations to
+  // arm.
   std::shared_ptr<Timer> timer;
 };
 
@@ -185,7 +203,8 @@ class IdleHandle {
   // Returns true iff this call ended a registration before its on_idle
   // started; false for an empty handle, a registration that already fired
   // or was unregistered, and after the tracker was destroyed.
-  // Cost: the tracker's mutex and the entry's lock; one cancel().
+  // Cost: one atomic read-modify-write to reach the tracker (a weak
+  // reference), the tracker's mutex and the entry's lock; one cancel().
   bool unregister();
 
   // Starts a new registration for the same object: on_idle and the idle
@@ -197,6 +216,7 @@ class IdleHandle {
   // the previous registration that is running meanwhile is not affected.
   // InvalidArgument: empty on_idle or idle_timeout <= 0.
   // FailedPrecondition: empty handle, or the tracker was destroyed.
+  // Cost: as Register(), without the entry's allocation.
   absl::Status reregister(absl::AnyInvocable<void()> on_idle);
   absl::Status reregister(absl::AnyInvocable<void()> on_idle,
                           absl::Duration idle_timeout);
@@ -215,12 +235,21 @@ class IdleHandle {
  private:
   friend class IdleTracker;
   friend class internal::IdleEntryTestPeer;
-  IdleHandle(internal::IdleEntry* entry, const std::atomic<int64_t>* now)
-      : entry_(entry), now_(now) {}
+  IdleHandle(internal::IdleEntry* entry, const std::atomic<int64_t>* now,
+             std::weak_ptr<internal::IdleCore> core);
   void Release();
 
-  internal::IdleEntry* entry_ = nullptr;       // holds one reference
+  // The entry, of which the handle holds one reference; through it, the
+  // tracker's context, where the coarse clock lives.
+  internal::IdleEntry* entry() const;
+
+  // The registration (an internal::IdleEntry, which derives from IdleStamp
+  // so that touch() needs no more of it than its stamp).
+  internal::IdleStamp* entry_ = nullptr;
   const std::atomic<int64_t>* now_ = nullptr;  // the tracker's coarse clock
+  // The registry, for unregister() and reregister(); expires with the
+  // tracker, so that an inert handle keeps none of it.
+  std::weak_ptr<internal::IdleCore> core_;
 };
 
 // This class is thread-safe.
@@ -247,7 +276,8 @@ class IdleTracker {
   // the tracker is active, and dormant until the next Activate() otherwise.
   // InvalidArgument: empty on_idle, idle_timeout <= 0.
   // Cost: the tracker's mutex, two allocations (entry, timer node), one
-  // clock read, one newTimeout().
+  // clock read, one newTimeout() (two when it ends a pause of the refresh:
+  // the first registration of an active tracker that had none).
   absl::StatusOr<IdleHandle> Register(absl::AnyInvocable<void()> on_idle);
   absl::StatusOr<IdleHandle> Register(absl::AnyInvocable<void()> on_idle,
                                       absl::Duration idle_timeout);
@@ -259,7 +289,8 @@ class IdleTracker {
   // time spent inactive never counts as idle. Later calls only count.
   // Errors from Timer::Create (the instance limit); FailedPrecondition
   // while the tracker is being destroyed, or when the application's timer
-  // has been stopped.
+  // has been stopped and there are registrations to arm. With nothing
+  // registered it schedules nothing; the first Register() then does.
   absl::Status Activate();
 
   // Undoes one Activate(). The last one stops the timer (with

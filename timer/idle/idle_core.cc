@@ -1,7 +1,7 @@
 #include "tickwheel/timer/idle/idle_core.h"
 
-#include <condition_variable>
-#include <thread>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -11,71 +11,27 @@
 
 namespace tickwheel::internal {
 
-// The periodic coarse-clock refresh of one activation. Holds the core: on an
-// application's Timer a pending refresh may outlive the tracker until the
-// end of the activation cancels it.
-class IdleCore::RefreshTask {
- public:
-  RefreshTask(std::shared_ptr<IdleCore> core, uint64_t generation)
-      : core_(std::move(core)), generation_(generation) {}
-  void operator()(const Timeout& timeout) {
-    core_->OnRefresh(timeout.timer(), generation_);
-  }
-
- private:
-  std::shared_ptr<IdleCore> core_;
-  uint64_t generation_;
-};
-
-IdleCore::IdleCore(IdleCoreConfig config) : config_(std::move(config)) {}
+IdleCore::IdleCore(IdleConfig config, IdleResources resources)
+    : context_(std::make_shared<IdleContext>(
+          std::move(config), std::move(resources.task_executor))),
+      activation_(context_, std::move(resources.clock),
+                  std::move(resources.shared_timer)) {}
 
 IdleCore::~IdleCore() = default;
 
-void IdleCore::AddToRegistryLocked(IdleEntry* entry) {
-  if (entry->in_registry_) return;
-  entry->reg_prev_ = nullptr;
-  entry->reg_next_ = registry_head_;
-  if (registry_head_ != nullptr) registry_head_->reg_prev_ = entry;
-  registry_head_ = entry;
-  entry->in_registry_ = true;
-}
-
-void IdleCore::RemoveFromRegistryLocked(IdleEntry* entry) {
-  if (!entry->in_registry_) return;
-  if (entry->reg_prev_ != nullptr) {
-    entry->reg_prev_->reg_next_ = entry->reg_next_;
-  } else {
-    registry_head_ = entry->reg_next_;
-  }
-  if (entry->reg_next_ != nullptr)
-    entry->reg_next_->reg_prev_ = entry->reg_prev_;
-  entry->reg_prev_ = entry->reg_next_ = nullptr;
-  entry->in_registry_ = false;
-}
-
-bool IdleCore::Unregister(IdleEntry* entry) {
-  IdleEntry::Ended ended;
-  {
-    MutexLock lock(&mu_);
-    ended = entry->EndRegistration();
-    RemoveFromRegistryLocked(entry);
-  }
-  const bool before_fire = ended.before_fire;
-  entry->FinishUnregister(std::move(ended));
-  return before_fire;
-}
-
 IdleEntry* IdleCore::Register(absl::AnyInvocable<void()> on_idle,
                               int64_t timeout_nanos) {
-  auto* entry = new IdleEntry(shared_from_this(), nullptr, timeout_nanos);
-  absl::AnyInvocable<void()> none;
+  auto* entry = new IdleEntry(context_, timeout_nanos);
+  absl::AnyInvocable<void()> none;  // the entry had no on_idle yet
   {
     MutexLock lock(&mu_);
+    const int64_t now = activation_.NowNanos();
     bool was_tracked = false;
-    none = entry->StartRegistration(std::move(on_idle), timeout_nanos, timer_,
-                                    NowNanos(), &was_tracked);
-    AddToRegistryLocked(entry);
-    IdleCounters::Add(counters_.tracked);
+    none = entry->StartRegistration(std::move(on_idle), timeout_nanos,
+                                    activation_.timer(), now, &was_tracked);
+    registry_.PushFront(entry);
+    IdleCounters::Add(context_->counters().tracked);
+    activation_.Registered(now);  // counted first: see IdleRefresher
   }
   return entry;
 }
@@ -90,14 +46,28 @@ absl::Status IdleCore::Reregister(IdleEntry* entry,
       return absl::FailedPreconditionError(
           "reregister: the IdleTracker has been destroyed");
     }
+    const int64_t now = activation_.NowNanos();
     bool was_tracked = false;
     previous = entry->StartRegistration(std::move(on_idle), timeout_nanos,
-                                        timer_, NowNanos(), &was_tracked);
-    AddToRegistryLocked(entry);
-    if (!was_tracked) IdleCounters::Add(counters_.tracked);
+                                        activation_.timer(), now, &was_tracked);
+    registry_.PushFront(entry);
+    if (!was_tracked) IdleCounters::Add(context_->counters().tracked);
+    activation_.Registered(now);
   }
   // `previous` (the old registration's on_idle) is destroyed here, unlocked.
   return absl::OkStatus();
+}
+
+bool IdleCore::Unregister(IdleEntry* entry) {
+  IdleEntry::Ended ended;
+  {
+    MutexLock lock(&mu_);
+    ended = entry->EndRegistration();
+    registry_.Remove(entry);
+  }
+  const bool before_fire = ended.before_fire;
+  entry->FinishUnregister(std::move(ended));
+  return before_fire;
 }
 
 absl::Status IdleCore::Activate() {
@@ -110,87 +80,16 @@ absl::Status IdleCore::Activate() {
     ++active_;
     return absl::OkStatus();
   }
-  std::unique_ptr<Timer> owned;
-  Timer* timer = config_.shared_timer.get();
-  if (timer == nullptr) {
-    TimerOptions options;
-    options.tick_duration = config_.tick_duration;
-    options.ticks_per_wheel = config_.ticks_per_wheel;
-    options.thread_name = config_.thread_name;
-    options.clock = config_.clock;
-    // No task_executor on the Timer: checks are bookkeeping and run on the
-    // worker; only on_idle goes to the tracker's executor.
-    absl::StatusOr<std::unique_ptr<Timer>> created = Timer::Create(options);
-    if (!created.ok()) return created.status();
-    owned = *std::move(created);
-    timer = owned.get();
-  }
-  const int64_t now = NowNanos();
-  coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
-  uint64_t generation;
-  {
-    IdleSpinLockGuard l(&refresh_lock_);
-    generation = ++generation_;
-  }
-  // Fails when the timer cannot start, or the application's was stopped.
-  if (absl::Status s = ScheduleRefresh(timer, generation); !s.ok()) {
-    EndRefreshes();
-    return s;
-  }
-  for (IdleEntry* e = registry_head_; e != nullptr; e = e->reg_next_) {
-    e->Rearm(timer, now);
-  }
-  owned_timer_ = std::move(owned);
-  timer_ = timer;
+  const int64_t now = activation_.NowNanos();
+  absl::StatusOr<Timer*> timer = activation_.Start(now);
+  if (!timer.ok()) return timer.status();
+  registry_.ForEach([&](IdleEntry* e) { e->Rearm(*timer, now); });
   active_ = 1;
   return absl::OkStatus();
 }
 
-absl::Status IdleCore::ScheduleRefresh(Timer* timer, uint64_t generation) {
-  // Runs at the first tick end at or after now + refresh - tick, which is at
-  // most now + refresh: the ceiling just published holds until then.
-  absl::StatusOr<Timeout> next = timer->newTimeout(
-      RefreshTask(shared_from_this(), generation),
-      absl::Nanoseconds(config_.refresh_nanos) - config_.tick_duration);
-  if (!next.ok()) return next.status();
-  IdleSpinLockGuard l(&refresh_lock_);
-  if (generation_ != generation) {
-    next->cancel();  // the activation ended meanwhile
-  } else {
-    refresh_ = *std::move(next);
-  }
-  return absl::OkStatus();
-}
-
-void IdleCore::OnRefresh(Timer* timer, uint64_t generation) {
-  {
-    IdleSpinLockGuard l(&refresh_lock_);
-    if (generation_ != generation) return;  // that activation has ended
-  }
-  RefreshCoarse(NowNanos());
-  IdleCounters::Add(counters_.refreshes);
-  // Fails only when the timer is stopping, which ends the refreshing.
-  if (timer != nullptr) (void)ScheduleRefresh(timer, generation);
-}
-
-void IdleCore::EndRefreshes() {
-  Timeout pending;
-  {
-    IdleSpinLockGuard l(&refresh_lock_);
-    ++generation_;
-    pending = std::exchange(refresh_, Timeout());
-  }
-  pending.cancel();  // destroys the task and its core reference
-}
-
-void IdleCore::DisarmAllLocked() {
-  for (IdleEntry* e = registry_head_; e != nullptr; e = e->reg_next_) {
-    e->Disarm();
-  }
-}
-
 absl::Status IdleCore::Deactivate() {
-  std::unique_ptr<Timer> timer;
+  std::optional<IdleActivation::Ending> ending;
   {
     MutexLock lock(&mu_);
     if (active_ == 0) {
@@ -199,97 +98,43 @@ absl::Status IdleCore::Deactivate() {
           "Activate() calls)");
     }
     if (--active_ > 0) return absl::OkStatus();
-    if (owned_timer_ == nullptr) {
+    if (activation_.on_shared_timer()) {
       // The application's timer keeps running: take our timeouts off it.
-      DisarmAllLocked();
+      registry_.ForEach([](IdleEntry* e) { e->Disarm(); });
     }
-    timer_ = nullptr;
-    timer = std::move(owned_timer_);
+    ending.emplace(activation_.End());
   }
-  EndRefreshes();
-  return StopTimer(std::move(timer));
+  return std::move(*ending).Finish();
 }
 
 void IdleCore::Close() {
-  std::unique_ptr<Timer> timer;
   std::vector<absl::AnyInvocable<void()>> callbacks;
+  std::optional<IdleActivation::Ending> ending;
   {
     MutexLock lock(&mu_);
     closed_ = true;
     active_ = 0;
-    timer_ = nullptr;
-    timer = std::move(owned_timer_);
-    while (IdleEntry* e = registry_head_) {
+    while (IdleEntry* e = registry_.front()) {
       bool was_tracked = false;
       callbacks.push_back(e->Detach(&was_tracked));
-      if (was_tracked) IdleCounters::Add(counters_.tracked, -1);
-      RemoveFromRegistryLocked(e);
+      if (was_tracked) IdleCounters::Add(context_->counters().tracked, -1);
+      registry_.Remove(e);
     }
+    // Every check still to come is stale now (its entry is detached), and
+    // checks and refreshes read only the Timer they run on: nothing uses
+    // the clock or the application's Timer after this.
+    ending.emplace(activation_.Release());
   }
+  // A check handing an on_idle call over holds its own reference until that
+  // call returns.
+  context_->DropTaskExecutor();
   callbacks.clear();  // the captures die here, unlocked
-  EndRefreshes();
-  absl::Status s = StopTimer(std::move(timer));
-  if (!s.ok())
+  absl::Status s = std::move(*ending).Finish();
+  if (!s.ok()) {
     Log(LogSeverity::kWarning,
         fmt::format("~IdleTracker: {}", std::string(s.message())));
-}
-
-void IdleCore::AwaitCallbacks() {
-  for (int n; (n = running_callbacks_.load(std::memory_order_acquire)) != 0;) {
-    running_callbacks_.wait(n, std::memory_order_acquire);
   }
-}
-
-absl::Status IdleCore::StopTimer(std::unique_ptr<Timer> timer) {
-  struct Done {
-    Mutex mu;
-    std::condition_variable_any cv;
-    bool done ABSL_GUARDED_BY(mu) = false;
-  };
-  auto done = std::make_shared<Done>();
-  std::thread stopper(
-      [self = shared_from_this(), timer = std::move(timer), done]() mutable {
-        if (timer != nullptr) {
-          absl::StatusOr<std::vector<Timeout>> left = timer->stop();
-          // Their tasks hold entry references; destroy them, never run them.
-          // The entries stay kArmed (registered, dormant) for the next
-          // Activate().
-          if (left.ok()) {
-            for (Timeout& t : *left) t.takeTask();
-          }
-          {
-            MutexLock lock(&self->mu_);
-            self->last_timer_metrics_ = timer->metrics();
-          }
-          timer.reset();
-        }
-        self->AwaitCallbacks();
-        MutexLock lock(&done->mu);
-        done->done = true;
-        done->cv.notify_all();
-      });
-  if (InCallbackOf(this)) {
-    // Called from one of our own callbacks: the stop needs this callback to
-    // return first, so it finishes in the background.
-    stopper.detach();
-    return absl::OkStatus();
-  }
-  bool finished;
-  {
-    MutexLock lock(&done->mu);
-    finished = done->cv.wait_for(
-        done->mu, absl::ToChronoNanoseconds(config_.drain_timeout),
-        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(done->mu) { return done->done; });
-  }
-  if (finished) {
-    stopper.join();
-    return absl::OkStatus();
-  }
-  stopper.detach();
-  return absl::DeadlineExceededError(fmt::format(
-      "idle tracker: callbacks still running after the drain timeout ({}); "
-      "the timer finishes stopping in the background",
-      absl::FormatDuration(config_.drain_timeout)));
+  // `ending` drops the application's Timer and clock here.
 }
 
 bool IdleCore::active() const {
@@ -298,17 +143,7 @@ bool IdleCore::active() const {
 }
 
 IdleTrackerMetrics IdleCore::Metrics() const {
-  IdleTrackerMetrics m;
-  m.tracked = counters_.tracked.load(std::memory_order_relaxed);
-  m.fired = counters_.fired.load(std::memory_order_relaxed);
-  m.rearmed = counters_.rearmed.load(std::memory_order_relaxed);
-  m.stale_dropped = counters_.stale_dropped.load(std::memory_order_relaxed);
-  m.timer_ops = counters_.timer_ops.load(std::memory_order_relaxed);
-  m.refreshes = counters_.refreshes.load(std::memory_order_relaxed);
-  m.worst_lateness = absl::Nanoseconds(
-      counters_.worst_lateness_nanos.load(std::memory_order_relaxed));
-  m.worst_clock_lag = absl::Nanoseconds(
-      counters_.worst_clock_lag_nanos.load(std::memory_order_relaxed));
+  IdleTrackerMetrics m = context_->Snapshot();
   MutexLock lock(&mu_);
   m.active = active_;
   return m;
@@ -316,11 +151,7 @@ IdleTrackerMetrics IdleCore::Metrics() const {
 
 TimerMetrics IdleCore::TimerMetricsSnapshot() const {
   MutexLock lock(&mu_);
-  if (timer_ != nullptr) return timer_->metrics();
-  // Inactive: the last activation's own timer, or the application's timer
-  // as it is now.
-  return config_.shared_timer != nullptr ? config_.shared_timer->metrics()
-                                         : last_timer_metrics_;
+  return activation_.Metrics();
 }
 
 }  // namespace tickwheel::internal

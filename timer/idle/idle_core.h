@@ -1,205 +1,113 @@
 // timer/idle/idle_core.h
 // -----------------------------------------------------------------------------
-// Internal. IdleCore: the state one IdleTracker shares with its handles and
-// with its timer's tasks: options, clock, the coarse clock, the counters, the
-// registry of handles, the Timer of the current activation, and the
-// Activate/Deactivate/Close life cycle. IdleTracker (timer/idle_tracker.h) is
-// a thin facade over it; users include that header.
+// Internal. IdleCore: the registrations of one idle tracker. It keeps the
+// registry of entries (every entry with a live handle that is registered or
+// dormant), and runs Register/reregister/unregister and the
+// Activate/Deactivate/Close life cycle over it: the Timer side of that life
+// cycle is IdleActivation's (timer/idle/idle_activation.h), the per-object
+// state machine IdleEntry's (timer/idle/idle_entry.h), and what entries share
+// with the tracker IdleContext's (timer/idle/idle_context.h). IdleTracker
+// (timer/idle_tracker.h) is a thin facade over it; users include that header.
 //
-// Ownership: the facade, every IdleEntry (so every IdleHandle), every pending
-// refresh task and a stopper thread in progress hold a shared_ptr to the
-// core, so handles may outlive the tracker. The core owns the Timer of the
-// current activation; Deactivate() hands it to a stopper thread that stops
-// and destroys it. On an application's Timer (IdleTrackerOptions::timer) the
-// core shares that Timer; Deactivate() cancels the entries' checks and the
-// refresh instead, and the stopper only waits for on_idle calls in progress.
+// Ownership: the facade holds the only strong reference; each IdleHandle
+// holds a weak one, so a handle reaches the core while the tracker lives and
+// keeps nothing of it afterwards. (Make the core with `new`, not make_shared,
+// so that weak references do not keep its memory either.) Entries hold the
+// context, not the core. Close() detaches every entry and releases what the
+// application gave (its Timer, the clock, the task executor).
 //
 // Ground rules
 // ------------
-//   mu_ guards the activation count, the Timer, the registry and closed_.
-//   Register/Reregister/Unregister/Activate/Deactivate/Close take it; the
-//   timer's worker never does (it takes one entry's lock at a time), so a
+//   mu_ guards the activation count, closed_, the registry and the
+//   activation (which Timer, and its refresh). Every public method takes it;
+//   the timer's worker never does (it takes one entry's lock at a time), so a
 //   slow Register() cannot stall expiry and a stalled worker cannot block
-//   Register(). Lock order: mu_, then an entry's lock.
-//   Calls that arm an entry (newTimeout) do so with mu_ held, which keeps the
-//   Timer alive: Deactivate and Close take it out under mu_.
-//   Counters are atomics with relaxed RMWs: they are statistics and publish
-//   nothing.
-//   running_callbacks_ counts on_idle calls in progress (acq_rel RMWs; the
-//   stopper waits for zero with an acquire load, so it sees what they did).
+//   Register(). Lock order: mu_, then an entry's lock or the refresher's.
+//   Entries are armed with mu_ held, which keeps the activation's Timer
+//   alive: Deactivate and Close take it out of the activation under mu_ and
+//   stop it only after releasing mu_.
+//   A handle racing the tracker's destruction: the handle's weak reference
+//   either yields the core for the whole call, and then mu_ orders the call
+//   against Close(); or it yields nothing, and then Close() has detached the
+//   entry. Either way every change to the entry is made under the entry's
+//   own lock, which orders it against the detach.
 //
 // This class is thread-safe.
 
 #ifndef TICKWHEEL_TIMER_IDLE_CORE_H_
 #define TICKWHEEL_TIMER_IDLE_CORE_H_
 
-#include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "tickwheel/base/mutex.h"
-#include "tickwheel/base/nanos.h"
-#include "tickwheel/timer/idle/idle_clock.h"
+#include "tickwheel/timer/clock.h"
+#include "tickwheel/timer/idle/idle_activation.h"
+#include "tickwheel/timer/idle/idle_context.h"
 #include "tickwheel/timer/idle/idle_entry.h"
-#include "tickwheel/timer/idle/idle_metrics.h"
+#include "tickwheel/timer/idle/intrusive_list.h"
+#include "tickwheel/timer/idle_tracker_metrics.h"
+#include "tickwheel/timer/metrics.h"
 #include "tickwheel/timer/timer.h"
 
 namespace tickwheel::internal {
 
-// Validated IdleTrackerOptions (see timer/idle_tracker.h for each field).
-struct IdleCoreConfig {
-  int64_t default_timeout_nanos = 0;  // > 0
-  absl::Duration tick_duration;       // > 0
-  int ticks_per_wheel = 0;
-  int64_t refresh_nanos = 0;     // >= tick
-  absl::Duration drain_timeout;  // >= 0
-  std::string thread_name;
-  std::function<void(absl::AnyInvocable<void()>)> task_executor;
-  std::shared_ptr<Clock> clock;  // null iff shared_timer is set
+// What the application gave the tracker: held until Close().
+struct IdleResources {
+  IdleTaskExecutor task_executor;  // may be empty
+  std::shared_ptr<Clock> clock;    // null iff shared_timer is set
   // The application's Timer, when the tracker runs on it (no timer of its
   // own); its tick and clock are the tracker's.
   std::shared_ptr<Timer> shared_timer;
 };
 
-struct IdleCounters {
-  std::atomic<int64_t> tracked{0};
-  std::atomic<int64_t> fired{0};
-  std::atomic<int64_t> rearmed{0};
-  std::atomic<int64_t> stale_dropped{0};
-  std::atomic<int64_t> timer_ops{0};
-  std::atomic<int64_t> refreshes{0};
-  std::atomic<int64_t> worst_lateness_nanos{0};
-  std::atomic<int64_t> worst_clock_lag_nanos{0};
-
-  static void Add(std::atomic<int64_t>& c, int64_t by = 1) {
-    c.fetch_add(by, std::memory_order_relaxed);
-  }
-  static void RaiseTo(std::atomic<int64_t>& c, int64_t nanos) {
-    int64_t cur = c.load(std::memory_order_relaxed);
-    while (cur < nanos &&
-           !c.compare_exchange_weak(cur, nanos, std::memory_order_relaxed)) {
-    }
-  }
-};
-
-class IdleCore : public std::enable_shared_from_this<IdleCore> {
+class IdleCore {
  public:
-  explicit IdleCore(IdleCoreConfig config);
+  IdleCore(IdleConfig config, IdleResources resources);
+  IdleCore(const IdleCore&) = delete;
+  IdleCore& operator=(const IdleCore&) = delete;
   ~IdleCore();
 
+  // What handles share: the coarse clock they read, the options.
+  const IdleContext& context() const { return *context_; }
+
   // IdleTracker::Register: a new entry (refs == 1, owned by the caller's
-  // handle), registered and armed if active, dormant otherwise.
+  // handle), registered, and armed if active (dormant otherwise).
   IdleEntry* Register(absl::AnyInvocable<void()> on_idle, int64_t timeout_nanos)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // IdleHandle::reregister. FailedPrecondition once the tracker is gone.
+  // IdleHandle::reregister. FailedPrecondition once the tracker is closed.
   absl::Status Reregister(IdleEntry* entry, absl::AnyInvocable<void()> on_idle,
                           int64_t timeout_nanos) ABSL_LOCKS_EXCLUDED(mu_);
-  // IdleHandle::unregister(): ends the entry's registration and takes it
-  // out of the registry under mu_, then cancels, destroys on_idle and waits
-  // for a running one with no lock held. True iff the registration ended
-  // before its on_idle started.
+  // IdleHandle::unregister(): ends the entry's registration and takes it out
+  // of the registry under mu_, then cancels, destroys on_idle and waits for
+  // a running one with no lock held. True iff the registration ended before
+  // its on_idle started.
   bool Unregister(IdleEntry* entry) ABSL_LOCKS_EXCLUDED(mu_);
+
   absl::Status Activate() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Deactivate() ABSL_LOCKS_EXCLUDED(mu_);
-  // ~IdleTracker: detaches every entry, stops the timer (bounded by the drain
-  // timeout); later Activate() fails.
+  // ~IdleTracker: detaches every entry (each on_idle destroyed unrun), ends
+  // the activation (bounded by the drain timeout), releases the
+  // application's Timer, clock and task executor; later Activate() and
+  // Reregister() fail.
   void Close() ABSL_LOCKS_EXCLUDED(mu_);
 
   bool active() const ABSL_LOCKS_EXCLUDED(mu_);
   IdleTrackerMetrics Metrics() const ABSL_LOCKS_EXCLUDED(mu_);
   TimerMetrics TimerMetricsSnapshot() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // For entries.
-  const IdleCoreConfig& config() const { return config_; }
-  // The tracker's clock: its own Clock, or the application's Timer's.
-  int64_t NowNanos() const {
-    return config_.clock != nullptr
-               ? config_.clock->NowNanos()
-               : std::chrono::nanoseconds(
-                     config_.shared_timer->now().time_since_epoch())
-                     .count();
-  }
-  CoarseClock& coarse() { return coarse_; }
-  // Publishes the ceiling for a clock reading `now` (refresh task, checks)
-  // and records how late the previous ceiling was.
-  void RefreshCoarse(int64_t now) {
-    const int64_t prev =
-        coarse_.Publish(SaturatingAdd(now, config_.refresh_nanos));
-    if (prev < now)
-      IdleCounters::RaiseTo(counters_.worst_clock_lag_nanos, now - prev);
-  }
-  IdleCounters& counters() { return counters_; }
-  void CallbackStarted() {
-    running_callbacks_.fetch_add(1, std::memory_order_acq_rel);
-  }
-  void CallbackDone() {
-    if (running_callbacks_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      running_callbacks_.notify_all();
-    }
-  }
-
  private:
-  class RefreshTask;
-
-  void RemoveFromRegistryLocked(IdleEntry* entry)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AddToRegistryLocked(IdleEntry* entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The refresh task of activation `generation`: publishes the coarse clock
-  // and re-schedules itself on `timer`, until that activation ends.
-  void OnRefresh(Timer* timer, uint64_t generation);
-  // Schedules the next refresh of `generation` on `timer`. Fails only when
-  // the timer is stopping.
-  absl::Status ScheduleRefresh(Timer* timer, uint64_t generation);
-  // Ends the current activation's refreshes: a pending refresh is
-  // cancelled, a running one does not re-schedule.
-  void EndRefreshes();
-  // With a shared timer: cancels every entry's check (entries dormant).
-  void DisarmAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stops `timer` (may be null) on a stopper thread, waits for it and for
-  // on_idle calls in progress, at most drain_timeout (not at all when called
-  // from one of this tracker's callbacks). DeadlineExceeded when the stopper
-  // is still busy; it then finishes in the background. Never with mu_ held:
-  // it waits for the stopper, which takes mu_.
-  absl::Status StopTimer(std::unique_ptr<Timer> timer) ABSL_LOCKS_EXCLUDED(mu_);
-  void AwaitCallbacks();
-
-  const IdleCoreConfig config_;
-  CoarseClock coarse_;
-  IdleCounters counters_;
-  std::atomic<int> running_callbacks_{0};
-
-  // The activation that refreshes run for: bumped when one starts and when
-  // it ends, so a refresh of an ended activation stops re-scheduling itself.
-  // The pending refresh's handle, so that the end of an activation on a
-  // shared timer cancels it. Both under refresh_lock_, which refreshes take
-  // on the worker (never mu_): a refresh that re-schedules either stores
-  // its handle before the activation ends (and the end cancels it) or sees
-  // the new generation (and cancels it itself).
-  IdleSpinLock refresh_lock_;
-  uint64_t generation_ ABSL_GUARDED_BY(refresh_lock_) = 0;
-  Timeout refresh_ ABSL_GUARDED_BY(refresh_lock_);
+  const std::shared_ptr<IdleContext> context_;
 
   mutable Mutex mu_;
   int64_t active_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  // The timer of the current activation: owned_timer_, or the shared one;
-  // null while inactive.
-  Timer* timer_ ABSL_GUARDED_BY(mu_) = nullptr;
-  std::unique_ptr<Timer> owned_timer_ ABSL_GUARDED_BY(mu_);
-  TimerMetrics last_timer_metrics_ ABSL_GUARDED_BY(mu_);
-  IdleEntry* registry_head_ ABSL_GUARDED_BY(mu_) = nullptr;
+  IdleActivation activation_ ABSL_GUARDED_BY(mu_);
+  IntrusiveList<IdleEntry> registry_ ABSL_GUARDED_BY(mu_);
 };
-
-// True while the calling thread runs an on_idle of `core` (or a check of its
-// timer): waiting there for that timer to stop would wait for ourselves.
-bool InCallbackOf(const IdleCore* core);
 
 }  // namespace tickwheel::internal
 

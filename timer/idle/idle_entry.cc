@@ -1,19 +1,25 @@
 #include "tickwheel/timer/idle/idle_entry.h"
 
 #include <algorithm>
+#include <chrono>
 
+#include "tickwheel/base/interleave.h"
 #include "tickwheel/base/logging.h"
 #include "tickwheel/base/nanos.h"
-#include "tickwheel/timer/idle/idle_core.h"
+#include "tickwheel/timer/idle/library_timeouts.h"
 
 namespace tickwheel::internal {
 namespace {
 
-// The entry whose on_idle this thread is running, and its tracker: lets
-// unregister() from inside on_idle skip waiting for itself, and Deactivate()
-// from inside a callback skip waiting for its own timer.
+// The entry whose on_idle this thread is running: lets unregister() from
+// inside on_idle skip waiting for itself. (Whose tracker it belongs to is
+// IdleContext::CallbackScope's business.)
 thread_local const IdleEntry* tls_running_entry = nullptr;
-thread_local const IdleCore* tls_callback_core = nullptr;
+
+// A timer's clock reading in nanoseconds.
+int64_t TimerNowNanos(const Timer& timer) {
+  return std::chrono::nanoseconds(timer.now().time_since_epoch()).count();
+}
 
 // The wheel task of one armed entry. 16 bytes: fits AnyInvocable's inline
 // storage, so arming allocates only the timer's node.
@@ -32,8 +38,6 @@ class CheckTask {
 };
 
 }  // namespace
-
-bool InCallbackOf(const IdleCore* core) { return tls_callback_core == core; }
 
 // What the task executor receives: runs on_idle if the registration is still
 // queued, and destroys it unrun if the executor drops the closure.
@@ -55,11 +59,9 @@ class IdleEntry::QueuedFire {
   uint64_t version_;
 };
 
-IdleEntry::IdleEntry(std::shared_ptr<IdleCore> core,
-                     absl::AnyInvocable<void()> on_idle, int64_t timeout_nanos)
-    : timeout_nanos_(timeout_nanos),
-      on_idle_(std::move(on_idle)),
-      core_(std::move(core)) {}
+IdleEntry::IdleEntry(std::shared_ptr<IdleContext> context,
+                     int64_t timeout_nanos)
+    : timeout_nanos_(timeout_nanos), context_(std::move(context)) {}
 
 int64_t IdleEntry::timeout_nanos() const {
   IdleSpinLockGuard l(&lock_);
@@ -69,7 +71,7 @@ int64_t IdleEntry::timeout_nanos() const {
 void IdleEntry::CancelAndCount(const Timeout& t) {
   if (!t) return;
   t.cancel();
-  IdleCounters::Add(core_->counters().timer_ops);
+  IdleCounters::Add(context_->counters().timer_ops);
 }
 
 bool IdleEntry::ArmLocked(Timer* timer, int64_t delay_nanos) {
@@ -78,12 +80,13 @@ bool IdleEntry::ArmLocked(Timer* timer, int64_t delay_nanos) {
     SetStateLocked(IdleState::kDormant);
     return false;
   }
-  absl::StatusOr<Timeout> t = timer->newTimeout(CheckTask(Ref(this), version_),
-                                                absl::Nanoseconds(delay_nanos));
-  IdleCounters::Add(core_->counters().timer_ops);
+  absl::StatusOr<Timeout> t = LibraryTimeouts::NewTimeout(
+      *timer, CheckTask(Ref(this), version_), absl::Nanoseconds(delay_nanos));
+  IdleCounters::Add(context_->counters().timer_ops);
   if (!t.ok()) {
-    // The timer is stopping (Deactivate/Close raced us): dormant until the
-    // next Activate() re-arms the entry.
+    // The timer refuses: it is stopping, or it is the application's and
+    // was stopped or is at its pending limit. Dormant until the next
+    // Activate() re-arms the entry.
     SetStateLocked(IdleState::kDormant);
     return false;
   }
@@ -145,7 +148,7 @@ IdleEntry::Ended IdleEntry::EndRegistration() {
   IdleSpinLockGuard l(&lock_);
   const IdleState s = state_.load(std::memory_order_relaxed);
   if (s == IdleState::kDormant || s == IdleState::kArmed) {
-    IdleCounters::Add(core_->counters().tracked, -1);
+    IdleCounters::Add(context_->counters().tracked, -1);
     ended.before_fire = true;
   } else if (s == IdleState::kQueued) {
     ended.before_fire = true;  // tracked already dropped when found idle
@@ -174,10 +177,12 @@ void IdleEntry::FinishUnregister(Ended ended) {
 }
 
 void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
-  IdleCore* core = core_.get();
-  IdleCounters& counters = core->counters();
-  const int64_t now = core->NowNanos();
-  core->RefreshCoarse(now);
+  IdleCounters& counters = context_->counters();
+  // The Timer this check runs on is alive inside its own task; it is null
+  // only for a check that an application Timer's executor runs after that
+  // Timer's destruction began, which can only follow Close(): such a check
+  // finds its entry detached.
+  const int64_t now = timer != nullptr ? TimerNowNanos(*timer) : 0;
   absl::AnyInvocable<void()> on_idle;
   uint64_t fired_version = 0;
   bool use_executor = false;
@@ -190,6 +195,11 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
       return;
     }
     armed_ = Timeout();  // this very timeout; it has expired
+    if (timer == nullptr) {
+      ArmLocked(nullptr, 0);  // nothing to run on: dormant
+      return;
+    }
+    context_->RefreshCoarse(now);
     const int64_t deadline =
         SaturatingAdd(stamp.load(std::memory_order_relaxed), timeout_nanos_);
     if (now < deadline) {
@@ -202,7 +212,7 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
     fired_version = ++version_;
     IdleCounters::Add(counters.tracked, -1);
     IdleCounters::RaiseTo(counters.worst_lateness_nanos, now - deadline);
-    use_executor = static_cast<bool>(core->config().task_executor);
+    use_executor = context_->has_task_executor();
     if (use_executor) {
       SetStateLocked(IdleState::kQueued);
     } else {
@@ -211,16 +221,25 @@ void IdleEntry::OnTimeout(uint64_t version, Timer* timer) {
       on_idle = std::move(on_idle_);
     }
   }
-  if (!use_executor) {
+  if (use_executor) {
+    QueueOnIdle(fired_version);
+  } else {
     RunOnIdle(std::move(on_idle), fired_version);
-    return;
   }
+}
+
+void IdleEntry::QueueOnIdle(uint64_t fired_version) {
+  QueuedFire fire(Ref(this), fired_version);
+  // Null once the tracker is closed: `fire` is then destroyed unrun (the
+  // entry is detached, so that finds nothing to do).
+  const std::shared_ptr<const IdleTaskExecutor> executor =
+      context_->task_executor();
+  if (executor == nullptr) return;
   // If it throws, the closure was destroyed unrun: on_idle is destroyed,
   // never run.
-  RunLoggingExceptions(
-      "idle tracker: the task_executor", "that on_idle did not run", [&] {
-        core->config().task_executor(QueuedFire(Ref(this), fired_version));
-      });
+  RunLoggingExceptions("idle tracker: the task_executor",
+                       "that on_idle did not run",
+                       [&] { (*executor)(std::move(fire)); });
 }
 
 void IdleEntry::OnQueuedFire(bool run, uint64_t version) {
@@ -245,16 +264,15 @@ void IdleEntry::OnQueuedFire(bool run, uint64_t version) {
 
 void IdleEntry::RunOnIdle(absl::AnyInvocable<void()> on_idle,
                           uint64_t fired_version) {
-  IdleCore* core = core_.get();
-  core->CallbackStarted();
-  IdleCounters::Add(core->counters().fired);
+  // Counted until the end of this function: the end of an activation waits
+  // for it, so it must see the state and running_ settled.
+  IdleContext::CallbackScope in_callback(*context_);
+  IdleCounters::Add(context_->counters().fired);
   const IdleEntry* const outer_entry = std::exchange(tls_running_entry, this);
-  const IdleCore* const outer_core = std::exchange(tls_callback_core, core);
   RunLoggingExceptions("an on_idle callback", "the tracker goes on",
                        [&] { on_idle(); });
   on_idle = nullptr;  // captures released before a waiting unregister returns
   tls_running_entry = outer_entry;
-  tls_callback_core = outer_core;
   TICKWHEEL_INTERLEAVE_POINT();
   {
     IdleSpinLockGuard l(&lock_);
@@ -266,7 +284,6 @@ void IdleEntry::RunOnIdle(absl::AnyInvocable<void()> on_idle,
   }
   running_.store(false, std::memory_order_release);
   running_.notify_all();
-  core->CallbackDone();
 }
 
 }  // namespace tickwheel::internal

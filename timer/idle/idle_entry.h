@@ -4,6 +4,12 @@
 // between the handle, the wheel timeouts that check it, and the tracker's
 // registry. Users include timer/idle_tracker.h.
 //
+// An entry knows the tracker only through its IdleContext
+// (timer/idle/idle_context.h): the counters, the coarse clock, the task
+// executor and the callback accounting. It does not know the registry that
+// holds it (IdleCore's IntrusiveList, whose links it carries but never
+// touches) nor the Timer's life cycle: whoever arms it passes the Timer in.
+//
 // Ground rules
 // ------------
 // Fields and who may touch them:
@@ -27,10 +33,12 @@
 //   armed_ (L)   the one wheel timeout carrying the current version while
 //                kArmed; cancelled on unregister/re-register so that the Timer
 //                frees its node at its next tick.
-//   registry links  guarded by the tracker's mutex (IdleCore::mu_).
+//   registry links  the registry's (IntrusiveListNode), guarded by the
+//                registry's owner (IdleCore::mu_); the entry never reads them.
 //
-// Lock order: IdleCore::mu_, then an entry's lock_. The timer worker takes only
-// lock_ (one entry at a time); user code (on_idle) runs with no lock held.
+// Lock order: the registry's lock (IdleCore::mu_), then an entry's lock_. The
+// timer worker takes only lock_ (one entry at a time); user code (on_idle) runs
+// with no lock held.
 //
 // States (L):
 //
@@ -66,55 +74,17 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
-#include "tickwheel/base/interleave.h"
+#include "tickwheel/timer/idle/idle_context.h"
+#include "tickwheel/timer/idle/intrusive_list.h"
+#include "tickwheel/timer/idle/spin_lock.h"
+#include "tickwheel/timer/internal/idle_stamp.h"
 #include "tickwheel/timer/timer.h"
 
 namespace tickwheel::internal {
-
-class IdleCore;
-
-// A test-and-test-and-set lock that yields while contended. Critical sections
-// are a handful of instructions plus at most one newTimeout()/cancel(), so a
-// mutex (40 bytes, a futex on contention) would cost more per tracked object
-// than it saves.
-class ABSL_LOCKABLE IdleSpinLock {
- public:
-  void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
-    TICKWHEEL_INTERLEAVE_POINT();
-    while (locked_.exchange(true, std::memory_order_acquire)) {
-      while (locked_.load(std::memory_order_relaxed)) std::this_thread::yield();
-    }
-  }
-  void unlock() ABSL_UNLOCK_FUNCTION() {
-    locked_.store(false, std::memory_order_release);
-  }
-
- private:
-  std::atomic<bool> locked_{false};
-};
-
-// Holds `*lock` for the rest of the scope: std::lock_guard, in a form that
-// -Wthread-safety understands (libstdc++'s lock_guard is not annotated).
-class ABSL_SCOPED_LOCKABLE IdleSpinLockGuard {
- public:
-  explicit IdleSpinLockGuard(IdleSpinLock* lock)
-      ABSL_EXCLUSIVE_LOCK_FUNCTION(lock)
-      : lock_(lock) {
-    lock_->lock();
-  }
-  ~IdleSpinLockGuard() ABSL_UNLOCK_FUNCTION() { lock_->unlock(); }
-
-  IdleSpinLockGuard(const IdleSpinLockGuard&) = delete;
-  IdleSpinLockGuard& operator=(const IdleSpinLockGuard&) = delete;
-
- private:
-  IdleSpinLock* const lock_;
-};
 
 enum class IdleState : uint8_t {
   kDormant,       // registered; no wheel timeout (tracker inactive)
@@ -126,13 +96,13 @@ enum class IdleState : uint8_t {
   kDetached,      // the tracker was destroyed
 };
 
-class IdleEntry {
+// The registry's links are the IntrusiveListNode base, which only the
+// registry (IdleCore) reads and writes. The activity stamp is the IdleStamp
+// base (timer/internal/idle_stamp.h): the coarse clock's ceiling at the last
+// touch(), which IdleHandle stores inline, or the exact clock reading at
+// (re-)registration/activation.
+class IdleEntry : public IntrusiveListNode, public IdleStamp {
  public:
-  // Activity stamp: CoarseClock ceiling at the last touch(), or the exact
-  // clock reading at (re-)registration/activation. First member, so that
-  // touch() needs no offset arithmetic the compiler cannot fold.
-  std::atomic<int64_t> stamp{0};
-
   // A counted reference, small enough (8 bytes) that a timer task capturing
   // it and a version fits absl::AnyInvocable's inline storage: arming an
   // entry allocates the timer node and nothing else.
@@ -163,9 +133,9 @@ class IdleEntry {
     IdleEntry* e_ = nullptr;
   };
 
-  // refs == 1 (the handle's). Not yet registered: kDormant, version 0.
-  IdleEntry(std::shared_ptr<IdleCore> core, absl::AnyInvocable<void()> on_idle,
-            int64_t timeout_nanos);
+  // refs == 1 (the handle's). Not yet registered: kDormant, version 0, no
+  // on_idle.
+  IdleEntry(std::shared_ptr<IdleContext> context, int64_t timeout_nanos);
   IdleEntry(const IdleEntry&) = delete;
   IdleEntry& operator=(const IdleEntry&) = delete;
 
@@ -173,9 +143,11 @@ class IdleEntry {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 
-  IdleCore* core() const { return core_.get(); }
+  // The tracker's context; alive as long as the entry.
+  const IdleContext& context() const { return *context_; }
 
-  // ---- Called by IdleCore with IdleCore::mu_ held (so `timer` is alive). ----
+  // ---- Called by the registry's owner with its lock held, which keeps ----
+  // ---- `timer` alive.                                                 ----
 
   // Starts a registration: replaces on_idle and the timeout if given (the old
   // on_idle is returned so that the caller destroys it with no lock held),
@@ -204,17 +176,20 @@ class IdleEntry {
   // was tracked.
   absl::AnyInvocable<void()> Detach(bool* was_tracked);
 
-  // What unregister() leaves to do once IdleCore::mu_ is released: cancel
-  // the armed timeout, destroy on_idle, and wait for an on_idle that is
-  // running on another thread.
+  // What unregister() leaves to do once the registry's lock is released:
+  // cancel the armed timeout, destroy on_idle, and wait for an on_idle that
+  // is running on another thread.
   struct Ended {
     bool before_fire = false;  // the registration ended before on_idle ran
     Timeout armed;
     absl::AnyInvocable<void()> on_idle;
     bool wait = false;
   };
-  // IdleHandle::unregister(), the part under IdleCore::mu_ (IdleCore::
-  // Unregister takes it and removes the entry from the registry).
+  // IdleHandle::unregister(), the part under the registry's lock (IdleCore::
+  // Unregister takes it and removes the entry from the registry). On an entry
+  // whose tracker is gone (kDetached, out of every registry) it needs no
+  // other lock: it changes nothing, and only reports whether to wait for an
+  // on_idle still running.
   Ended EndRegistration();
   // The rest, with no lock held: cancels, destroys on_idle on this thread,
   // waits if need be.
@@ -227,18 +202,20 @@ class IdleEntry {
   // ---- Called by timer tasks and executor closures. ----
 
   // The wheel check: the timer task armed with `version` came up on the
-  // worker of `timer`.
+  // worker of `timer` (its Timeout::timer(): null only once that Timer's
+  // destruction has begun). Reads the time from `timer`, never from the
+  // tracker's clock, so that the tracker may release its clock at any time.
   void OnTimeout(uint64_t version, Timer* timer);
 
  private:
-  friend class IdleCore;  // the registry links
   friend class IdleEntryTestPeer;
   class QueuedFire;
 
   ~IdleEntry() = default;
 
-  // Arms a timeout `delay_nanos` from now with a fresh version. Returns false
-  // (and leaves the entry kDormant) if the timer refuses.
+  // Arms a library timeout (timer/idle/library_timeouts.h) `delay_nanos`
+  // from now with a fresh version. Returns false (and leaves the entry
+  // kDormant) if the timer refuses or is null.
   bool ArmLocked(Timer* timer, int64_t delay_nanos)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   // Moves armed_ out for the caller to cancel with no lock held.
@@ -252,6 +229,9 @@ class IdleEntry {
   // destroys it and moves to kFired unless the registration `fired_version`
   // was ended or replaced meanwhile.
   void RunOnIdle(absl::AnyInvocable<void()> on_idle, uint64_t fired_version);
+  // Hands the fire of registration `fired_version` (kQueued already set) to
+  // the task executor, holding a reference to the executor for the call.
+  void QueueOnIdle(uint64_t fired_version);
   // The executor ran the closure for registration `version` (or dropped it
   // unrun when `run` is false).
   void OnQueuedFire(bool run, uint64_t version);
@@ -262,18 +242,11 @@ class IdleEntry {
   mutable IdleSpinLock lock_;
   std::atomic<IdleState> state_{IdleState::kDormant};
   std::atomic<bool> running_{false};
-  bool in_registry_ = false;  // IdleCore::mu_ (here: fills padding)
   uint64_t version_ ABSL_GUARDED_BY(lock_) = 0;
   int64_t timeout_nanos_ ABSL_GUARDED_BY(lock_);
   Timeout armed_ ABSL_GUARDED_BY(lock_);
   absl::AnyInvocable<void()> on_idle_ ABSL_GUARDED_BY(lock_);
-  const std::shared_ptr<IdleCore> core_;
-  // Registry links (an intrusive list of every entry with a live handle that
-  // is registered); guarded by IdleCore::mu_. A comment, not ABSL_GUARDED_BY:
-  // the analysis cannot tell that core_->mu_ is the mu_ IdleCore's *Locked
-  // helpers hold, and IdleCore is incomplete here.
-  IdleEntry* reg_prev_ = nullptr;
-  IdleEntry* reg_next_ = nullptr;
+  const std::shared_ptr<IdleContext> context_;
 };
 
 }  // namespace tickwheel::internal

@@ -1,4 +1,4 @@
-// timer/idle/idle_metrics.h
+// timer/idle_tracker_metrics.h
 // -----------------------------------------------------------------------------
 // IdleTrackerMetrics: a snapshot of one IdleTracker's counters, for dashboards,
 // logs and tests. Formats with fmt ("{}") and converts with ToString(), like
@@ -10,8 +10,8 @@
 // apart from each other; a snapshot taken while the tracker is inactive (after
 // the last Deactivate() returned OK) is exact.
 
-#ifndef TICKWHEEL_TIMER_IDLE_METRICS_H_
-#define TICKWHEEL_TIMER_IDLE_METRICS_H_
+#ifndef TICKWHEEL_TIMER_IDLE_TRACKER_METRICS_H_
+#define TICKWHEEL_TIMER_IDLE_TRACKER_METRICS_H_
 
 #include <cstdint>
 #include <string>
@@ -68,4 +68,4 @@ struct fmt::formatter<tickwheel::IdleTrackerMetrics>
   }
 };
 
-#endif  // TICKWHEEL_TIMER_IDLE_METRICS_H_
+#endif  // TICKWHEEL_TIMER_IDLE_TRACKER_METRICS_H_

@@ -1,4 +1,4 @@
-#include "tickwheel/timer/idle/idle_metrics.h"
+#include "tickwheel/timer/idle_tracker_metrics.h"
 
 namespace tickwheel {
 
