@@ -32,12 +32,14 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "tests/loopback_client.h"
 #include "tickwheel/timer/idle_tracker.h"
 #include "tools/echo_server_lib.h"
 
 namespace tickwheel {
 namespace {
 
+using ::tickwheel::testing::ConnectLoopback;
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -99,28 +101,6 @@ class Harness {
   std::unique_ptr<tools::EchoServer> server_;
   std::thread io_;
 };
-
-// A connected non-blocking client socket, or -1. A non-zero `rcvbuf` is set
-// as SO_RCVBUF before connecting.
-int Connect(uint16_t port, int rcvbuf = 0) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (rcvbuf > 0 &&
-      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) != 0) {
-    close(fd);
-    return -1;
-  }
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
-}
 
 // The largest TCP send buffer the kernel autotunes to (tcp_wmem's third
 // field): at most this much of a server's echo can sit in its socket.
@@ -238,7 +218,7 @@ TEST(EchoServerTest, HalfCloseGetsItsEchoThenEof) {
   const std::vector<size_t> sizes = {5, 100000, 3 << 20};
   for (size_t i = 0; i < sizes.size(); ++i) {
     SCOPED_TRACE(sizes[i]);
-    const int fd = Connect(h.server().port());
+    const int fd = ConnectLoopback(h.server().port());
     ASSERT_GE(fd, 0) << std::strerror(errno);
     const std::string payload = Payload(sizes[i]);
     const Received r = SendHalfCloseAndRead(fd, payload, seconds(30));
@@ -282,7 +262,7 @@ TEST(EchoServerTest, ClientThatNeverReadsIsBoundedAndClosedWhenIdle) {
   tools::EchoServerOptions options;
   options.max_buffered_bytes = kBound;
   Harness h(absl::Seconds(1), options);
-  const int fd = Connect(h.server().port(), /*rcvbuf=*/64 << 10);
+  const int fd = ConnectLoopback(h.server().port(), /*rcvbuf=*/64 << 10);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   const std::string chunk = Payload(64 << 10);
   bool filled = false;  // the server held a full buffer at some point
@@ -321,7 +301,7 @@ TEST(EchoServerTest, HalfClosedClientThatStopsReadingIsClosedWhenIdle) {
   // counts as sending: the idle close must come after the EOF, not during
   // the upload.
   Harness h(absl::Seconds(3), options);
-  const int fd = Connect(h.server().port(), /*rcvbuf=*/64 << 10);
+  const int fd = ConnectLoopback(h.server().port(), /*rcvbuf=*/64 << 10);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   ASSERT_TRUE(SendAll(fd, Payload(size), seconds(60)));
   ASSERT_EQ(shutdown(fd, SHUT_WR), 0) << std::strerror(errno);
@@ -351,7 +331,7 @@ TEST(EchoServerTest, HalfClosedClientReadingSlowlyIsNotClosedWhileItReads) {
   tools::EchoServerOptions options;
   options.max_buffered_bytes = static_cast<int64_t>(payload.size());
   Harness h(kIdle, options);
-  const int fd = Connect(h.server().port(), /*rcvbuf=*/64 << 10);
+  const int fd = ConnectLoopback(h.server().port(), /*rcvbuf=*/64 << 10);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   ASSERT_TRUE(SendAll(fd, payload, seconds(60)));
   ASSERT_EQ(shutdown(fd, SHUT_WR), 0) << std::strerror(errno);
@@ -380,7 +360,7 @@ TEST(EchoServerTest, ShutdownClosesAreReportedAsShutdown) {
   Harness h(absl::Seconds(60));
   std::vector<int> fds;
   for (int i = 0; i < kClients; ++i) {
-    fds.push_back(Connect(h.server().port()));
+    fds.push_back(ConnectLoopback(h.server().port()));
     ASSERT_GE(fds.back(), 0) << std::strerror(errno);
     // Echoed once: accepted and served before the stop.
     ASSERT_TRUE(EchoOnce(fds.back(), "hello\n", seconds(10)));
@@ -413,7 +393,7 @@ TEST(EchoServerTest, ShutdownClosesAreReportedAsShutdown) {
 // as an error, with the errno the server saw.
 TEST(EchoServerTest, ResetByClientIsReportedAsError) {
   Harness h(absl::Seconds(60));
-  const int fd = Connect(h.server().port());
+  const int fd = ConnectLoopback(h.server().port());
   ASSERT_GE(fd, 0) << std::strerror(errno);
   ASSERT_TRUE(EchoOnce(fd, "x", seconds(10)));
   const linger abort_on_close{1, 0};
