@@ -5,7 +5,7 @@
 // pendingTimeouts() drops before cancel() returns; after expiry, and on every
 // later call, it returns false and changes nothing. (That a cancel() never
 // wakes the worker is in timer_wakeup_test; cancels racing each other through
-// one handle are in shared_handle_test.)
+// one handle are in races_on_shared_handles_test.)
 
 #include <memory>
 

@@ -24,16 +24,13 @@
 namespace tickwheel {
 namespace {
 
+using ::tickwheel::testing::DeadlineNanos;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Tick;
 using Sixtieths = std::chrono::duration<int64_t, std::ratio<1, 60>>;
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-
-int64_t DeadlineNanos(const Timeout& t) {
-  return std::chrono::nanoseconds(t.deadline().time_since_epoch()).count();
-}
 
 // Not a constant: the conversion must hold at run time, not fold away.
 int64_t Huge() {

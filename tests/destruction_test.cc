@@ -4,8 +4,9 @@
 // task not yet run without running it (even with handles still held, which
 // then read cancelled and stay safe to use), and joins the worker. A task may
 // destroy its own Timer: the worker finishes the shutdown on its own thread.
-// (Destruction racing cancel() on other threads, and the allowed order
-// "stop, let producers finish, destroy", are in timer_concurrency_test.)
+// (Destruction racing cancel() on other threads is in
+// races_on_shared_handles_test, and the allowed order "stop, let producers
+// finish, destroy" in races_with_producers_test.)
 
 #include <atomic>
 #include <memory>

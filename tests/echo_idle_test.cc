@@ -23,12 +23,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "tests/loopback_client.h"
 #include "tickwheel/timer/idle_tracker.h"
 #include "tools/echo_server_lib.h"
 
 namespace tickwheel {
 namespace {
 
+using ::tickwheel::testing::ConnectLoopback;
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
@@ -63,21 +65,6 @@ struct Client {
   int seq = 0;
   std::string sent, received;
 };
-
-int Connect(uint16_t port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
-}
 
 void Send(Client& c, int index) {
   const std::string msg = fmt::format("client {} message {}\n", index, c.seq++);
@@ -131,7 +118,7 @@ TEST(EchoIdleTest, ClosesExactlyTheSilentConnections) {
   ASSERT_GE(epoll_fd, 0);
   for (int i = 0; i < kClients; ++i) {
     Client& c = clients[i];
-    c.fd = Connect(server->port());
+    c.fd = ConnectLoopback(server->port());
     ASSERT_GE(c.fd, 0) << "connect #" << i << ": " << std::strerror(errno);
     c.busy = i % 2 == 0;
     epoll_event ev{};

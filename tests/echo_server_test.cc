@@ -2,9 +2,9 @@
 // driven by loopback clients written for each case: a client that
 // half-closes and reads its echo, one that never reads, one that half-closes
 // and stops reading, one that reads its echo slowly, one that resets, and
-// clients of a server that stops. Then LineLogger, which tools/echo_server
-// logs through, on a pipe that is read and on one that is not. Every wait
-// has a generous deadline; no test asserts how fast anything happens.
+// clients of a server that stops. (The LineLogger that tools/echo_server logs
+// through is line_logger_test.) Every wait has a generous deadline; no test
+// asserts how fast anything happens.
 //
 // Where a test needs the kernel's socket buffers to be smaller than its
 // payload, the client fixes its SO_RCVBUF (which turns off receive-buffer
@@ -32,12 +32,14 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "tests/loopback_client.h"
 #include "tickwheel/timer/idle_tracker.h"
 #include "tools/echo_server_lib.h"
 
 namespace tickwheel {
 namespace {
 
+using ::tickwheel::testing::ConnectLoopback;
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -99,28 +101,6 @@ class Harness {
   std::unique_ptr<tools::EchoServer> server_;
   std::thread io_;
 };
-
-// A connected non-blocking client socket, or -1. A non-zero `rcvbuf` is set
-// as SO_RCVBUF before connecting.
-int Connect(uint16_t port, int rcvbuf = 0) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (rcvbuf > 0 &&
-      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) != 0) {
-    close(fd);
-    return -1;
-  }
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
-}
 
 // The largest TCP send buffer the kernel autotunes to (tcp_wmem's third
 // field): at most this much of a server's echo can sit in its socket.
@@ -238,7 +218,7 @@ TEST(EchoServerTest, HalfCloseGetsItsEchoThenEof) {
   const std::vector<size_t> sizes = {5, 100000, 3 << 20};
   for (size_t i = 0; i < sizes.size(); ++i) {
     SCOPED_TRACE(sizes[i]);
-    const int fd = Connect(h.server().port());
+    const int fd = ConnectLoopback(h.server().port());
     ASSERT_GE(fd, 0) << std::strerror(errno);
     const std::string payload = Payload(sizes[i]);
     const Received r = SendHalfCloseAndRead(fd, payload, seconds(30));
@@ -282,7 +262,7 @@ TEST(EchoServerTest, ClientThatNeverReadsIsBoundedAndClosedWhenIdle) {
   tools::EchoServerOptions options;
   options.max_buffered_bytes = kBound;
   Harness h(absl::Seconds(1), options);
-  const int fd = Connect(h.server().port(), /*rcvbuf=*/64 << 10);
+  const int fd = ConnectLoopback(h.server().port(), /*rcvbuf=*/64 << 10);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   const std::string chunk = Payload(64 << 10);
   bool filled = false;  // the server held a full buffer at some point
@@ -321,7 +301,7 @@ TEST(EchoServerTest, HalfClosedClientThatStopsReadingIsClosedWhenIdle) {
   // counts as sending: the idle close must come after the EOF, not during
   // the upload.
   Harness h(absl::Seconds(3), options);
-  const int fd = Connect(h.server().port(), /*rcvbuf=*/64 << 10);
+  const int fd = ConnectLoopback(h.server().port(), /*rcvbuf=*/64 << 10);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   ASSERT_TRUE(SendAll(fd, Payload(size), seconds(60)));
   ASSERT_EQ(shutdown(fd, SHUT_WR), 0) << std::strerror(errno);
@@ -351,7 +331,7 @@ TEST(EchoServerTest, HalfClosedClientReadingSlowlyIsNotClosedWhileItReads) {
   tools::EchoServerOptions options;
   options.max_buffered_bytes = static_cast<int64_t>(payload.size());
   Harness h(kIdle, options);
-  const int fd = Connect(h.server().port(), /*rcvbuf=*/64 << 10);
+  const int fd = ConnectLoopback(h.server().port(), /*rcvbuf=*/64 << 10);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   ASSERT_TRUE(SendAll(fd, payload, seconds(60)));
   ASSERT_EQ(shutdown(fd, SHUT_WR), 0) << std::strerror(errno);
@@ -380,7 +360,7 @@ TEST(EchoServerTest, ShutdownClosesAreReportedAsShutdown) {
   Harness h(absl::Seconds(60));
   std::vector<int> fds;
   for (int i = 0; i < kClients; ++i) {
-    fds.push_back(Connect(h.server().port()));
+    fds.push_back(ConnectLoopback(h.server().port()));
     ASSERT_GE(fds.back(), 0) << std::strerror(errno);
     // Echoed once: accepted and served before the stop.
     ASSERT_TRUE(EchoOnce(fds.back(), "hello\n", seconds(10)));
@@ -413,7 +393,7 @@ TEST(EchoServerTest, ShutdownClosesAreReportedAsShutdown) {
 // as an error, with the errno the server saw.
 TEST(EchoServerTest, ResetByClientIsReportedAsError) {
   Harness h(absl::Seconds(60));
-  const int fd = Connect(h.server().port());
+  const int fd = ConnectLoopback(h.server().port());
   ASSERT_GE(fd, 0) << std::strerror(errno);
   ASSERT_TRUE(EchoOnce(fd, "x", seconds(10)));
   const linger abort_on_close{1, 0};
@@ -436,110 +416,6 @@ TEST(EchoServerTest, ReasonNames) {
   EXPECT_STREQ(tools::CloseReasonName(tools::CloseReason::kShutdown),
                "shutdown");
   EXPECT_STREQ(tools::CloseReasonName(tools::CloseReason::kError), "error");
-}
-
-// Reads `fd` to EOF on a thread of its own; Join() returns what it read.
-class PipeReader {
- public:
-  explicit PipeReader(int fd)
-      : thread_([this, fd] {
-          char buf[4096];
-          for (;;) {
-            const ssize_t n = read(fd, buf, sizeof(buf));
-            if (n > 0) data_.append(buf, static_cast<size_t>(n));
-            if (n == 0 || (n < 0 && errno != EINTR)) return;
-          }
-        }) {}
-  std::string Join() {
-    thread_.join();
-    return data_;
-  }
-
- private:
-  std::string data_;  // the thread's until joined
-  std::thread thread_;
-};
-
-std::string LogLine(int i) {
-  std::string line = "connection #" + std::to_string(i) + " closed ";
-  line.resize(99, '.');  // 100 bytes with the logger's '\n'
-  return line;
-}
-
-TEST(LineLoggerTest, WritesEveryLineInOrder) {
-  int p[2];
-  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0) << std::strerror(errno);
-  PipeReader reader(p[0]);
-  constexpr int kLines = 1000;
-  auto logger = tools::LineLogger::Create(p[1], kLines).value();
-  std::string expected;
-  for (int i = 0; i < kLines; ++i) {
-    EXPECT_TRUE(logger->Post(LogLine(i)));
-    expected += LogLine(i) + "\n";
-  }
-  const tools::LineLoggerStats st = logger->Stop();
-  EXPECT_FALSE(logger->Post("after Stop()"));
-  close(p[1]);
-  EXPECT_TRUE(reader.Join() == expected) << "lines lost, reordered or torn";
-  EXPECT_EQ(st.written, kLines);
-  EXPECT_EQ(st.dropped, 0);
-  EXPECT_EQ(st.failed, 0);
-  EXPECT_EQ(logger->stats().dropped, 1);
-  close(p[0]);
-}
-
-// Nobody reads the pipe while lines are posted, so the writer thread blocks
-// on it for good: Post() must still return (the test would hang otherwise),
-// dropping lines beyond the queue, and every line it accepted must come out
-// once the pipe is read, in order.
-TEST(LineLoggerTest, DropsLinesInsteadOfBlockingWhenTheOutputStalls) {
-  int p[2];
-  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0) << std::strerror(errno);
-  const int pipe_bytes = fcntl(p[1], F_GETPIPE_SZ);
-  ASSERT_GT(pipe_bytes, 0) << std::strerror(errno);
-  constexpr size_t kCapacity = 8;
-  // Four times what the pipe, the queue and the writer's batch can hold.
-  const int lines = 4 * (pipe_bytes / 100 + 2 * static_cast<int>(kCapacity));
-  auto logger = tools::LineLogger::Create(p[1], kCapacity).value();
-  std::string accepted;
-  int refused = 0;
-  for (int i = 0; i < lines; ++i) {
-    if (logger->Post(LogLine(i))) {
-      accepted += LogLine(i) + "\n";
-    } else {
-      ++refused;
-    }
-  }
-  EXPECT_GT(refused, 0);
-  EXPECT_EQ(logger->stats().dropped, refused);
-  PipeReader reader(p[0]);
-  const tools::LineLoggerStats st = logger->Stop();
-  close(p[1]);
-  EXPECT_TRUE(reader.Join() == accepted) << "accepted lines lost or reordered";
-  EXPECT_EQ(st.written + st.dropped, lines);
-  EXPECT_EQ(st.failed, 0);
-  close(p[0]);
-}
-
-// A closed pipe fails the line (EPIPE; SIGPIPE is blocked on the writer
-// thread) instead of killing the process.
-TEST(LineLoggerTest, CountsLinesThatCannotBeWritten) {
-  int p[2];
-  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0) << std::strerror(errno);
-  close(p[0]);
-  auto logger = tools::LineLogger::Create(p[1], 16).value();
-  EXPECT_TRUE(logger->Post("nobody reads this"));
-  const tools::LineLoggerStats st = logger->Stop();
-  EXPECT_EQ(st.failed, 1);
-  EXPECT_EQ(st.written, 0);
-  close(p[1]);
-}
-
-TEST(LineLoggerTest, CreateRejectsBadArguments) {
-  EXPECT_EQ(tools::LineLogger::Create(-1, 16).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(tools::LineLogger::Create(STDOUT_FILENO, 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

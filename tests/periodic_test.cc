@@ -20,12 +20,11 @@ namespace tickwheel {
 namespace {
 
 using ::tickwheel::testing::CaptureGuard;
+using ::tickwheel::testing::kMs;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Probe;
 using ::tickwheel::testing::Tick;
-
-constexpr int64_t kMs = 1000000;
 
 // Records the clock reading of every run.
 struct Runs {

@@ -44,6 +44,8 @@
 namespace tickwheel {
 namespace {
 
+using ::tickwheel::testing::DeadlineNanos;
+using ::tickwheel::testing::LiveCount;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
 
@@ -60,18 +62,6 @@ enum class Action {
   kResetSelf,  // one-shot: must fail; periodic: moves the next run
   kCancelOther,
   kScheduleChild,
-};
-
-// Counts live copies of a task's captures.
-class Counted {
- public:
-  explicit Counted(std::atomic<int>* alive) : alive_(alive) { ++*alive_; }
-  Counted(const Counted& other) : alive_(other.alive_) { ++*alive_; }
-  Counted& operator=(const Counted&) = delete;
-  ~Counted() { --*alive_; }
-
- private:
-  std::atomic<int>* alive_;
 };
 
 struct Slot {
@@ -94,10 +84,6 @@ struct Tally {
   int64_t self_resets = 0;          // periodic, during its run: true
   int64_t overdue_runs = 0;         // ran two or more ticks after it was due
 };
-
-int64_t DeadlineNanos(const Timeout& t) {
-  return t.deadline().time_since_epoch().count();
-}
 
 // One random program against one timer. Tasks run on the worker while the
 // test thread waits in AdvanceAndSettle(), so the two never act at once;
@@ -159,7 +145,7 @@ class Program {
     s.periodic = periodic;
     s.action = static_cast<Action>(Uniform(0, 5));
     s.deadline = Now() + delay;
-    auto task = [this, id, guard = Counted(&alive_)](const Timeout& self) {
+    auto task = [this, id, guard = LiveCount(&alive_)](const Timeout& self) {
       OnRun(id, self);
     };
     absl::StatusOr<Timeout> t;

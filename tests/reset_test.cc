@@ -18,21 +18,14 @@
 namespace tickwheel {
 namespace {
 
+using ::tickwheel::testing::DeadlineNanos;
+using ::tickwheel::testing::kMs;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Probe;
 using ::tickwheel::testing::ProbeTask;
+using ::tickwheel::testing::SettlePastHousekeeping;
 using ::tickwheel::testing::Tick;
-
-constexpr int64_t kMs = 1000000;
-
-// Lets the worker file what it was handed and finish the housekeeping
-// wake-ups that follow queue traffic, so that it sleeps until real work.
-void Settle(ManualTimer& t) {
-  t.clock->AwaitIdle();
-  t.clock->AdvanceAndSettle(t.timer->tickDuration());
-  t.clock->AdvanceAndSettle(t.timer->tickDuration());
-}
 
 TEST(ResetTest, LaterDeadlinePostponesTheRun) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
@@ -58,7 +51,7 @@ TEST(ResetTest, LaterDeadlineCostsTheSleepingWorkerNothingUntilTheOldOne) {
   Timeout timeout =
       t.timer->newTimeout(ProbeTask(probe, t.clock), absl::Milliseconds(50))
           .value();
-  Settle(t);  // the worker sleeps until 50 ms
+  SettlePastHousekeeping(t);  // the worker sleeps until 50 ms
   const int64_t wakeups = t.timer->metrics().wakeups;
   for (int i = 1; i <= 100; ++i) {
     ASSERT_TRUE(timeout.reset(absl::Milliseconds(100 + i)));
@@ -81,7 +74,7 @@ TEST(ResetTest, EarlierDeadlineWakesTheWorkerAndRunsEarlier) {
   auto probe = std::make_shared<Probe>();
   Timeout timeout =
       t.timer->newTimeout(ProbeTask(probe, t.clock), absl::Seconds(10)).value();
-  Settle(t);  // now 2 ms; the worker sleeps until 10 s
+  SettlePastHousekeeping(t);  // now 2 ms; the worker sleeps until 10 s
   const int64_t wakeups = t.timer->metrics().wakeups;
   ASSERT_TRUE(timeout.reset(absl::Milliseconds(5)));
   t.clock->AwaitIdle();
@@ -112,7 +105,7 @@ TEST(ResetTest, ResetAtInThePastRunsPromptly) {
   auto probe = std::make_shared<Probe>();
   Timeout timeout =
       t.timer->newTimeout(ProbeTask(probe, t.clock), absl::Seconds(10)).value();
-  Settle(t);
+  SettlePastHousekeeping(t);
   ASSERT_TRUE(timeout.resetAt(t.timer->now() - std::chrono::seconds(1)));
   t.clock->AdvanceAndSettle(absl::Milliseconds(1));
   EXPECT_EQ(probe->runs.load(), 1);
@@ -167,7 +160,7 @@ TEST(ResetTest, KeepsPendingCountAndRunsExactlyOnce) {
         t.timer->newTimeout(ProbeTask(probes.back()), absl::Milliseconds(5))
             .value());
   }
-  Settle(t);
+  SettlePastHousekeeping(t);
   for (int round = 0; round < 4; ++round) {
     for (int i = 0; i < 50; ++i) {
       // Alternately later and earlier, all still in the future.
@@ -193,7 +186,7 @@ TEST(ResetTest, ChronoDurationsOfAnyKind) {
   EXPECT_EQ(timeout.deadline(), TimePoint(std::chrono::hours(24)));
   // Far past the int64 nanosecond range: saturates, never wraps.
   ASSERT_TRUE(timeout.reset(std::chrono::duration<double>(1e300)));
-  EXPECT_EQ(timeout.deadline().time_since_epoch().count(), INT64_MAX);
+  EXPECT_EQ(DeadlineNanos(timeout), INT64_MAX);
 }
 
 // A worker that wakes late processes several ticks in one pass. A timeout

@@ -23,12 +23,11 @@
 namespace tickwheel {
 namespace {
 
+using ::tickwheel::testing::kMs;
+using ::tickwheel::testing::kUs;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Tick;
-
-constexpr int64_t kUs = 1000;
-constexpr int64_t kMs = 1000 * kUs;
 
 ManualTimer WithSlack(absl::Duration slack) {
   TimerOptions options = Tick(absl::Milliseconds(10), 512);

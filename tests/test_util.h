@@ -1,18 +1,21 @@
 // tests/test_util.h
 // -----------------------------------------------------------------------------
-// Helpers shared by the Timer tests: a ManualClock-driven timer factory, a
-// probe that records whether a task ran and whether its captures were
-// destroyed, a log sink that captures messages, and a few small checks.
+// Helpers shared by the Timer tests: clock units, a ManualClock-driven timer
+// factory, a probe that records whether a task ran and whether its captures
+// were destroyed, a capture that counts its live copies, a log sink that
+// captures messages, and a few small checks.
 
 #ifndef TICKWHEEL_TESTS_TEST_UTIL_H_
 #define TICKWHEEL_TESTS_TEST_UTIL_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -22,8 +25,15 @@
 
 namespace tickwheel::testing {
 
-// One millisecond in nanoseconds, for comparing clock readings.
-inline constexpr int64_t kMs = 1000000;
+// One microsecond and one millisecond in nanoseconds, for comparing clock
+// readings.
+inline constexpr int64_t kUs = 1000;
+inline constexpr int64_t kMs = 1000 * kUs;
+
+// `t.deadline()` as a clock reading in nanoseconds.
+inline int64_t DeadlineNanos(const Timeout& t) {
+  return std::chrono::nanoseconds(t.deadline().time_since_epoch()).count();
+}
 
 // Whether the message of `s` contains `text`: error messages must name the
 // option or the numbers that were wrong.
@@ -52,6 +62,29 @@ class CaptureGuard {
 
  private:
   std::shared_ptr<Probe> probe_;
+};
+
+// A capture that counts its live copies in `*alive`: one more when made or
+// copied, one fewer when a copy that still counts is destroyed; a moved-from
+// copy no longer counts. Once every copy of a task's captures is gone,
+// `*alive` is back where it was; a copy destroyed twice takes it below.
+class LiveCount {
+ public:
+  explicit LiveCount(std::atomic<int>* alive) : alive_(alive) {
+    alive_->fetch_add(1);
+  }
+  LiveCount(const LiveCount& other) : alive_(other.alive_) {
+    if (alive_ != nullptr) alive_->fetch_add(1);
+  }
+  LiveCount(LiveCount&& other) noexcept
+      : alive_(std::exchange(other.alive_, nullptr)) {}
+  LiveCount& operator=(const LiveCount&) = delete;
+  ~LiveCount() {
+    if (alive_ != nullptr) alive_->fetch_sub(1);
+  }
+
+ private:
+  std::atomic<int>* alive_;
 };
 
 // A task that records its run in `probe` (reading `clock` for the time, when

@@ -14,13 +14,12 @@
 namespace tickwheel {
 namespace {
 
+using ::tickwheel::testing::kMs;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Probe;
 using ::tickwheel::testing::ProbeTask;
 using ::tickwheel::testing::Tick;
-
-constexpr int64_t kMs = 1000000;
 
 TEST(TimePointsTest, NowIsTheTimersClock) {
   auto real = Timer::Create().value();

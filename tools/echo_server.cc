@@ -15,7 +15,7 @@
 // Stops on SIGINT/SIGTERM and prints the tracker's and timer's metrics.
 //
 // One line is printed per closed connection. The I/O loop never writes them
-// itself: on_close hands each line to a LineLogger (tools/echo_server_lib.h),
+// itself: on_close hands each line to a LineLogger (tools/line_logger.h),
 // whose own thread writes stdout, so a terminal or pipe that stops reading
 // cannot stall the server. If more than kLogQueueLines lines wait, the
 // newest are dropped, and the count of dropped lines is printed at exit.
@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "tickwheel/timer/idle_tracker.h"
 #include "tools/echo_server_lib.h"
+#include "tools/line_logger.h"
 
 namespace {
 

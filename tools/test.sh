@@ -81,8 +81,9 @@ for cfg in "${configs[@]}"; do
 done
 
 # The tests whose threads race on shared handles, queues and lanes.
-concurrency=(//tests:stress_test //tests:shared_handle_test
-             //tests:timer_concurrency_test //tests:idle_tracker_concurrency_test
+concurrency=(//tests:stress_test //tests:races_on_shared_handles_test
+             //tests:races_with_producers_test
+             //tests:idle_tracker_concurrency_test
              //tests:never_early_test //tests:timeout_claim_test)
 if ! $quick; then
   for cfg in asan tsan; do

@@ -21,25 +21,43 @@
 // At the end the timer is stopped and destroyed, and every capture must be
 // gone: nothing run twice, nothing lost, nothing leaked.
 //
+// The harness, one job per file (all in tests/model/):
+//   fuzz_input.{h,cc}        the input bytes: the configuration, delays,
+//                            periods, advances, task actions
+//   fuzz_real_side.{h,cc}    the real Timer on a ManualClock, its handles
+//                            by id, and the log of what its tasks did
+//   fuzz_context.h           what every operation works on
+//   fuzz_ops.{h,cc}          the operations on one thread (RunOp(),
+//                            RunLaterOp())
+//   fuzz_races.{h,cc}        the second thread (Racer) and the races of
+//                            cancel() and takeTask() (RunRace())
+//   fuzz_reset_races.cc      the races of reset() and cancelAll(), and
+//                            reset() against the expiry within a tick
+//                            (RunResetRace())
+//   fuzz_compare.{h,cc}      the comparison with the model
+//   fuzz_harness.cc          RunFuzzInput(): the loop over the operations,
+//                            and the end
+//
 // Input format (bytes; a missing byte reads as 0, so every input is valid):
 //   byte 0   tick (bits 0-2: 1, 2, 3, 7, 10, 100, 1000 or 1e6 ns) and
 //            ticks_per_wheel (bits 3-5: 1, 2, 3, 4, 5, 8, 16, 64)
 //   byte 1   max_pending (bits 0-3: 0-5 unlimited, else 1-10), inline
 //            task_executor (bit 4), clock start (bits 5-6: 0, 1, 1e9 - 1 or
 //            2^60 ns; bit 7: negated, minus one)
-//   then up to kMaxOps operations, each an opcode byte and its arguments; see
-//   fuzz_harness.cc (DecodeDelay, DecodeAction, DecodeAdvance, RunFuzzInput).
-//   An opcode byte from 0xF0 to 0xF7 is a race operation (RunRace): a second
-//   thread acts on the same handle object at the same moment (two cancel()s,
-//   cancel() against a copy, an advance, stop() or ~Timer, two takeTask()s),
-//   and the outcome must be one of the orders the two calls could take.
-//   0xF8-0xFF are the later calls (RunLaterOp): newTimeoutAt(), cancelAll()
-//   from the test thread and from a task, reset() and resetAt(),
-//   newPeriodic(), and races of reset() against cancel(), reset() and a clock
-//   advance, and of cancelAll() against cancel() and stop() (RunResetRace),
-//   checked by what every order of the two calls has in common; and resets
-//   racing the expiry within a tick on a timer of its own with a slack of 0
-//   (RunWithinTickResetRace), checked for never early and exactly once.
+//   then up to kMaxOps operations, each an opcode byte and its arguments:
+//   below 0xF0 the first operations (RunOp(), fuzz_ops.h: newTimeout,
+//   cancel, advance, stop, takeTask, ~Timer); 0xF0-0xF7 a race operation
+//   (RunRace(), fuzz_races.h): a second thread acts on the same handle object
+//   at the same moment (two cancel()s, cancel() against a copy, an advance,
+//   stop() or ~Timer, two takeTask()s), and the outcome must be one of the
+//   orders the two calls could take; 0xF8-0xFF the later calls (RunLaterOp(),
+//   fuzz_ops.h): newTimeoutAt(), cancelAll() from the test thread and from a
+//   task, reset() and resetAt(), newPeriodic(), and (0xFD, RunResetRace(),
+//   fuzz_races.h) races of reset() against cancel(), reset() and a clock
+//   advance, and of cancelAll() against cancel() and stop(), checked by what
+//   every order of the two calls has in common; and resets racing the expiry
+//   within a tick on a timer of its own with a slack of 0, checked for never
+//   early and exactly once. The arguments' encodings are in fuzz_input.h.
 //
 // The corpus (tests/fuzz_corpus/) is what libFuzzer kept, minimised for edge
 // coverage, plus hand-written seed_* files that pin scenarios coverage cannot

@@ -1,0 +1,72 @@
+// tests/model/fuzz_input.h
+// -----------------------------------------------------------------------------
+// Decoding of the fuzzer's input bytes (the format is in
+// tests/model/fuzz_harness.h): a reader in which a missing byte reads as 0,
+// so that every input is valid, the timer configuration of the first two
+// bytes, and the arguments operations take (delays, periods, clock advances,
+// what a task does). Pure functions of their bytes; the corpus
+// (tests/fuzz_corpus/) depends on every one of them staying as it is.
+
+#ifndef TICKWHEEL_TESTS_MODEL_FUZZ_INPUT_H_
+#define TICKWHEEL_TESTS_MODEL_FUZZ_INPUT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "tests/model/timer_model.h"
+
+namespace tickwheel::model {
+
+// The input, byte by byte; 0 once it is exhausted.
+class Reader {
+ public:
+  Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  bool empty() const { return pos_ >= size_; }
+  uint8_t Byte() { return pos_ < size_ ? data_[pos_++] : 0; }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+// The timer configuration, from bytes 0 and 1.
+struct FuzzConfig {
+  int64_t tick_nanos = 1;
+  int ticks_per_wheel = 1;
+  int64_t max_pending = 0;
+  bool inline_executor = false;
+  int64_t clock_start = 0;
+
+  std::string ToString() const;
+};
+
+FuzzConfig DecodeConfig(Reader& in);
+
+// A delay: exact multiples of the tick, one nanosecond either side, half
+// ticks, whole turns of the wheel, negative values, and the extremes.
+absl::Duration DecodeDelay(uint8_t c, int64_t tick, int64_t wheel);
+
+// What a task does: children (repeat, child delay), cancelling the timeout
+// scheduled before it, stop() from the task, throwing.
+TaskAction DecodeAction(uint8_t a, int64_t tick, int64_t wheel);
+
+// An advance in nanoseconds: raw nanoseconds, whole ticks, ticks plus one
+// nanosecond, whole turns of the wheel minus one nanosecond.
+int64_t DecodeAdvance(uint8_t c, int64_t tick, int64_t wheel);
+
+// A period: whole ticks, a tick and a nanosecond, half a tick, one
+// nanosecond, a turn of the wheel, times 1-4; or 0, which is refused.
+absl::Duration DecodePeriod(uint8_t p, int64_t tick, int64_t wheel);
+
+// What a periodic task does in each run, from newPeriodic()'s flags byte:
+// bits 0-1: it cancels itself in run 1-4, unless bit 2 (then only cancel(),
+// cancelAll() or stop() end it); bit 3 throws, bit 4 calls cancelAll(), bit
+// 5 cancels the timeout scheduled before it, bit 6 tries stop().
+TaskAction DecodePeriodicAction(uint8_t flags);
+
+}  // namespace tickwheel::model
+
+#endif  // TICKWHEEL_TESTS_MODEL_FUZZ_INPUT_H_
