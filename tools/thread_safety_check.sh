@@ -6,11 +6,12 @@
 # -Wthread-safety, so that they are checked rather than decorative. gcc, which
 # builds everything else, ignores them.
 #
-# Every .cc in timer/ and worker/ (and tools/echo_server_lib.cc) is compiled
+# Every .cc in timer/, worker/ and durable/ (and tools/echo_server_lib.cc) is compiled
 # with -fsyntax-only: no objects, no Bazel, a few seconds per file, files in
 # parallel. Any warning fails the check (-Werror). The locks must be
-# capabilities clang knows, i.e. tickwheel::internal::Mutex (worker/mutex.h)
-# or another ABSL_LOCKABLE type, never a bare std::mutex: an annotation naming
+# capabilities clang knows, i.e. tickwheel::internal::Mutex (worker/mutex.h),
+# durable/'s own (durable/mutex.h) or another ABSL_LOCKABLE type, never a
+# bare std::mutex: an annotation naming
 # one is itself a -Wthread-safety-attributes warning here.
 #
 # -Wthread-safety-beta adds the lock-order checks (ABSL_ACQUIRED_BEFORE).
@@ -56,7 +57,7 @@ FLAGS=(
   -I"${OUT}/include"
 )
 
-FILES=(timer/*.cc timer/idle/*.cc worker/*.cc tools/echo_server_lib.cc)
+FILES=(timer/*.cc timer/idle/*.cc worker/*.cc durable/*.cc tools/echo_server_lib.cc)
 
 # One job per file, at most `nproc` at a time; each leaves its diagnostics in
 # $OUT/<n>.log and its status in $OUT/<n>.rc, printed in order below.
