@@ -44,6 +44,7 @@ Delivery::Delivery(DeliveryOptions options, Counters* counters, Handler handler)
       shards_(static_cast<int>(options_.keys->size())) {
   MutexLock lock(&mu_);
   next_check_.assign(static_cast<size_t>(shards_), 0);
+  scheduled_hint_.assign(static_cast<size_t>(shards_), INT64_MAX);
 }
 
 Delivery::~Delivery() { Stop(); }
@@ -110,6 +111,8 @@ void Delivery::Scheduled(int shard, int64_t due_us) {
     const int64_t at =
         clock_.known() ? clock_.LocalWhenSurely(due_us - options_.lookahead_us)
                        : 0;
+    int64_t& hint = scheduled_hint_[static_cast<size_t>(shard)];
+    hint = std::min(hint, at);
     int64_t& next = next_check_[static_cast<size_t>(shard)];
     if (at >= next) return;
     next = at;

@@ -126,7 +126,8 @@ class Delivery {
     int attempt = 0;
     int64_t deadline_us = 0;
     int64_t due_us = 0;
-    int64_t lease_us = 0;  // lease end on Redis's clock, as last known
+    int64_t lease_us = 0;     // lease end on Redis's clock, as last known
+    bool lease_lost = false;  // a renewal found it gone: renew no more
     Stage stage = Stage::kWaiting;
     bool in_flight = false;   // carried by the round trip under way
     bool ok = false;          // kDone: the handler's result
@@ -218,6 +219,11 @@ class Delivery {
   int running_ ABSL_GUARDED_BY(mu_) = 0;              // kRunning
   int completions_ ABSL_GUARDED_BY(mu_) = 0;  // handlers done since a claim
   std::vector<int64_t> next_check_ ABSL_GUARDED_BY(mu_);  // per shard, local
+  // Per shard: the earliest next_check_ a Scheduled() asked for since the
+  // shard's last claim was applied, so that a claim reply (which sets
+  // next_check_ from what Redis said) cannot overwrite a timer scheduled
+  // while the claim was in flight. INT64_MAX: none.
+  std::vector<int64_t> scheduled_hint_ ABSL_GUARDED_BY(mu_);
   int rotation_ ABSL_GUARDED_BY(mu_) = 0;  // first shard of the next claim
   RedisClock clock_ ABSL_GUARDED_BY(mu_);
 };

@@ -98,7 +98,9 @@ void Delivery::ApplyClaimLocked(const Op& op, const ClaimReply& reply,
     next = std::clamp(clock_.LocalWhenSurely(reply.next_us - ahead),
                       after + kMinRecheckNanos, next);
   }
-  next_check_[static_cast<size_t>(op.shard)] = next;
+  int64_t& hint = scheduled_hint_[static_cast<size_t>(op.shard)];
+  next_check_[static_cast<size_t>(op.shard)] = std::min(next, hint);
+  hint = INT64_MAX;
 }
 
 void Delivery::ApplyStartLocked(const Op& op, const BatchReply& reply,
@@ -144,10 +146,10 @@ void Delivery::ApplyItemsLocked(const Op& op, const BatchReply& reply) {
         h.in_flight = false;
         if (r > 0) {
           h.lease_us = r;
-        } else if (h.lease_us != INT64_MAX) {
+        } else if (!h.lease_lost) {
           // Lost: the lease ended and the timer was claimed again, or it
           // was cancelled or replaced. Its acknowledgement will be ignored.
-          h.lease_us = INT64_MAX;  // no more renewing
+          h.lease_lost = true;
           if (h.stage == Stage::kRunning) {
             Log(LogSeverity::kWarning,
                 fmt::format("durable timer \"{}\" (attempt {}): its handler "

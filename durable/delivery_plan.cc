@@ -144,7 +144,8 @@ void Delivery::PlanRenewalsLocked(int64_t now, Batch* batch, int64_t* wake) {
   const int64_t redis_now = clock_.AtMostMicros(now);
   std::map<int, std::vector<uint64_t>> renewals;
   for (const auto& [key, h] : held_) {
-    if (h.in_flight || h.stage == Stage::kDone || h.stage == Stage::kStarting) {
+    if (h.in_flight || h.lease_lost || h.stage == Stage::kDone ||
+        h.stage == Stage::kStarting) {
       continue;
     }
     // Renew once half the lease may have passed.

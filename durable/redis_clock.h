@@ -12,8 +12,8 @@
 // most one round trip late, and Redis itself refuses a start that would be
 // early), and the upper bound to decide when a lease needs renewing.
 //
-// Pure arithmetic, no clock reads: thread-compatible (the delivery keeps it
-// under its mutex).
+// Pure arithmetic, saturating at the int64 range, no clock reads:
+// thread-compatible (the delivery keeps it under its mutex).
 
 #ifndef TICKWHEEL_DURABLE_REDIS_CLOCK_H_
 #define TICKWHEEL_DURABLE_REDIS_CLOCK_H_

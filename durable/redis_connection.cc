@@ -1,9 +1,12 @@
 #include "tickwheel/durable/redis_connection.h"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <utility>
 
@@ -190,6 +193,19 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Open(
 }
 
 RedisConnection::~RedisConnection() { redisFree(context_); }
+
+bool RedisConnection::ClosedByPeer() {
+  if (broken_) return true;
+  pollfd p{context_->fd, POLLIN, 0};
+  if (poll(&p, 1, 0) <= 0) return false;  // nothing to read: alive
+  // Readable while no reply is due: end of stream, an error, or bytes that
+  // answer nothing. Either way the connection cannot be used.
+  char byte;
+  const ssize_t n = recv(context_->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+  broken_ = true;
+  return true;
+}
 
 bool RedisConnection::SetTimeoutUntil(int64_t deadline_nanos) {
   const int64_t left = deadline_nanos - RealClock::MonotonicNanos();

@@ -90,6 +90,11 @@ class RedisConnection {
                         int64_t deadline_nanos);
 
   bool broken() const { return broken_; }
+  // Whether the server has closed this connection while it sat idle (a
+  // restarted or killed Redis leaves a FIN behind): a zero-timeout poll(),
+  // no round trip. Marks the connection broken when so. Call it only
+  // between pipelines.
+  bool ClosedByPeer();
   const RedisEndpoint& endpoint() const { return endpoint_; }
 
  private:

@@ -62,6 +62,9 @@ absl::Status RedisSession::Failed(absl::Status status) {
 }
 
 absl::Status RedisSession::Connect(int64_t deadline_nanos) {
+  if (conn_ != nullptr && conn_->ClosedByPeer()) {
+    ever_failed_ = true;  // lost while idle: connecting again counts
+  }
   if (connected()) return absl::OkStatus();
   conn_.reset();
   absl::StatusOr<std::unique_ptr<RedisConnection>> conn = RedisConnection::Open(

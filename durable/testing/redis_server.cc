@@ -126,6 +126,8 @@ absl::Status RedisServer::Spawn() {
                                    "warning",
                                    "--logfile",
                                    dir_ + "/redis.log"};
+  args.insert(args.end(), options_.extra_args.begin(),
+              options_.extra_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -162,7 +164,8 @@ absl::Status RedisServer::WaitReady() {
           ReadTail(dir_ + "/redis.log"), ReadTail(dir_ + "/stdout.log")));
     }
     absl::StatusOr<std::unique_ptr<internal::RedisConnection>> c =
-        internal::RedisConnection::Open(endpoint, "", Now() + 500'000'000);
+        internal::RedisConnection::Open(endpoint, options_.password,
+                                        Now() + 500'000'000);
     if (c.ok()) {
       const internal::RedisCommand ping = {"PING"};
       std::vector<internal::RedisReply> replies;
@@ -212,7 +215,8 @@ absl::StatusOr<internal::RedisReply> RedisServer::Command(
   const int64_t deadline = Now() + absl::ToInt64Nanoseconds(timeout);
   if (conn_ == nullptr || conn_->broken()) {
     absl::StatusOr<std::unique_ptr<internal::RedisConnection>> c =
-        internal::RedisConnection::Open({"127.0.0.1", port_, ""}, "", deadline);
+        internal::RedisConnection::Open({"127.0.0.1", port_, ""},
+                                        options_.password, deadline);
     if (!c.ok()) return c.status();
     conn_ = *std::move(c);
   }

@@ -44,6 +44,10 @@ class RedisServer {
     bool appendonly = true;
     // How long Start() and Restart() wait for PING.
     absl::Duration ready_timeout = absl::Seconds(20);
+    // More "--name value" arguments, e.g. {"--requirepass", "secret"}.
+    std::vector<std::string> extra_args;
+    // The password PING (and Command()) use, with --requirepass.
+    std::string password;
   };
 
   static absl::StatusOr<std::unique_ptr<RedisServer>> Start(Options options);

@@ -8,10 +8,15 @@
 #ifndef TICKWHEEL_DURABLE_TESTING_TEST_UTIL_H_
 #define TICKWHEEL_DURABLE_TESTING_TEST_UTIL_H_
 
+#include <unistd.h>
+
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +58,15 @@ bool WaitUntil(Pred pred, absl::Duration timeout = kPatience) {
   return true;
 }
 
+// The last `bytes` of a file (a worker's output, for a failure message).
+inline std::string FileTail(const std::string& path, size_t bytes = 3000) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  return s.size() > bytes ? s.substr(s.size() - bytes) : s;
+}
+
 // A fresh path in the test's temporary folder.
 inline std::string TempPath(const std::string& name) {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -60,6 +74,38 @@ inline std::string TempPath(const std::string& name) {
   return std::string(dir != nullptr ? dir : "/tmp") + "/" + name + "." +
          std::to_string(::getpid()) + "." + std::to_string(++counter);
 }
+
+// A one-shot signal between threads on std::mutex and
+// std::condition_variable, which ThreadSanitizer sees (Debian's
+// absl::Notification sits on an uninstrumented absl::Mutex). Thread-safe.
+class Latch {
+ public:
+  void Notify() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool WaitFor(absl::Duration timeout = kPatience) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                        [this] { return done_; });
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+  }
+  bool HasBeenNotified() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
 
 // What a handler saw, for the in-process tests. Thread-safe.
 class Deliveries {

@@ -162,8 +162,10 @@ TEST_F(DurableScheduleTest, PendingIsKeyspaceWideAndKeyspacesAreApart) {
 TEST_F(DurableScheduleTest, BinaryIdsAndPayloadsRoundTrip) {
   auto timers = Connect(TestOptions(*redis_));
   ASSERT_NE(timers, nullptr);
-  const std::string id("id\0with:nul {braces} \xff", 24);
-  const std::string payload("\0\1\2 payload \r\n\xfe", 17);
+  static constexpr char kId[] = "id\0with:nul {braces} \xff";
+  static constexpr char kPayload[] = "\0\1\2 payload \r\n\xfe";
+  const std::string id(kId, sizeof(kId) - 1);
+  const std::string payload(kPayload, sizeof(kPayload) - 1);
   ASSERT_TRUE(timers->ScheduleAfter(id, absl::ZeroDuration(), payload).ok());
   Deliveries seen;
   ASSERT_TRUE(timers
