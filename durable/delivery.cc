@@ -45,6 +45,7 @@ Delivery::Delivery(DeliveryOptions options, Counters* counters, Handler handler)
   MutexLock lock(&mu_);
   next_check_.assign(static_cast<size_t>(shards_), 0);
   scheduled_hint_.assign(static_cast<size_t>(shards_), INT64_MAX);
+  backlog_.assign(static_cast<size_t>(shards_), false);
 }
 
 Delivery::~Delivery() { Stop(); }
@@ -254,7 +255,9 @@ void Delivery::PollerLoop() {
         const int64_t now = Now();
         if (stopping_ && held_.empty()) return;
         int64_t wake = now + options_.poll_nanos;
-        if (now >= retry_at) {
+        // Stopping with no handler running: the last round trip goes at
+        // once, whatever the back-off, so that Stop() returns promptly.
+        if (now >= retry_at || (stopping_ && running_ == 0)) {
           PlanLocked(now, &batch, &wake);
           if (!batch.empty()) break;
         } else {

@@ -225,6 +225,10 @@ class Delivery {
   // while the claim was in flight. INT64_MAX: none.
   std::vector<int64_t> scheduled_hint_ ABSL_GUARDED_BY(mu_);
   int rotation_ ABSL_GUARDED_BY(mu_) = 0;  // first shard of the next claim
+  // Per shard: its last claim said more were due at once. A round trip
+  // gives its budget to a few such shards, in turn, rather than a sliver
+  // to each: a script's fixed cost is then shared by many timers.
+  std::vector<bool> backlog_ ABSL_GUARDED_BY(mu_);
   RedisClock clock_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -91,6 +91,7 @@ void Delivery::ApplyClaimLocked(const Op& op, const ClaimReply& reply,
     }
   }
   int64_t next = after + options_.poll_nanos;
+  backlog_[static_cast<size_t>(op.shard)] = reply.more;
   if (reply.more) {
     next = after;
   } else if (reply.next_us >= 0) {

@@ -15,6 +15,11 @@ namespace {
 // Timers claimed by one script call at most: a batch large enough to keep
 // the round trips few when handlers are fast.
 constexpr int kMaxClaimBatch = 512;
+// A shard with a backlog is asked for this many due timers at least (when
+// the budget allows), and a shard without one for this many at most while
+// others have a backlog.
+constexpr int kClaimTarget = 128;
+constexpr int kColdProbe = 8;
 // Payload bytes one claim call returns at most (it returns at least one
 // timer, whatever its size).
 constexpr int64_t kMaxClaimBytes = 1 << 20;
@@ -162,35 +167,57 @@ void Delivery::PlanRenewalsLocked(int64_t now, Batch* batch, int64_t* wake) {
 void Delivery::PlanClaimsLocked(int64_t now, Batch* batch, int64_t* wake) {
   const int free = options_.max_in_flight - static_cast<int>(held_.size());
   if (free <= 0) return;  // a finished handler wakes the poller
+  // Budgets, from what the handlers finish (target): due timers to keep
+  // the handlers busy, and timers claimed ahead up to twice that in all,
+  // so that a burst due at one instant is not all reserved by one process
+  // that would then make it wait.
   const int target = QueueTarget(options_.handler_threads, completions_);
   const int busy =
       static_cast<int>(ready_.size() + queued_.size()) + starting_ + running_;
+  const int waiting = static_cast<int>(std::count_if(
+      held_.begin(), held_.end(),
+      [](const auto& kv) { return kv.second.stage == Stage::kWaiting; }));
   int due = std::clamp(target + 1 - busy, 0, free);
-  int ahead = std::min(free - due, kMaxClaimBatch);
+  int ahead = std::clamp(2 * target - busy - waiting, 0,
+                         std::min(free - due, kMaxClaimBatch));
   int start = std::max(
       0, target - running_ - static_cast<int>(queued_.size()) - starting_);
   if (due + ahead == 0) return;
-  std::vector<int> look;
+  // The shards to ask: those due for a look. Of those with a backlog,
+  // only as many as the due budget fills with kClaimTarget timers each;
+  // the others come in the next round trips, in turn.
+  std::vector<int> cold, hot;
   for (int i = 0; i < shards_; ++i) {
     const int s = (rotation_ + i) % shards_;
     if (next_check_[static_cast<size_t>(s)] <= now) {
-      look.push_back(s);
+      (backlog_[static_cast<size_t>(s)] ? hot : cold).push_back(s);
     } else {
       *wake = std::min(*wake, next_check_[static_cast<size_t>(s)]);
     }
   }
-  if (look.empty()) return;
-  rotation_ = (rotation_ + 1) % shards_;
+  if (cold.empty() && hot.empty()) return;
+  const size_t take_hot =
+      std::min(hot.size(), static_cast<size_t>(std::max(
+                               1, (due + kClaimTarget - 1) / kClaimTarget)));
+  hot.resize(take_hot);
+  rotation_ =
+      (rotation_ + static_cast<int>(std::max<size_t>(1, take_hot))) % shards_;
   completions_ = 0;
-  // Quotas shared out, the first shards of the rotation taking the
-  // remainders.
-  const std::vector<ShardKeys>& keys = *options_.keys;
-  for (size_t i = 0; i < look.size(); ++i) {
-    const int left = static_cast<int>(look.size() - i);
+  // A shard without a known backlog is probed for a share of the due
+  // budget of at most kColdProbe; the shards with a backlog share the rest.
+  std::vector<std::pair<int, ClaimArgs>> asks;
+  const size_t n = cold.size() + hot.size();
+  for (size_t i = 0; i < n; ++i) {
+    const bool is_cold = i < cold.size();
+    const int shard = is_cold ? cold[i] : hot[i - cold.size()];
+    const int left = static_cast<int>(n - i);
     ClaimArgs args;
     args.lookahead_us = options_.lookahead_us;
     args.lease_us = options_.lease_us;
     args.due_quota = std::min((due + left - 1) / left, kMaxClaimBatch);
+    if (is_cold && !hot.empty()) {
+      args.due_quota = std::min(args.due_quota, kColdProbe);
+    }
     args.ahead_quota = std::min((ahead + left - 1) / left, kMaxClaimBatch);
     args.start_quota = std::min((start + left - 1) / left, args.due_quota);
     args.max_bytes = kMaxClaimBytes;
@@ -198,15 +225,19 @@ void Delivery::PlanClaimsLocked(int64_t now, Batch* batch, int64_t* wake) {
     ahead -= args.ahead_quota;
     start -= args.start_quota;
     if (args.due_quota + args.ahead_quota == 0) continue;
+    asks.emplace_back(shard, args);
+  }
+  const std::vector<ShardKeys>& keys = *options_.keys;
+  for (const auto& [shard, args] : asks) {
     Op op;
     op.script = Script::kClaim;
-    op.shard = look[i];
+    op.shard = shard;
     op.claim = args;
     batch->commands.push_back(
-        ClaimCommand(keys[static_cast<size_t>(look[i])], args, options_.owner));
+        ClaimCommand(keys[static_cast<size_t>(shard)], args, options_.owner));
     batch->ops.push_back(std::move(op));
     // Not again before its reply says when.
-    next_check_[static_cast<size_t>(look[i])] = now + options_.poll_nanos;
+    next_check_[static_cast<size_t>(shard)] = now + options_.poll_nanos;
   }
 }
 

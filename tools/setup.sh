@@ -4,8 +4,11 @@
 # Everything comes from Debian's archive: Bazel 4.2.3 (bazel-bootstrap), Abseil,
 # fmt, GoogleTest/GoogleMock, Google Benchmark, Boost (Asio, for the benchmark's
 # baseline), clang 14 with its sanitizer/libFuzzer runtime, clang-format (the
-# style check), and CMake, Ninja, pkg-config and make for the CMake build and
-# its consumers (tools/check_cmake.sh). Safe to run repeatedly: when every package is
+# style check), CMake, Ninja, pkg-config and make for the CMake build and
+# its consumers (tools/check_cmake.sh), and redis-server (with redis-tools'
+# redis-benchmark) and libhiredis-dev for the durable timers (durable/), whose
+# tests start redis-servers of their own. Debian starts a Redis service on
+# port 6379 when it installs redis-server; nothing of tickwheel uses it. Safe to run repeatedly: when every package is
 # installed it only checks and returns.
 set -euo pipefail
 
@@ -26,6 +29,9 @@ packages=(
   ninja-build
   make
   git
+  redis-server
+  redis-tools
+  libhiredis-dev
 )
 
 missing=()

@@ -28,6 +28,7 @@ DurableTimerOptions WorkerConfig::Options() const {
   o.handler_threads = handler_threads;
   o.max_in_flight = max_in_flight;
   o.redis_timeout = absl::Seconds(2);
+  o.owner = owner;
   return o;
 }
 
@@ -42,7 +43,9 @@ EnvVars WorkerConfig::ToEnv() const {
           {"TW_MAX_IN_FLIGHT", std::to_string(max_in_flight)},
           {"TW_EVENTS", events},
           {"TW_SLEEP_MS", std::to_string(Millis(handler_sleep))},
-          {"TW_FAIL_ATTEMPTS", std::to_string(fail_attempts)}};
+          {"TW_FAIL_ATTEMPTS", std::to_string(fail_attempts)},
+          {"TW_RECORD", record_deliveries ? "1" : "0"},
+          {"TW_OWNER", owner}};
 }
 
 WorkerConfig WorkerConfig::FromEnv() {
@@ -61,6 +64,8 @@ WorkerConfig WorkerConfig::FromEnv() {
   c.events = EnvString("TW_EVENTS");
   c.handler_sleep = absl::Milliseconds(EnvInt("TW_SLEEP_MS", 0));
   c.fail_attempts = static_cast<int>(EnvInt("TW_FAIL_ATTEMPTS", 0));
+  c.record_deliveries = EnvInt("TW_RECORD", 1) != 0;
+  c.owner = EnvString("TW_OWNER");
   return c;
 }
 
@@ -93,6 +98,7 @@ TICKWHEEL_DURABLE_ROLE_MAIN(durable_worker) {
   }
   const absl::Status started =
       (*timers)->Start([log, config](const FiredTimer& t) -> absl::Status {
+        if (!config.record_deliveries) return absl::OkStatus();
         log->Write("start", t.id, t.attempt, RealClock::MonotonicNanos());
         if (config.handler_sleep > absl::ZeroDuration()) {
           absl::SleepFor(config.handler_sleep);
@@ -112,6 +118,11 @@ TICKWHEEL_DURABLE_ROLE_MAIN(durable_worker) {
   (void)(*timers)->Stop();
   const DurableMetrics m = (*timers)->metrics();
   log->Write("stopped", "-", m.delivered, m.acknowledged);
+  log->Write("lateness", "-",
+             absl::ToInt64Microseconds(m.lateness.Percentile(0.5)),
+             absl::ToInt64Microseconds(m.lateness.Percentile(0.99)));
+  log->Write("latemax", "-", absl::ToInt64Microseconds(m.lateness.max()),
+             m.lateness.count());
   return 0;
 }
 

@@ -74,6 +74,7 @@ TEST_F(DurableCancelTest, ATimerHeldAheadOfItsDeadlineIsNeverDelivered) {
   DurableTimerOptions o = TestOptions(*redis_);
   o.poll_interval = absl::Seconds(2);  // claims up to 2 s ahead
   o.lease = absl::Seconds(8);
+  o.handler_threads = 8;
   auto holder = DurableTimer::Connect(o).value();
   auto other = DurableTimer::Connect(o).value();  // "another process"
   ASSERT_TRUE(holder->ScheduleAfter("mine", absl::Milliseconds(1200)).ok());

@@ -152,6 +152,7 @@ TEST_F(DurableLeaseTest, StopHandsBackWhatItClaimedAheadAtOnce) {
   DurableTimerOptions o = TestOptions(*redis_);
   o.poll_interval = absl::Seconds(1);  // claims up to 1 s ahead
   o.lease = absl::Seconds(30);         // far longer than the test
+  o.handler_threads = 16;              // may hold 2 x 16 ahead
   auto first = DurableTimer::Connect(o).value();
   ASSERT_TRUE(first
                   ->Start([](const FiredTimer&) {

@@ -114,6 +114,7 @@ TEST(DurableRedisDownTest, StopReturnsPromptlyAndLeasesBringTheTimersBack) {
   o.redis_timeout = kTimeout;
   o.poll_interval = absl::Seconds(1);  // claims 1 s ahead, holds locally
   o.lease = absl::Seconds(2);
+  o.handler_threads = 8;  // may hold 2 x 8 ahead
   auto first = DurableTimer::Connect(o).value();
   ASSERT_TRUE(
       first->Start([](const FiredTimer&) { return absl::OkStatus(); }).ok());
