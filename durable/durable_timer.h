@@ -43,9 +43,10 @@
 //   Redis down: calls return Unavailable within about redis_timeout, never
 //     hang or crash; delivery resumes by itself when Redis is back.
 //   Prompt: with idle processes a due timer starts within poll_interval plus
-//     a few milliseconds; a process claims timers up to poll_interval before
-//     their deadline and holds them in a local tickwheel::Timer, so those
-//     start within milliseconds of it.
+//     a few milliseconds. A process claims timers up to poll_interval before
+//     their deadline (as many as twice what its handlers are finishing) and
+//     holds them in a local tickwheel::Timer, so those start within
+//     milliseconds of it; so do timers it schedules itself.
 //
 // Threading: DurableTimer is thread-safe; any thread may call any method.
 // The handler runs on this process's handler threads
@@ -100,10 +101,12 @@ struct DurableTimerOptions {
   int shards = 16;
   // A claimed timer is this process's for this long; renewed while its
   // handler runs. When a process dies, its timers are delivered again once
-  // their leases end. Must be > 0.
+  // their leases end. At least 1 ms, and finite.
   absl::Duration lease = absl::Seconds(30);
   // How often an idle process looks for due timers: the bound on pickup
-  // delay when idle, and how far ahead of a deadline it claims. Must be > 0.
+  // delay when idle, and how far ahead of a deadline it claims (at most
+  // half the lease). Must be > 0. Each look costs one small script per
+  // shard.
   absl::Duration poll_interval = absl::Milliseconds(200);
   // Timers claimed and not yet acknowledged, per process, at most. >= 1.
   int max_in_flight = 1024;

@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 docs=(README.md CONTRIBUTING.md docs/*.md)
-sources=(timer worker tests tools examples cmake CMakeLists.txt)
+sources=(timer worker durable tests tools examples cmake CMakeLists.txt)
 
 # Named in the documents although they are not in the tree: a file the
 # project decided not to ship, one an install generates, and another
@@ -77,7 +77,7 @@ while IFS=$'\t' read -r doc span; do
   checked=$((checked + 1))
   if [[ "$span" =~ ^//[a-z_/]+(:[A-Za-z0-9_.]+)?$ ]]; then
     bazel_target_exists "$span" || note "$doc" "no Bazel target $span"
-  elif [[ "$span" =~ ^(tickwheel/)?(timer|worker|tests|tools|docs|examples|third_party|cmake|\.ci)(/[A-Za-z0-9_.{},-]*)*/?$ ]]; then
+  elif [[ "$span" =~ ^(tickwheel/)?(timer|worker|durable|tests|tools|docs|examples|third_party|cmake|\.ci)(/[A-Za-z0-9_.{},-]*)*/?$ ]]; then
     # Brace lists expand to every file they name (the span holds no
     # characters the shell could act on).
     for p in $(eval "echo $span"); do
