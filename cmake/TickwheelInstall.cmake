@@ -18,6 +18,12 @@ set(TICKWHEEL_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/tickwheel")
 # "Layers").
 file(GLOB _tickwheel_public RELATIVE "${PROJECT_SOURCE_DIR}" CONFIGURE_DEPENDS
   "${PROJECT_SOURCE_DIR}/timer/*.h")
+set(_tickwheel_installed_targets tickwheel_timer tickwheel_idle_tracker)
+if(TARGET tickwheel_durable)
+  # The one public header of //durable; its internals stay behind it.
+  list(APPEND _tickwheel_public durable/durable_timer.h)
+  list(APPEND _tickwheel_installed_targets tickwheel_durable)
+endif()
 tickwheel_header_closure(TICKWHEEL_INSTALLED_HEADERS "${PROJECT_SOURCE_DIR}"
   ${_tickwheel_public})
 foreach(_header IN LISTS TICKWHEEL_INSTALLED_HEADERS)
@@ -27,7 +33,7 @@ foreach(_header IN LISTS TICKWHEEL_INSTALLED_HEADERS)
     COMPONENT tickwheel_development)
 endforeach()
 
-install(TARGETS tickwheel_timer tickwheel_idle_tracker
+install(TARGETS ${_tickwheel_installed_targets}
   EXPORT tickwheelTargets
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT tickwheel_development
   LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT tickwheel_runtime
@@ -39,6 +45,13 @@ install(EXPORT tickwheelTargets
   DESTINATION "${TICKWHEEL_CMAKE_DIR}"
   COMPONENT tickwheel_development)
 
+# tickwheelConfig.cmake finds hiredis for a consumer of a static
+# tickwheel::durable (its link needs -lhiredis).
+if(TARGET tickwheel_durable)
+  set(TICKWHEEL_CONFIG_DURABLE ON)
+else()
+  set(TICKWHEEL_CONFIG_DURABLE OFF)
+endif()
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/tickwheelConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/tickwheelConfig.cmake"
@@ -92,3 +105,19 @@ configure_file("${PROJECT_SOURCE_DIR}/cmake/tickwheel.pc.in"
 install(FILES "${PROJECT_BINARY_DIR}/tickwheel.pc"
   DESTINATION "${TICKWHEEL_PC_DIR}"
   COMPONENT tickwheel_development)
+# tickwheel-durable.pc: the durable timers on top of tickwheel.pc, with
+# hiredis for static links.
+if(TARGET tickwheel_durable)
+  # A static libtickwheel_durable.a needs -lhiredis in the consumer's link,
+  # so hiredis is a plain requirement then, and a private one for a .so.
+  if(BUILD_SHARED_LIBS)
+    set(TICKWHEEL_PC_DURABLE_REQUIRES "tickwheel = ${PROJECT_VERSION}\nRequires.private: hiredis")
+  else()
+    set(TICKWHEEL_PC_DURABLE_REQUIRES "tickwheel = ${PROJECT_VERSION}, hiredis")
+  endif()
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/tickwheel-durable.pc.in"
+    "${PROJECT_BINARY_DIR}/tickwheel-durable.pc" @ONLY)
+  install(FILES "${PROJECT_BINARY_DIR}/tickwheel-durable.pc"
+    DESTINATION "${TICKWHEEL_PC_DIR}"
+    COMPONENT tickwheel_development)
+endif()

@@ -1,14 +1,23 @@
 # Writes <build>/tickwheel_manifest.txt: what this configuration builds, read
 # back from the targets themselves, for tools/check_cmake_sync.sh to compare
 # with what Bazel builds. One entry a line:
-#   library <path>     a source or header of tickwheel::timer or ::idle_tracker
+#   library <path>     a source or header of tickwheel::timer, ::idle_tracker
+#                      or ::durable
+#   skipped durable    tickwheel::durable is not built (no hiredis); the drift
+#                      check then leaves //durable out
 #   test <name>        a test that ctest runs (tests of tests/ by their bare
 #                      name, the others as <folder>/<name>)
 #   bazel_only <name>  a Bazel test that the CMake build leaves out on purpose
 #                      (tests/CMakeLists.txt says why)
 
 set(_manifest "")
-foreach(_target tickwheel_timer tickwheel_idle_tracker)
+set(_targets tickwheel_timer tickwheel_idle_tracker)
+if(TARGET tickwheel_durable)
+  list(APPEND _targets tickwheel_durable)
+else()
+  string(APPEND _manifest "skipped durable\n")
+endif()
+foreach(_target IN LISTS _targets)
   get_target_property(_sources ${_target} SOURCES)
   foreach(_source IN LISTS _sources)
     file(RELATIVE_PATH _rel "${PROJECT_SOURCE_DIR}" "${_source}")

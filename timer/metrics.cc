@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace tickwheel {
 
@@ -29,6 +30,17 @@ absl::Duration LatenessHistogram::Percentile(double q) const {
     }
   }
   return absl::Nanoseconds(max_);
+}
+
+void LatenessHistogram::Record(absl::Duration lateness) {
+  const int64_t ns = lateness <= absl::ZeroDuration()
+                         ? 0
+                         : (lateness >= absl::Nanoseconds(INT64_MAX)
+                                ? INT64_MAX
+                                : absl::ToInt64Nanoseconds(lateness));
+  ++counts_[internal::HistogramBucket(ns)];
+  ++count_;
+  max_ = std::max(max_, ns);
 }
 
 std::string LatenessHistogram::ToString() const {

@@ -34,8 +34,18 @@ class Timer;
 // runs early. Buckets are log-linear, so a percentile is exact to within
 // 12.5% of its value (it reports the top of the bucket that holds it, at most
 // max()); count() and max() are exact. A value type: a snapshot, 4 KiB.
+//
+// A Timer fills its own; Record() lets a client of the timer (the durable
+// timers of durable/, a user's own scheduler) keep the same distribution.
+// This class is thread-compatible: Record() on one object needs the caller's
+// own lock if other threads read or record at the same time.
 class LatenessHistogram {
  public:
+  // Adds one run that started `lateness` after its deadline (negative counts
+  // as zero, huge values saturate at the int64 nanosecond range). Cost: a few
+  // arithmetic operations; never allocates.
+  void Record(absl::Duration lateness);
+
   // Runs recorded.
   int64_t count() const { return count_; }
   // The lateness below which a fraction `q` of the runs started, q in

@@ -5,7 +5,8 @@
 #      (tools/check_cmake_sync.sh);
 #   2. build the libraries and the unit tests, and run the tests once (ctest);
 #   3. install into a temporary prefix: only tickwheel/ headers, the
-#      libraries, the CMake package and tickwheel.pc, and every installed
+#      libraries, the CMake package and tickwheel.pc (and, with hiredis,
+#      tickwheel::durable and tickwheel-durable.pc), and every installed
 #      public header compiles on its own against the prefix;
 #   4. build and run the three ways in of examples/: add_subdirectory() and
 #      FetchContent (examples/cmake_subdirectory, whose install installs
@@ -90,7 +91,7 @@ echo "cmake: ctest: $(grep -E 'tests passed' "$tmp/ctest.log")"
 prefix="$tmp/prefix"
 quiet "install" cmake --install "$build" --prefix "$prefix"
 unexpected=$(cd "$prefix" && find . -type f | sed 's#^\./##' | grep -vE \
-  '^include/tickwheel/(timer|timer/idle|worker)/[a-z_]+\.h$|^lib/libtickwheel_(timer|idle_tracker)\.a$|^lib/cmake/tickwheel/tickwheel[A-Za-z-]+\.cmake$|^lib/pkgconfig/tickwheel\.pc$' || true)
+  '^include/tickwheel/(timer|timer/idle|worker)/[a-z_]+\.h$|^include/tickwheel/durable/durable_timer\.h$|^lib/libtickwheel_(timer|idle_tracker|durable)\.a$|^lib/cmake/tickwheel/tickwheel[A-Za-z-]+\.cmake$|^lib/pkgconfig/tickwheel(-durable)?\.pc$' || true)
 if [[ -n "$unexpected" ]]; then
   echo "$unexpected"
   echo "check_cmake: FAILED: the install holds files other than tickwheel's headers, libraries and package files"
@@ -100,8 +101,18 @@ for f in lib/cmake/tickwheel/tickwheelConfig.cmake \
          lib/cmake/tickwheel/tickwheelConfigVersion.cmake lib/pkgconfig/tickwheel.pc; do
   [[ -f "$prefix/$f" ]] || { echo "check_cmake: FAILED: $f not installed"; exit 1; }
 done
+# With hiredis, the durable timers are installed and exported too.
+if pkg-config --exists hiredis; then
+  for f in include/tickwheel/durable/durable_timer.h lib/libtickwheel_durable.a \
+           lib/pkgconfig/tickwheel-durable.pc; do
+    [[ -f "$prefix/$f" ]] || { echo "check_cmake: FAILED: $f not installed"; exit 1; }
+  done
+  grep -q 'tickwheel::durable' "$prefix"/lib/cmake/tickwheel/tickwheelTargets.cmake ||
+    { echo "check_cmake: FAILED: the package does not export tickwheel::durable"; exit 1; }
+fi
 cxx=${CXX:-c++}
-for header in "$prefix"/include/tickwheel/timer/*.h; do
+for header in "$prefix"/include/tickwheel/timer/*.h "$prefix"/include/tickwheel/durable/*.h; do
+  [[ -f "$header" ]] || continue
   name=${header#"$prefix"/include/}
   echo "#include \"$name\"" >"$tmp/one_header.cc"
   if ! "$cxx" -std=c++20 -fsyntax-only -I"$prefix/include" "$tmp/one_header.cc" \

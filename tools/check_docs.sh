@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 docs=(README.md CONTRIBUTING.md docs/*.md)
-sources=(timer worker base tests tools examples cmake CMakeLists.txt)
+sources=(timer worker base durable tests tools examples cmake CMakeLists.txt)
 
 # Named in the documents although they are not in the tree: a file the
 # project decided not to ship, one an install generates, and another

@@ -4,9 +4,13 @@
 # Everything comes from Debian's archive: Bazel 4.2.3 (bazel-bootstrap), Abseil,
 # fmt, GoogleTest/GoogleMock, Google Benchmark, Boost (Asio, for the benchmark's
 # baseline), clang 14 with its sanitizer/libFuzzer runtime, clang-format (the
-# style check), and CMake, Ninja, pkg-config and make for the CMake build and
-# its consumers (tools/check_cmake.sh). Safe to run repeatedly: when every package is
-# installed it only checks and returns.
+# style check), CMake, Ninja, pkg-config and make for the CMake build and
+# its consumers (tools/check_cmake.sh), and redis-server (with redis-tools'
+# redis-benchmark) and libhiredis-dev for the durable timers (durable/), whose
+# tests start redis-servers of their own. Debian may start a Redis service on
+# port 6379 when it installs redis-server; nothing of tickwheel uses it. Safe
+# to run repeatedly: when every package is installed it only checks and
+# returns.
 set -euo pipefail
 
 packages=(
@@ -26,6 +30,9 @@ packages=(
   ninja-build
   make
   git
+  redis-server
+  redis-tools
+  libhiredis-dev
 )
 
 missing=()

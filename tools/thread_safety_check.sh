@@ -6,7 +6,7 @@
 # -Wthread-safety, so that they are checked rather than decorative. gcc, which
 # builds everything else, ignores them.
 #
-# Every .cc in timer/, worker/ and base/ (and the echo server's
+# Every .cc in timer/, worker/, base/ and durable/ (and the echo server's
 # tools/echo_server_lib.cc and tools/line_logger.cc) is compiled
 # with -fsyntax-only: no objects, no Bazel, a few seconds per file, files in
 # parallel. Any warning fails the check (-Werror). The locks must be
@@ -57,7 +57,7 @@ FLAGS=(
   -I"${OUT}/include"
 )
 
-FILES=(timer/*.cc timer/idle/*.cc worker/*.cc base/*.cc
+FILES=(timer/*.cc timer/idle/*.cc worker/*.cc base/*.cc durable/*.cc
        tools/echo_server_lib.cc tools/line_logger.cc)
 
 # One job per file, at most `nproc` at a time; each leaves its diagnostics in

@@ -1,0 +1,335 @@
+#include "tickwheel/durable/delivery.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <system_error>
+#include <typeinfo>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "tickwheel/timer/clock.h"
+#include "tickwheel/timer/log.h"
+
+namespace tickwheel::durable::internal {
+namespace {
+
+// The delivery whose handler the current thread runs, if any.
+thread_local const Delivery* t_in_handler = nullptr;
+
+int64_t Now() { return RealClock::MonotonicNanos(); }
+
+std::chrono::steady_clock::time_point At(int64_t nanos) {
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(nanos));
+}
+
+void NameThread(const std::string& name) {
+  pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+}
+
+// Failed round trips back off from this, doubling up to the cap, so that a
+// Redis that is down costs a connection attempt about once a second.
+constexpr int64_t kFirstBackoffNanos = 25'000'000;
+constexpr int64_t kMaxBackoffNanos = 1'000'000'000;
+
+}  // namespace
+
+Delivery::Delivery(DeliveryOptions options, Counters* counters, Handler handler)
+    : options_(std::move(options)),
+      counters_(counters),
+      handler_(std::move(handler)),
+      shards_(static_cast<int>(options_.keys->size())) {
+  MutexLock lock(&mu_);
+  next_check_.assign(static_cast<size_t>(shards_), 0);
+  scheduled_hint_.assign(static_cast<size_t>(shards_), INT64_MAX);
+  backlog_.assign(static_cast<size_t>(shards_), false);
+}
+
+Delivery::~Delivery() { Stop(); }
+
+absl::Status Delivery::Start() {
+  MutexLock stop_lock(&stop_mu_);
+  // The hold timer: a 1 ms tick and no slack, so that a held timer goes to
+  // Redis for its start within about a millisecond of its deadline.
+  TimerOptions timer_options;
+  timer_options.tick_duration = absl::Milliseconds(1);
+  timer_options.ticks_per_wheel = 1024;
+  timer_options.slack = absl::ZeroDuration();
+  timer_options.thread_name = "tw-durable-hold";
+  absl::StatusOr<std::unique_ptr<Timer>> timer =
+      Timer::Create(std::move(timer_options));
+  if (!timer.ok()) return timer.status();
+  hold_timer_ = *std::move(timer);
+  try {
+    poller_ = std::thread([this] { PollerLoop(); });
+    for (int i = 0; i < options_.handler_threads; ++i) {
+      handlers_.emplace_back([this, i] { HandlerLoop(i); });
+    }
+  } catch (const std::system_error& e) {
+    {
+      MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    poll_cv_.notify_all();
+    work_cv_.notify_all();
+    for (std::thread& t : handlers_) t.join();
+    if (poller_.joinable()) poller_.join();
+    hold_timer_.reset();
+    return absl::ResourceExhaustedError(
+        fmt::format("cannot start the durable timer's threads: {}", e.what()));
+  }
+  started_ = true;
+  return absl::OkStatus();
+}
+
+void Delivery::Stop() {
+  MutexLock stop_lock(&stop_mu_);
+  if (!started_ || joined_) return;
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  poll_cv_.notify_all();
+  work_cv_.notify_all();
+  // No held timer becomes ready from here on; the poller releases them. A
+  // hold task that is running finishes first (it takes mu_ and finds
+  // stopping_).
+  (void)hold_timer_->stop();
+  for (std::thread& t : handlers_) t.join();
+  poller_.join();
+  joined_ = true;
+}
+
+bool Delivery::InHandler() const { return t_in_handler == this; }
+
+void Delivery::Scheduled(int shard, int64_t due_us) {
+  {
+    MutexLock lock(&mu_);
+    if (stopping_) return;
+    const int64_t at =
+        clock_.known() ? clock_.LocalWhenSurely(due_us - options_.lookahead_us)
+                       : 0;
+    int64_t& hint = scheduled_hint_[static_cast<size_t>(shard)];
+    hint = std::min(hint, at);
+    int64_t& next = next_check_[static_cast<size_t>(shard)];
+    if (at >= next) return;
+    next = at;
+  }
+  poll_cv_.notify_one();
+}
+
+void Delivery::Cancelled(std::string_view id) {
+  MutexLock lock(&mu_);
+  std::vector<uint64_t> drop;
+  for (const auto& [key, h] : held_) {
+    if (h.id == id && !h.in_flight &&
+        (h.stage == Stage::kWaiting || h.stage == Stage::kReady ||
+         h.stage == Stage::kQueued)) {
+      drop.push_back(key);
+    }
+  }
+  for (const uint64_t key : drop) {
+    std::erase(ready_, key);
+    std::erase(queued_, key);
+    EraseLocked(key);
+  }
+}
+
+void Delivery::EraseLocked(uint64_t key) { held_.erase(key); }
+
+int Delivery::IdleHandlersLocked() const {
+  return options_.handler_threads - running_ -
+         static_cast<int>(queued_.size()) - starting_;
+}
+
+void Delivery::HoldLocked(uint64_t key, Held& h, int64_t due_us) {
+  h.stage = Stage::kWaiting;
+  h.hold_seq = next_hold_seq_++;
+  const int64_t at = clock_.LocalWhenSurely(due_us);
+  // A stopped timer refuses (Stop() is under way): the item stays kWaiting
+  // and the poller releases it.
+  (void)hold_timer_->newTimeoutAt(
+      [this, key, seq = h.hold_seq] { OnHoldExpired(key, seq); },
+      TimePoint(std::chrono::nanoseconds(at)));
+}
+
+void Delivery::OnHoldExpired(uint64_t key, uint64_t hold_seq) {
+  {
+    MutexLock lock(&mu_);
+    auto it = held_.find(key);
+    if (stopping_ || it == held_.end()) return;
+    Held& h = it->second;
+    if (h.stage != Stage::kWaiting || h.hold_seq != hold_seq || h.in_flight) {
+      return;
+    }
+    h.stage = Stage::kReady;
+    h.ready_since = Now();
+    ready_.push_back(key);
+  }
+  poll_cv_.notify_one();
+}
+
+void Delivery::HandlerLoop(int index) {
+  NameThread(fmt::format("tw-durable-{}", index));
+  for (;;) {
+    uint64_t key = 0;
+    Delivered fired;
+    int64_t lateness_us = 0;
+    {
+      MutexLock lock(&mu_);
+      work_cv_.wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !queued_.empty();
+      });
+      if (stopping_) return;  // the poller releases what is queued
+      key = queued_.front();
+      queued_.pop_front();
+      Held& h = held_.at(key);
+      h.stage = Stage::kRunning;
+      ++running_;
+      fired.id = h.id;
+      fired.payload = std::move(h.payload);
+      fired.deadline_us = h.deadline_us;
+      fired.attempt = h.attempt;
+      lateness_us = clock_.EstimateMicros(Now()) - h.due_us;
+    }
+    counters_->Add(counters_->delivered);
+    if (fired.attempt > 1) counters_->Add(counters_->redelivered);
+    counters_->RecordLateness(
+        absl::Microseconds(std::max<int64_t>(0, lateness_us)));
+    const absl::Status result = RunHandler(fired);
+    if (!result.ok()) counters_->Add(counters_->handler_failures);
+    {
+      MutexLock lock(&mu_);
+      Held& h = held_.at(key);
+      h.stage = Stage::kDone;
+      h.ok = result.ok();
+      done_.push_back(key);
+      --running_;
+      ++completions_;
+    }
+    poll_cv_.notify_one();
+  }
+}
+
+absl::Status Delivery::RunHandler(Delivered& delivered) {
+  // The handler may move the strings out; keep what the log needs.
+  const std::string id = delivered.id;
+  const int attempt = delivered.attempt;
+  t_in_handler = this;
+  absl::Status result;
+  try {
+    result = handler_(delivered);
+  } catch (const std::exception& e) {
+    result = absl::InternalError(
+        fmt::format("the handler threw {}: {}", typeid(e).name(), e.what()));
+  } catch (...) {
+    result = absl::InternalError("the handler threw a non-std::exception");
+  }
+  t_in_handler = nullptr;
+  if (absl::IsInternal(result) &&
+      std::string_view(result.message().data(), result.message().size())
+          .starts_with("the handler threw")) {
+    Log(LogSeverity::kError,
+        fmt::format("durable timer \"{}\" (attempt {}): {}; it is delivered "
+                    "again after the back-off",
+                    id, attempt, std::string(result.message())));
+  }
+  return result;
+}
+
+void Delivery::PollerLoop() {
+  NameThread("tw-durable-poll");
+  RedisSession session(options_.session, &counters_->redis);
+  std::vector<RedisReply> replies;
+  int64_t backoff = 0;
+  int64_t retry_at = 0;
+  int failures = 0;  // round trips failed in a row
+  for (;;) {
+    Batch batch;
+    {
+      MutexLock lock(&mu_);
+      for (;;) {
+        const int64_t now = Now();
+        if (stopping_ && held_.empty()) return;
+        int64_t wake = now + options_.poll_nanos;
+        // Stopping with no handler running: the last round trip goes at
+        // once, whatever the back-off, so that Stop() returns promptly.
+        if (now >= retry_at || (stopping_ && running_ == 0)) {
+          PlanLocked(now, &batch, &wake);
+          if (!batch.empty()) break;
+        } else {
+          wake = retry_at;
+        }
+        poll_cv_.wait_until(mu_, At(std::max(wake, now + 100'000)));
+      }
+    }
+    const int64_t before = Now();
+    absl::Status status =
+        session.Run(batch.commands, &replies, before + options_.timeout_nanos);
+    const int64_t after = Now();
+    std::string error;
+    size_t abandoned = 0;
+    bool give_up = false;
+    {
+      MutexLock lock(&mu_);
+      if (status.ok()) {
+        status = ApplyLocked(batch, replies, before, after, session)
+                     ? absl::OkStatus()
+                     : absl::UnavailableError("an error reply");
+      } else {
+        for (const Op& op : batch.ops) UndoLocked(op);
+      }
+      if (status.ok()) {
+        if (failures > 0) {
+          error = fmt::format(
+              "durable timers: Redis at {} answers again after "
+              "{} failed round trips; delivery goes on",
+              session.endpoint().ToString(), failures);
+        }
+        failures = 0;
+        backoff = 0;
+      } else {
+        if (failures++ == 0) {
+          error = fmt::format(
+              "durable timers: {}; delivery waits for Redis and retries",
+              std::string(status.message()));
+        }
+        backoff = std::clamp(backoff * 2, kFirstBackoffNanos, kMaxBackoffNanos);
+        retry_at = after + backoff;
+        if (stopping_ && running_ == 0) {
+          abandoned = AbandonLocked();
+          give_up = true;
+        }
+      }
+    }
+    work_cv_.notify_all();
+    if (!error.empty()) {
+      Log(failures > 0 ? LogSeverity::kWarning : LogSeverity::kInfo, error);
+    }
+    if (give_up) {
+      if (abandoned > 0) {
+        Log(LogSeverity::kWarning,
+            fmt::format("durable timers: Stop() could not reach Redis to hand "
+                        "back {} claimed timers; they are delivered again when "
+                        "their leases end",
+                        abandoned));
+      }
+      return;
+    }
+  }
+}
+
+size_t Delivery::AbandonLocked() {
+  const size_t n = held_.size();
+  held_.clear();
+  ready_.clear();
+  queued_.clear();
+  done_.clear();
+  starting_ = 0;
+  return n;
+}
+
+}  // namespace tickwheel::durable::internal

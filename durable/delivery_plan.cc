@@ -1,0 +1,244 @@
+// What a round trip of the poller carries, in this order: the results of
+// finished handlers (ack, fail), starts of ready timers, releases, lease
+// renewals, and claims. See delivery.h for the stages and the ground rules.
+
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "tickwheel/durable/delivery.h"
+
+namespace tickwheel::durable::internal {
+namespace {
+
+// Timers claimed by one script call at most: a batch large enough to keep
+// the round trips few when handlers are fast.
+constexpr int kMaxClaimBatch = 512;
+// A shard with a backlog is asked for this many due timers at least (when
+// the budget allows), and a shard without one for this many at most while
+// others have a backlog.
+constexpr int kClaimTarget = 128;
+constexpr int kColdProbe = 8;
+// Payload bytes one claim call returns at most (it returns at least one
+// timer, whatever its size).
+constexpr int64_t kMaxClaimBytes = 1 << 20;
+
+}  // namespace
+
+void Delivery::PlanLocked(int64_t now, Batch* batch, int64_t* wake) {
+  PlanResultsLocked(batch);
+  if (!stopping_) PlanStartsLocked(batch);
+  PlanReleasesLocked(now, batch, wake);
+  PlanRenewalsLocked(now, batch, wake);
+  if (!stopping_) PlanClaimsLocked(now, batch, wake);
+}
+
+void Delivery::AddOpsLocked(
+    Script script, const std::map<int, std::vector<uint64_t>>& by_shard,
+    Batch* batch) {
+  const std::vector<ShardKeys>& keys = *options_.keys;
+  for (const auto& [shard, items] : by_shard) {
+    for (size_t first = 0; first < items.size(); first += kMaxScriptBatch) {
+      const size_t last =
+          std::min(items.size(), first + static_cast<size_t>(kMaxScriptBatch));
+      Op op;
+      op.script = script;
+      op.shard = shard;
+      op.items.assign(items.begin() + static_cast<ptrdiff_t>(first),
+                      items.begin() + static_cast<ptrdiff_t>(last));
+      std::vector<HeldRef> refs;
+      refs.reserve(op.items.size());
+      for (const uint64_t key : op.items) {
+        Held& h = held_.at(key);
+        h.in_flight = true;
+        refs.push_back({h.id, h.version, h.due_us, h.stage == Stage::kQueued});
+      }
+      const ShardKeys& k = keys[static_cast<size_t>(shard)];
+      switch (script) {
+        case Script::kAck:
+          batch->commands.push_back(AckCommand(k, refs));
+          break;
+        case Script::kFail:
+          batch->commands.push_back(FailCommand(k, options_.backoff_us,
+                                                options_.max_backoff_us, refs));
+          break;
+        case Script::kStart:
+          batch->commands.push_back(StartCommand(k, options_.lease_us, refs));
+          break;
+        case Script::kRelease:
+          batch->commands.push_back(ReleaseCommand(k, refs));
+          break;
+        case Script::kRenew:
+          batch->commands.push_back(RenewCommand(k, options_.lease_us, refs));
+          break;
+        default:
+          continue;  // not an item script
+      }
+      batch->ops.push_back(std::move(op));
+    }
+  }
+}
+
+void Delivery::PlanResultsLocked(Batch* batch) {
+  std::map<int, std::vector<uint64_t>> acks, fails;
+  for (const uint64_t key : done_) {
+    const Held& h = held_.at(key);
+    (h.ok ? acks : fails)[h.shard].push_back(key);
+  }
+  done_.clear();
+  AddOpsLocked(Script::kAck, acks, batch);
+  AddOpsLocked(Script::kFail, fails, batch);
+}
+
+// Handlers about to be free: the threads, plus twice what finished since the
+// last claim (fast handlers drain a deep queue within one round trip). A
+// timer started beyond this would wait in this process while others idle.
+static int QueueTarget(int handler_threads, int completions) {
+  return std::min(kMaxClaimBatch, handler_threads + 2 * completions);
+}
+
+void Delivery::PlanStartsLocked(Batch* batch) {
+  int budget = QueueTarget(options_.handler_threads, completions_) - running_ -
+               static_cast<int>(queued_.size()) - starting_;
+  std::map<int, std::vector<uint64_t>> starts;
+  while (budget > 0 && !ready_.empty()) {
+    const uint64_t key = ready_.front();
+    ready_.pop_front();
+    Held& h = held_.at(key);
+    h.stage = Stage::kStarting;
+    ++starting_;
+    --budget;
+    starts[h.shard].push_back(key);
+  }
+  AddOpsLocked(Script::kStart, starts, batch);
+}
+
+void Delivery::PlanReleasesLocked(int64_t now, Batch* batch, int64_t* wake) {
+  std::map<int, std::vector<uint64_t>> releases;
+  if (stopping_) {
+    // Everything not started goes back: kStarting comes back from its round
+    // trip as kQueued or gone, and is released then.
+    for (const auto& [key, h] : held_) {
+      if (!h.in_flight &&
+          (h.stage == Stage::kWaiting || h.stage == Stage::kReady ||
+           h.stage == Stage::kQueued)) {
+        releases[h.shard].push_back(key);
+      }
+    }
+    ready_.clear();
+    queued_.clear();
+  } else {
+    // Ready for longer than a poll interval and still no handler: other
+    // processes may have one.
+    while (!ready_.empty()) {
+      const Held& h = held_.at(ready_.front());
+      if (h.ready_since + options_.poll_nanos > now) {
+        *wake = std::min(*wake, h.ready_since + options_.poll_nanos);
+        break;
+      }
+      releases[h.shard].push_back(ready_.front());
+      ready_.pop_front();
+    }
+  }
+  AddOpsLocked(Script::kRelease, releases, batch);
+}
+
+void Delivery::PlanRenewalsLocked(int64_t now, Batch* batch, int64_t* wake) {
+  if (!clock_.known()) return;
+  const int64_t redis_now = clock_.AtMostMicros(now);
+  std::map<int, std::vector<uint64_t>> renewals;
+  for (const auto& [key, h] : held_) {
+    if (h.in_flight || h.lease_lost || h.stage == Stage::kDone ||
+        h.stage == Stage::kStarting) {
+      continue;
+    }
+    // Renew once half the lease may have passed.
+    const int64_t renew_at = h.lease_us - options_.lease_us / 2;
+    if (redis_now >= renew_at) {
+      renewals[h.shard].push_back(key);
+    } else {
+      *wake = std::min(*wake, clock_.LocalWhenPossibly(renew_at));
+    }
+  }
+  AddOpsLocked(Script::kRenew, renewals, batch);
+}
+
+void Delivery::PlanClaimsLocked(int64_t now, Batch* batch, int64_t* wake) {
+  const int free = options_.max_in_flight - static_cast<int>(held_.size());
+  if (free <= 0) return;  // a finished handler wakes the poller
+  // Budgets, from what the handlers finish (target): due timers to keep
+  // the handlers busy, and timers claimed ahead up to twice that in all,
+  // so that a burst due at one instant is not all reserved by one process
+  // that would then make it wait.
+  const int target = QueueTarget(options_.handler_threads, completions_);
+  const int busy =
+      static_cast<int>(ready_.size() + queued_.size()) + starting_ + running_;
+  const int waiting = static_cast<int>(std::count_if(
+      held_.begin(), held_.end(),
+      [](const auto& kv) { return kv.second.stage == Stage::kWaiting; }));
+  int due = std::clamp(target + 1 - busy, 0, free);
+  int ahead = std::clamp(2 * target - busy - waiting, 0,
+                         std::min(free - due, kMaxClaimBatch));
+  int start = std::max(
+      0, target - running_ - static_cast<int>(queued_.size()) - starting_);
+  if (due + ahead == 0) return;
+  // The shards to ask: those due for a look. Of those with a backlog,
+  // only as many as the due budget fills with kClaimTarget timers each;
+  // the others come in the next round trips, in turn.
+  std::vector<int> cold, hot;
+  for (int i = 0; i < shards_; ++i) {
+    const int s = (rotation_ + i) % shards_;
+    if (next_check_[static_cast<size_t>(s)] <= now) {
+      (backlog_[static_cast<size_t>(s)] ? hot : cold).push_back(s);
+    } else {
+      *wake = std::min(*wake, next_check_[static_cast<size_t>(s)]);
+    }
+  }
+  if (cold.empty() && hot.empty()) return;
+  const size_t take_hot =
+      std::min(hot.size(), static_cast<size_t>(std::max(
+                               1, (due + kClaimTarget - 1) / kClaimTarget)));
+  hot.resize(take_hot);
+  rotation_ =
+      (rotation_ + static_cast<int>(std::max<size_t>(1, take_hot))) % shards_;
+  completions_ = 0;
+  // A shard without a known backlog is probed for a share of the due
+  // budget of at most kColdProbe; the shards with a backlog share the rest.
+  std::vector<std::pair<int, ClaimArgs>> asks;
+  const size_t n = cold.size() + hot.size();
+  for (size_t i = 0; i < n; ++i) {
+    const bool is_cold = i < cold.size();
+    const int shard = is_cold ? cold[i] : hot[i - cold.size()];
+    const int left = static_cast<int>(n - i);
+    ClaimArgs args;
+    args.lookahead_us = options_.lookahead_us;
+    args.lease_us = options_.lease_us;
+    args.due_quota = std::min((due + left - 1) / left, kMaxClaimBatch);
+    if (is_cold && !hot.empty()) {
+      args.due_quota = std::min(args.due_quota, kColdProbe);
+    }
+    args.ahead_quota = std::min((ahead + left - 1) / left, kMaxClaimBatch);
+    args.start_quota = std::min((start + left - 1) / left, args.due_quota);
+    args.max_bytes = kMaxClaimBytes;
+    due -= args.due_quota;
+    ahead -= args.ahead_quota;
+    start -= args.start_quota;
+    if (args.due_quota + args.ahead_quota == 0) continue;
+    asks.emplace_back(shard, args);
+  }
+  const std::vector<ShardKeys>& keys = *options_.keys;
+  for (const auto& [shard, args] : asks) {
+    Op op;
+    op.script = Script::kClaim;
+    op.shard = shard;
+    op.claim = args;
+    batch->commands.push_back(
+        ClaimCommand(keys[static_cast<size_t>(shard)], args, options_.owner));
+    batch->ops.push_back(std::move(op));
+    // Not again before its reply says when.
+    next_check_[static_cast<size_t>(shard)] = now + options_.poll_nanos;
+  }
+}
+
+}  // namespace tickwheel::durable::internal

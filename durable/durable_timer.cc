@@ -1,0 +1,483 @@
+#include "tickwheel/durable/durable_timer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tickwheel/durable/counters.h"
+#include "tickwheel/durable/delivery.h"
+#include "tickwheel/durable/keys.h"
+#include "tickwheel/durable/mutex.h"
+#include "tickwheel/durable/redis_session.h"
+#include "tickwheel/durable/scripts.h"
+#include "tickwheel/durable/shard_ops.h"
+#include "tickwheel/timer/clock.h"
+
+namespace tickwheel::durable {
+
+using internal::Counters;
+using internal::Delivery;
+using internal::MutexLock;
+using internal::RedisCommand;
+using internal::RedisReply;
+
+namespace {
+
+constexpr size_t kMaxIdBytes = 512;
+constexpr size_t kMaxPayloadBytes = 512 * 1024;
+constexpr int kDefaultHandlerThreads = 8;
+
+int64_t Now() { return RealClock::MonotonicNanos(); }
+
+bool PositiveFinite(absl::Duration d) {
+  return d > absl::ZeroDuration() && d != absl::InfiniteDuration();
+}
+
+absl::Status CheckOptions(const DurableTimerOptions& o) {
+  auto bad = [](std::string_view what, absl::Duration d) {
+    return absl::InvalidArgumentError(
+        fmt::format("DurableTimerOptions::{} must be > 0 and finite, got {}",
+                    what, absl::FormatDuration(d)));
+  };
+  if (o.shards < 1 || o.shards > internal::kMaxShards) {
+    return absl::InvalidArgumentError(
+        fmt::format("DurableTimerOptions::shards must be in [1, {}], got {}",
+                    internal::kMaxShards, o.shards));
+  }
+  if (!PositiveFinite(o.lease)) return bad("lease", o.lease);
+  if (o.lease < absl::Milliseconds(1)) {
+    return absl::InvalidArgumentError(
+        fmt::format("DurableTimerOptions::lease must be at least 1ms, got {}",
+                    absl::FormatDuration(o.lease)));
+  }
+  if (!PositiveFinite(o.poll_interval)) {
+    return bad("poll_interval", o.poll_interval);
+  }
+  if (!PositiveFinite(o.redis_timeout)) {
+    return bad("redis_timeout", o.redis_timeout);
+  }
+  if (o.max_in_flight < 1) {
+    return absl::InvalidArgumentError(
+        fmt::format("DurableTimerOptions::max_in_flight must be >= 1, got {}",
+                    o.max_in_flight));
+  }
+  if (o.handler_threads < 0 || o.handler_threads > 4096) {
+    return absl::InvalidArgumentError(fmt::format(
+        "DurableTimerOptions::handler_threads must be in [0, 4096] (0: {}), "
+        "got {}",
+        kDefaultHandlerThreads, o.handler_threads));
+  }
+  if (o.retry_backoff < absl::ZeroDuration() ||
+      o.max_retry_backoff < absl::ZeroDuration() ||
+      o.retry_backoff == absl::InfiniteDuration() ||
+      o.max_retry_backoff == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        "DurableTimerOptions::retry_backoff and max_retry_backoff must be "
+        ">= 0 and finite");
+  }
+  return internal::CheckKeyspace(o.keyspace);
+}
+
+absl::Status CheckId(std::string_view id) {
+  if (id.empty()) {
+    return absl::InvalidArgumentError("a durable timer's id may not be empty");
+  }
+  if (id.size() > kMaxIdBytes) {
+    return absl::InvalidArgumentError(fmt::format(
+        "a durable timer's id is {} bytes, more than the {} allowed; use a "
+        "shorter key (a hash of a long one, say)",
+        id.size(), kMaxIdBytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEntry(std::string_view id, std::string_view payload) {
+  if (absl::Status s = CheckId(id); !s.ok()) return s;
+  if (payload.size() > kMaxPayloadBytes) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the payload of durable timer \"{}\" is {} bytes, more than the {} "
+        "allowed (512 KiB); store large data elsewhere and put its key in "
+        "the payload",
+        id.substr(0, 64), payload.size(), kMaxPayloadBytes));
+  }
+  return absl::OkStatus();
+}
+
+// Microseconds since the Unix epoch, rounded up (never early), clamped to
+// what a sorted-set score holds exactly.
+int64_t DeadlineMicros(absl::Time t) {
+  if (t <= absl::UnixEpoch()) return 0;
+  if (t >= absl::FromUnixMicros(internal::kMaxDeadlineMicros)) {
+    return internal::kMaxDeadlineMicros;
+  }
+  int64_t us = absl::ToUnixMicros(t);
+  if (absl::FromUnixMicros(us) < t) ++us;
+  return us;
+}
+
+int64_t DelayMicros(absl::Duration d) {
+  if (d <= absl::ZeroDuration()) return 0;
+  if (d >= absl::Microseconds(internal::kMaxDeadlineMicros)) {
+    return internal::kMaxDeadlineMicros;
+  }
+  return absl::ToInt64Microseconds(absl::Ceil(d, absl::Microseconds(1)));
+}
+
+std::string DefaultOwner() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::random_device rd;
+  return fmt::format("{}:{}:{:08x}", host[0] != '\0' ? host : "host", getpid(),
+                     rd());
+}
+
+// An Unavailable status with what the caller should do about it.
+absl::Status WithAdvice(absl::Status s, std::string_view advice) {
+  if (!absl::IsUnavailable(s)) return s;
+  return absl::UnavailableError(
+      fmt::format("{}; {}", std::string(s.message()), advice));
+}
+
+}  // namespace
+
+std::string DurableMetrics::ToString() const {
+  return fmt::format(
+      "scheduled={} delivered={} acknowledged={} redelivered={} "
+      "handler_failures={} redis_errors={} reconnects={} lateness=[{}]",
+      scheduled, delivered, acknowledged, redelivered, handler_failures,
+      redis_errors, reconnects, lateness.ToString());
+}
+
+struct DurableTimer::Impl {
+  explicit Impl(DurableTimerOptions o) : options(std::move(o)) {}
+
+  // One round trip on a pooled session, within redis_timeout.
+  absl::Status Call(std::span<const RedisCommand> commands,
+                    std::vector<RedisReply>* replies) {
+    const int64_t deadline = Now() + timeout_nanos;
+    absl::StatusOr<internal::SessionPool::Lease> session =
+        pool.Acquire(deadline);
+    if (!session.ok()) return session.status();
+    return (*session)->Run(commands, replies, deadline);
+  }
+  absl::Status ErrorReply(const RedisReply& reply, std::string_view what) {
+    counters.redis.errors.fetch_add(1, std::memory_order_relaxed);
+    return internal::ReplyErrorStatus(reply, what, session_options.endpoint);
+  }
+  std::shared_ptr<Delivery> delivery_snapshot() {
+    MutexLock lock(&mu);
+    return delivery;
+  }
+
+  const DurableTimerOptions options;
+  internal::SessionOptions session_options;
+  int64_t timeout_nanos = 0;
+  std::vector<internal::ShardKeys> keys;
+  Counters counters;
+  // Holds pointers to the two members above, filled in by Connect()
+  // before its first use.
+  internal::SessionPool pool{&session_options, &counters.redis};
+
+  internal::Mutex mu;
+  enum class State { kIdle, kStarted, kStopped };
+  State state ABSL_GUARDED_BY(mu) = State::kIdle;
+  std::shared_ptr<Delivery> delivery ABSL_GUARDED_BY(mu);
+};
+
+DurableTimer::DurableTimer(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+
+DurableTimer::~DurableTimer() { (void)Stop(); }
+
+absl::StatusOr<std::unique_ptr<DurableTimer>> DurableTimer::Connect(
+    DurableTimerOptions options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  absl::StatusOr<internal::RedisEndpoint> endpoint =
+      internal::ParseRedisUri(options.redis);
+  if (!endpoint.ok()) return endpoint.status();
+  if (options.owner.empty()) options.owner = DefaultOwner();
+  if (options.handler_threads == 0) {
+    options.handler_threads = kDefaultHandlerThreads;
+  }
+  auto impl = std::make_unique<Impl>(std::move(options));
+  const DurableTimerOptions& o = impl->options;
+  impl->session_options.endpoint = *std::move(endpoint);
+  impl->session_options.password = o.password;
+  impl->timeout_nanos = absl::ToInt64Nanoseconds(o.redis_timeout);
+  impl->session_options.timeout_nanos = impl->timeout_nanos;
+  impl->keys = internal::MakeShardKeys(o.keyspace, o.shards);
+
+  // Reach Redis and load the scripts, then record or check the shard count.
+  const RedisCommand meta = {"EVALSHA",
+                             internal::ScriptSha(internal::Script::kMeta),
+                             "1",
+                             internal::MetaKey(o.keyspace),
+                             std::to_string(o.shards),
+                             std::to_string(internal::kDataFormat)};
+  std::vector<RedisReply> replies;
+  if (absl::Status s = impl->Call({&meta, 1}, &replies); !s.ok()) return s;
+  const RedisReply& r = replies[0];
+  if (r.is_error()) return impl->ErrorReply(r, "recording the shard count");
+  if (r.type != RedisReply::Type::kArray || r.elements.size() != 2) {
+    return absl::InternalError("malformed reply to the meta script");
+  }
+  const int64_t recorded = r.elements[0].AsInt();
+  const int64_t format = r.elements[1].AsInt();
+  if (format != internal::kDataFormat) {
+    return absl::FailedPreconditionError(fmt::format(
+        "keyspace \"{}\" holds durable timers of data format {}, this library "
+        "reads format {}; use another keyspace",
+        o.keyspace, r.elements[1].str, internal::kDataFormat));
+  }
+  if (recorded != o.shards) {
+    return absl::FailedPreconditionError(fmt::format(
+        "keyspace \"{}\" was created with {} shards, and this process asks "
+        "for {}; the count is fixed per keyspace: set "
+        "DurableTimerOptions::shards = {} (or use another keyspace)",
+        o.keyspace, recorded, o.shards, recorded));
+  }
+  return std::unique_ptr<DurableTimer>(new DurableTimer(std::move(impl)));
+}
+
+absl::Status DurableTimer::Schedule(std::string_view id, absl::Time deadline,
+                                    std::string_view payload) {
+  if (absl::Status s = CheckEntry(id, payload); !s.ok()) return s;
+  const int shard = internal::ShardOf(id, impl_->options.shards);
+  const internal::ScheduleArgs args{id, DeadlineMicros(deadline), payload};
+  const RedisCommand cmd = internal::ScheduleCommand(
+      impl_->keys[static_cast<size_t>(shard)], /*after=*/false, {&args, 1});
+  std::vector<RedisReply> replies;
+  if (absl::Status s = impl_->Call({&cmd, 1}, &replies); !s.ok()) {
+    return WithAdvice(std::move(s),
+                      "the timer may or may not be scheduled: call Schedule() "
+                      "again (it is idempotent)");
+  }
+  if (replies[0].is_error()) return impl_->ErrorReply(replies[0], "Schedule");
+  impl_->counters.Add(impl_->counters.scheduled);
+  if (std::shared_ptr<Delivery> d = impl_->delivery_snapshot()) {
+    d->Scheduled(shard, args.time_us);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DurableTimer::ScheduleAfter(std::string_view id,
+                                         absl::Duration delay,
+                                         std::string_view payload) {
+  if (absl::Status s = CheckEntry(id, payload); !s.ok()) return s;
+  const int shard = internal::ShardOf(id, impl_->options.shards);
+  const internal::ScheduleArgs args{id, DelayMicros(delay), payload};
+  const RedisCommand cmd = internal::ScheduleCommand(
+      impl_->keys[static_cast<size_t>(shard)], /*after=*/true, {&args, 1});
+  std::vector<RedisReply> replies;
+  if (absl::Status s = impl_->Call({&cmd, 1}, &replies); !s.ok()) {
+    return WithAdvice(std::move(s),
+                      "the timer may or may not be scheduled: call "
+                      "ScheduleAfter() again (it replaces, so it is safe)");
+  }
+  const RedisReply& r = replies[0];
+  if (r.is_error()) return impl_->ErrorReply(r, "ScheduleAfter");
+  if (r.type != RedisReply::Type::kArray || r.elements.size() != 2) {
+    return absl::InternalError("malformed reply to the schedule script");
+  }
+  impl_->counters.Add(impl_->counters.scheduled);
+  if (std::shared_ptr<Delivery> d = impl_->delivery_snapshot()) {
+    d->Scheduled(shard, r.elements[1].AsInt());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DurableTimer::ScheduleMany(
+    std::span<const ScheduleEntry> entries) {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (absl::Status s = CheckEntry(entries[i].id, entries[i].payload);
+        !s.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("ScheduleMany: entry {}: {}; nothing was scheduled", i,
+                      std::string(s.message())));
+    }
+  }
+  if (entries.empty()) return absl::OkStatus();
+  const int shards = impl_->options.shards;
+  std::map<int, std::vector<internal::ScheduleArgs>> by_shard;
+  for (const ScheduleEntry& e : entries) {
+    by_shard[internal::ShardOf(e.id, shards)].push_back(
+        {e.id, DeadlineMicros(e.deadline), e.payload});
+  }
+  // MULTI, one script call per shard (and per kMaxScriptBatch entries), EXEC:
+  // one round trip, applied together. EVAL with the source rather than
+  // EVALSHA: inside a transaction a missing script would fail its own
+  // command while the others ran.
+  std::vector<RedisCommand> commands;
+  std::vector<std::pair<int, int64_t>> earliest;  // shard, first deadline
+  commands.push_back({"MULTI"});
+  for (const auto& [shard, args] : by_shard) {
+    int64_t first = internal::kMaxDeadlineMicros;
+    for (size_t i = 0; i < args.size(); i += internal::kMaxScriptBatch) {
+      const size_t n = std::min(args.size() - i,
+                                static_cast<size_t>(internal::kMaxScriptBatch));
+      commands.push_back(internal::ScheduleCommand(
+          impl_->keys[static_cast<size_t>(shard)], /*after=*/false,
+          std::span(args).subspan(i, n), /*by_source=*/true));
+    }
+    for (const internal::ScheduleArgs& a : args) {
+      first = std::min(first, a.time_us);
+    }
+    earliest.emplace_back(shard, first);
+  }
+  commands.push_back({"EXEC"});
+  std::vector<RedisReply> replies;
+  if (absl::Status s = impl_->Call(commands, &replies); !s.ok()) {
+    return WithAdvice(std::move(s),
+                      "all or none of the timers may be scheduled: call "
+                      "ScheduleMany() again (it is idempotent)");
+  }
+  for (size_t i = 0; i + 1 < replies.size(); ++i) {
+    if (replies[i].is_error()) {  // queuing failed: EXEC discarded it all
+      return impl_->ErrorReply(replies[i], "ScheduleMany (nothing scheduled)");
+    }
+  }
+  const RedisReply& exec = replies.back();
+  if (exec.is_error()) return impl_->ErrorReply(exec, "ScheduleMany");
+  if (exec.type != RedisReply::Type::kArray ||
+      exec.elements.size() != commands.size() - 2) {
+    return absl::InternalError("ScheduleMany: malformed reply to EXEC");
+  }
+  for (const RedisReply& r : exec.elements) {
+    if (r.is_error()) {
+      return impl_->ErrorReply(
+          r,
+          "ScheduleMany (some shards may have been scheduled: call it "
+          "again)");
+    }
+  }
+  impl_->counters.Add(impl_->counters.scheduled,
+                      static_cast<int64_t>(entries.size()));
+  if (std::shared_ptr<Delivery> d = impl_->delivery_snapshot()) {
+    for (const auto& [shard, first] : earliest) d->Scheduled(shard, first);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> DurableTimer::Cancel(std::string_view id) {
+  if (absl::Status s = CheckId(id); !s.ok()) return s;
+  const int shard = internal::ShardOf(id, impl_->options.shards);
+  const RedisCommand cmd =
+      internal::CancelCommand(impl_->keys[static_cast<size_t>(shard)], id);
+  std::vector<RedisReply> replies;
+  if (absl::Status s = impl_->Call({&cmd, 1}, &replies); !s.ok()) {
+    return WithAdvice(std::move(s),
+                      "the timer may or may not be cancelled: call Cancel() "
+                      "again (false then means it was)");
+  }
+  if (replies[0].is_error()) return impl_->ErrorReply(replies[0], "Cancel");
+  const bool cancelled = replies[0].AsInt() == 1;
+  if (cancelled) {
+    if (std::shared_ptr<Delivery> d = impl_->delivery_snapshot()) {
+      d->Cancelled(id);
+    }
+  }
+  return cancelled;
+}
+
+absl::Status DurableTimer::Start(
+    std::function<absl::Status(const FiredTimer&)> handler) {
+  if (!handler) {
+    return absl::InvalidArgumentError("Start() needs a handler");
+  }
+  MutexLock lock(&impl_->mu);
+  if (impl_->state == Impl::State::kStarted) {
+    return absl::FailedPreconditionError(
+        "Start() was called already; one handler per DurableTimer");
+  }
+  if (impl_->state == Impl::State::kStopped) {
+    return absl::FailedPreconditionError(
+        "Start() after Stop(): connect a new DurableTimer to deliver again");
+  }
+  const DurableTimerOptions& o = impl_->options;
+  internal::DeliveryOptions d;
+  d.keys = &impl_->keys;
+  d.session = &impl_->session_options;
+  d.owner = o.owner;
+  d.lease_us = std::max<int64_t>(1, absl::ToInt64Microseconds(o.lease));
+  d.poll_nanos =
+      std::max<int64_t>(1000, absl::ToInt64Nanoseconds(o.poll_interval));
+  // Claim ahead by a poll interval, so that a timer waits in the local
+  // Timer rather than for the next poll; never more than half a lease, so
+  // that a held timer is started well within its lease.
+  d.lookahead_us =
+      std::min(absl::ToInt64Microseconds(o.poll_interval), d.lease_us / 2);
+  d.timeout_nanos = impl_->timeout_nanos;
+  d.max_in_flight = o.max_in_flight;
+  d.handler_threads = o.handler_threads;
+  d.backoff_us = absl::ToInt64Microseconds(o.retry_backoff);
+  d.max_backoff_us = absl::ToInt64Microseconds(o.max_retry_backoff);
+  auto delivery = std::make_shared<Delivery>(
+      std::move(d), &impl_->counters,
+      [handler = std::move(handler)](internal::Delivered& in) {
+        const FiredTimer fired{std::move(in.id), std::move(in.payload),
+                               absl::FromUnixMicros(in.deadline_us),
+                               in.attempt};
+        return handler(fired);
+      });
+  if (absl::Status s = delivery->Start(); !s.ok()) return s;
+  impl_->delivery = std::move(delivery);
+  impl_->state = Impl::State::kStarted;
+  return absl::OkStatus();
+}
+
+absl::Status DurableTimer::Stop() {
+  std::shared_ptr<Delivery> delivery;
+  {
+    MutexLock lock(&impl_->mu);
+    if (impl_->delivery != nullptr && impl_->delivery->InHandler()) {
+      return absl::FailedPreconditionError(
+          "Stop() from a handler would wait for that handler; call it from "
+          "another thread");
+    }
+    impl_->state = Impl::State::kStopped;
+    delivery = impl_->delivery;
+  }
+  // Without the lock: handlers may call Schedule() while Stop() waits.
+  if (delivery != nullptr) delivery->Stop();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> DurableTimer::Pending() {
+  std::vector<RedisCommand> commands;
+  commands.reserve(impl_->keys.size());
+  for (const internal::ShardKeys& k : impl_->keys) {
+    commands.push_back({"HLEN", k.state});
+  }
+  std::vector<RedisReply> replies;
+  if (absl::Status s = impl_->Call(commands, &replies); !s.ok()) return s;
+  int64_t total = 0;
+  for (const RedisReply& r : replies) {
+    if (r.is_error()) return impl_->ErrorReply(r, "Pending");
+    total += r.AsInt();
+  }
+  return total;
+}
+
+DurableMetrics DurableTimer::metrics() const {
+  const Counters& c = impl_->counters;
+  DurableMetrics m;
+  m.scheduled = c.scheduled.load(std::memory_order_relaxed);
+  m.delivered = c.delivered.load(std::memory_order_relaxed);
+  m.acknowledged = c.acknowledged.load(std::memory_order_relaxed);
+  m.redelivered = c.redelivered.load(std::memory_order_relaxed);
+  m.handler_failures = c.handler_failures.load(std::memory_order_relaxed);
+  m.redis_errors = c.redis.errors.load(std::memory_order_relaxed);
+  m.reconnects = c.redis.reconnects.load(std::memory_order_relaxed);
+  m.lateness = c.Lateness();
+  return m;
+}
+
+const std::string& DurableTimer::owner() const { return impl_->options.owner; }
+
+}  // namespace tickwheel::durable

@@ -1,0 +1,252 @@
+// durable/durable_timer.h
+// -----------------------------------------------------------------------------
+// tickwheel::durable: timers that survive crashes and restarts and that a
+// fleet of processes shares, stored in Redis. #include
+// "tickwheel/durable/durable_timer.h"; Bazel //durable, CMake
+// tickwheel::durable.
+//
+// What it is for: "charge this card in 3 days", "expire this reservation in
+// 15 minutes even if we redeploy", "remind once, from one of N replicas". An
+// in-process Timer loses its timeouts when its process dies and cannot be
+// shared. A closure cannot be persisted, so a durable timer is data -- an id,
+// a deadline and a payload -- and each process registers one handler that
+// receives the timers as they come due.
+//
+// Example:
+//
+//   namespace td = tickwheel::durable;
+//   auto timers = td::DurableTimer::Connect({.redis = "tcp://10.0.0.5:6379",
+//                                            .keyspace = "billing"}).value();
+//   timers->ScheduleAfter("charge:order-1234", absl::Hours(72), "1999 EUR");
+//   timers->Start([](const td::FiredTimer& t) -> absl::Status {
+//     return Charge(t.id, t.payload);   // not OK: delivered again later
+//   });
+//   ...
+//   timers->Stop();   // waits for running handlers, hands the rest back
+//
+// Guarantees (docs/DURABLE.md says how each is kept and which test proves
+// it):
+//   At least once. Every timer whose Schedule() returned OK is delivered
+//     until a handler returns OK for it or it is cancelled: across kill -9 of
+//     any process, and across a Redis restart when Redis persists every write
+//     (appendonly yes, appendfsync always). A handler may therefore see a
+//     timer more than once (FiredTimer::attempt counts); make it idempotent.
+//   Never early, on Redis's clock (TIME): a handler starts only once Redis's
+//     clock has reached the deadline, so processes whose clocks differ agree.
+//   One owner at a time while a lease holds. A delivery holds a lease
+//     (DurableTimerOptions::lease) that its process renews while the handler
+//     runs; no other process delivers the timer until the lease has ended.
+//     A process that stops renewing (it died, it hangs, it lost Redis) loses
+//     the timer when the lease ends, and its late acknowledgement is ignored.
+//   Shared load. Any number of processes may Start(); each claims due timers
+//     in batches sized to what its handler threads finish.
+//   Redis down: calls return Unavailable within about redis_timeout, never
+//     hang or crash; delivery resumes by itself when Redis is back.
+//   Prompt: with idle processes a due timer starts within poll_interval plus
+//     a few milliseconds. A process claims timers up to poll_interval before
+//     their deadline (as many as twice what its handlers are finishing) and
+//     holds them in a local tickwheel::Timer, so those start within
+//     milliseconds of it; so do timers it schedules itself.
+//
+// Threading: DurableTimer is thread-safe; any thread may call any method.
+// The handler runs on this process's handler threads
+// (DurableTimerOptions::handler_threads), several timers at once; it may call
+// Schedule(), Cancel() and Pending() on its own DurableTimer, but not Stop()
+// and not the destructor.
+//
+// Errors are absl::Status values whose messages say what to do; no exception
+// crosses the API. A handler that throws counts as a failure: the timer is
+// delivered again after a back-off, and the delivery threads go on.
+//
+// Cost: every call is one round trip to Redis (Schedule(), ScheduleAfter(),
+// ScheduleMany(), Cancel(), Pending()), plus a reconnect when the connection
+// had failed. A delivery costs the fleet about one claim, one start (none
+// when it is claimed already due) and one acknowledgement, each batched
+// across many timers.
+
+#ifndef TICKWHEEL_DURABLE_DURABLE_TIMER_H_
+#define TICKWHEEL_DURABLE_DURABLE_TIMER_H_
+
+#if __cplusplus < 202002L
+#error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
+#endif
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tickwheel/timer/metrics.h"
+
+namespace tickwheel::durable {
+
+struct DurableTimerOptions {
+  // Where Redis listens: "tcp://host:port" or "unix:///path/redis.sock".
+  // One Redis (or its primary); not a Redis Cluster (docs/DURABLE.md).
+  std::string redis = "tcp://127.0.0.1:6379";
+  // Sent with AUTH after connecting, when not empty.
+  std::string password;
+  // Every key starts with "{<keyspace>:<shard>}". 1-128 bytes, no braces.
+  // Timers of different keyspaces never meet.
+  std::string keyspace = "tickwheel";
+  // Shards of the keyspace, in [1, 1024]. Fixed per keyspace: the first
+  // Connect() records it; another number later is FailedPrecondition. More
+  // shards spread a Redis Cluster wider; on one Redis they cost an idle
+  // process one small script per shard per poll_interval.
+  int shards = 16;
+  // A claimed timer is this process's for this long; renewed while its
+  // handler runs. When a process dies, its timers are delivered again once
+  // their leases end. At least 1 ms, and finite.
+  absl::Duration lease = absl::Seconds(30);
+  // How often an idle process looks for due timers: the bound on pickup
+  // delay when idle, and how far ahead of a deadline it claims (at most
+  // half the lease). Must be > 0. Each look costs one small script per
+  // shard.
+  absl::Duration poll_interval = absl::Milliseconds(200);
+  // Timers claimed and not yet acknowledged, per process, at most. >= 1.
+  int max_in_flight = 1024;
+  // Bound on connecting and on each call's round trips. Must be > 0.
+  absl::Duration redis_timeout = absl::Seconds(1);
+  // This process in leases (visible in the :state records); empty means
+  // "<host>:<pid>:<random>".
+  std::string owner;
+
+  // tickwheel extensions, beyond the issue's contract.
+  // Threads that run the handler, several timers at once; 0 means 8.
+  int handler_threads = 0;
+  // After a handler fails (not OK, or a throw) for attempt n, the timer is
+  // due again min(retry_backoff * 2^(n-1), max_retry_backoff) later, on
+  // Redis's clock. Both >= 0.
+  absl::Duration retry_backoff = absl::Seconds(1);
+  absl::Duration max_retry_backoff = absl::Minutes(5);
+};
+
+// What a handler receives.
+struct FiredTimer {
+  std::string id;
+  std::string payload;
+  absl::Time deadline;  // as scheduled (ScheduleAfter: Redis's now + delay)
+  int attempt;          // 1 for the first delivery, then + 1 for each other
+};
+
+struct ScheduleEntry {
+  std::string id;
+  absl::Time deadline;
+  std::string payload;
+};
+
+// This process's counters since Connect(). A snapshot of values each read
+// on its own (relaxed), so they may be a few events apart.
+struct DurableMetrics {
+  int64_t scheduled = 0;  // timers Schedule*() accepted (ScheduleMany: each)
+  int64_t delivered = 0;  // handler calls started
+  // Acknowledgements Redis applied: handler returned OK and this process
+  // still held the timer (an acknowledgement that comes after the lease was
+  // lost, or after the timer was cancelled or replaced, is ignored).
+  int64_t acknowledged = 0;
+  int64_t redelivered = 0;       // handler calls with attempt > 1
+  int64_t handler_failures = 0;  // not OK, or threw
+  int64_t redis_errors = 0;      // failed round trips and error replies
+  int64_t reconnects = 0;        // connections made again after a failure
+  // Delivery start - the time the delivery was due (the deadline; for a
+  // retry, the end of its back-off; for a redelivery, the end of the lost
+  // lease), on Redis's clock as this process estimates it.
+  LatenessHistogram lateness;
+
+  std::string ToString() const;
+};
+
+class DurableTimer {
+ public:
+  // Checks `options`, connects to Redis, loads the scripts and records or
+  // checks the keyspace's shard count. Delivery starts only with Start().
+  // InvalidArgument: bad options (shards < 1 or > 1024, lease, poll_interval
+  //   or redis_timeout <= 0 or infinite, max_in_flight < 1, a keyspace with
+  //   braces, a bad URI, handler_threads < 0, negative back-off).
+  // Unavailable: Redis not reachable within redis_timeout.
+  // FailedPrecondition: the keyspace was created with another shard count.
+  // PermissionDenied: Redis refused the password.
+  static absl::StatusOr<std::unique_ptr<DurableTimer>> Connect(
+      DurableTimerOptions options);
+
+  // Stop(), then closes the connections. Not from a handler.
+  ~DurableTimer();
+
+  DurableTimer(const DurableTimer&) = delete;
+  DurableTimer& operator=(const DurableTimer&) = delete;
+
+  // Schedules timer `id` at `deadline` (on Redis's clock; a deadline in the
+  // past is due at once; beyond the year 2255 it is clamped there) with
+  // `payload`. Persisted before OK returns. The same id again replaces
+  // deadline and payload and starts its attempts over; a delivery of the
+  // old one that is running finishes, and its acknowledgement is ignored.
+  // InvalidArgument: empty id, id over 512 bytes, payload over 512 KiB.
+  // Unavailable: Redis unreachable or timed out: it may or may not be
+  //   scheduled; call again (it is idempotent).
+  // Cost: one round trip.
+  absl::Status Schedule(std::string_view id, absl::Time deadline,
+                        std::string_view payload = {});
+  // Schedule() at Redis's clock now + `delay` (negative counts as zero),
+  // so the caller's clock does not matter.
+  absl::Status ScheduleAfter(std::string_view id, absl::Duration delay,
+                             std::string_view payload = {});
+  // Schedule() for every entry, in one round trip, all or none: entries are
+  // checked first (InvalidArgument names the first bad one, and nothing is
+  // scheduled), then one MULTI/EXEC transaction applies them together. A
+  // later entry with the same id wins. Unavailable: all or none of them may
+  // be scheduled; call again. Keep batches to thousands of entries: Redis
+  // serves no one else while it applies one.
+  absl::Status ScheduleMany(std::span<const ScheduleEntry> entries);
+
+  // Cancels timer `id`. True iff it was scheduled and not yet acknowledged;
+  // then it is never delivered again (a delivery already running finishes,
+  // and its acknowledgement is ignored). False: unknown id (never scheduled,
+  // acknowledged or cancelled already). InvalidArgument: a bad id.
+  // Unavailable: it may or may not be cancelled; call again (false then
+  // means it was). Cost: one round trip.
+  absl::StatusOr<bool> Cancel(std::string_view id);
+
+  // Delivers due timers of the keyspace to `handler` on this process's own
+  // threads; any number of processes may. Handler OK: acknowledged, deleted.
+  // Not OK, or a throw: delivered again after the back-off, attempt + 1.
+  // Timers claimed by a process that dies are delivered again when their
+  // lease ends. Returns at once; Redis being down is no error here (delivery
+  // waits for it).
+  // InvalidArgument: an empty handler.
+  // FailedPrecondition: already started, or stopped.
+  // ResourceExhausted: the local Timer or a thread could not be created.
+  absl::Status Start(std::function<absl::Status(const FiredTimer&)> handler);
+
+  // Stops claiming, waits for running handlers and sends their results,
+  // then releases claimed-but-unstarted timers (others take them at once,
+  // not after the lease). With Redis down it gives up after about
+  // redis_timeout once the handlers are done; what it could not release is
+  // delivered again when its leases end. Idempotent; OK before Start() too.
+  // FailedPrecondition: called from a handler (it would wait for itself).
+  absl::Status Stop();
+
+  // Timers scheduled and neither acknowledged nor cancelled, keyspace-wide
+  // (due, waiting, and being delivered). Cost: one round trip, one command
+  // per shard.
+  absl::StatusOr<int64_t> Pending();
+
+  // This process's counters. Cost: copies the histogram (4 KiB).
+  DurableMetrics metrics() const;
+
+  // The owner string this process puts in its leases.
+  const std::string& owner() const;
+
+ private:
+  struct Impl;
+  explicit DurableTimer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tickwheel::durable
+
+#endif  // TICKWHEEL_DURABLE_DURABLE_TIMER_H_

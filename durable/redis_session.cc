@@ -1,0 +1,176 @@
+#include "tickwheel/durable/redis_session.h"
+
+#include <chrono>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "absl/status/statusor.h"
+#include "tickwheel/durable/scripts.h"
+#include "tickwheel/timer/clock.h"
+
+namespace tickwheel::durable::internal {
+
+absl::Status ReplyErrorStatus(const RedisReply& reply, std::string_view what,
+                              const RedisEndpoint& endpoint) {
+  const std::string where = endpoint.ToString();
+  for (const std::string_view code :
+       {"LOADING", "READONLY", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN",
+        "NOSCRIPT"}) {
+    if (reply.IsErrorCode(code)) {
+      return absl::UnavailableError(fmt::format(
+          "Redis at {} cannot serve {} now: {}; retry later{}", where, what,
+          reply.str,
+          code == "READONLY" ? " (this is a replica: point "
+                               "DurableTimerOptions::redis at the primary)"
+                             : ""));
+    }
+  }
+  if (reply.IsErrorCode("OOM")) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "Redis at {} refused {}: {}; raise maxmemory or free memory (use "
+        "maxmemory-policy noeviction for durable timers)",
+        where, what, reply.str));
+  }
+  if (reply.IsErrorCode("NOAUTH") || reply.IsErrorCode("WRONGPASS")) {
+    return absl::PermissionDeniedError(fmt::format(
+        "Redis at {} refused {}: {}; set DurableTimerOptions::password", where,
+        what, reply.str));
+  }
+  if (reply.IsErrorCode("WRONGTYPE")) {
+    return absl::FailedPreconditionError(fmt::format(
+        "Redis at {}: {}: {}; the keyspace's keys hold other data, use "
+        "another DurableTimerOptions::keyspace",
+        where, what, reply.str));
+  }
+  if (reply.IsErrorCode("MOVED") || reply.IsErrorCode("ASK") ||
+      reply.IsErrorCode("CROSSSLOT")) {
+    return absl::FailedPreconditionError(fmt::format(
+        "Redis at {}: {}: {}; this client speaks to one Redis (or a "
+        "primary), not to a Redis Cluster (docs/DURABLE.md)",
+        where, what, reply.str));
+  }
+  return absl::InternalError(
+      fmt::format("Redis at {}: {} failed: {}", where, what, reply.str));
+}
+
+absl::Status RedisSession::Failed(absl::Status status) {
+  counters_->errors.fetch_add(1, std::memory_order_relaxed);
+  conn_.reset();
+  ever_failed_ = true;
+  return status;
+}
+
+absl::Status RedisSession::Connect(int64_t deadline_nanos) {
+  if (conn_ != nullptr && conn_->ClosedByPeer()) {
+    ever_failed_ = true;  // lost while idle: connecting again counts
+  }
+  if (connected()) return absl::OkStatus();
+  conn_.reset();
+  absl::StatusOr<std::unique_ptr<RedisConnection>> conn = RedisConnection::Open(
+      options_->endpoint, options_->password, deadline_nanos);
+  if (!conn.ok()) return Failed(conn.status());
+  conn_ = *std::move(conn);
+  if (absl::Status s = LoadScripts(deadline_nanos); !s.ok()) {
+    return Failed(std::move(s));
+  }
+  if (ever_failed_) {
+    counters_->reconnects.fetch_add(1, std::memory_order_relaxed);
+    ever_failed_ = false;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RedisSession::LoadScripts(int64_t deadline_nanos) {
+  std::vector<RedisCommand> load;
+  for (int i = 0; i < kScriptCount; ++i) {
+    load.push_back(
+        {"SCRIPT", "LOAD", std::string(ScriptSource(static_cast<Script>(i)))});
+  }
+  std::vector<RedisReply> replies;
+  if (absl::Status s = conn_->Pipeline(load, &replies, deadline_nanos);
+      !s.ok()) {
+    return s;
+  }
+  for (int i = 0; i < kScriptCount; ++i) {
+    const auto script = static_cast<Script>(i);
+    if (replies[i].is_error()) {
+      return ReplyErrorStatus(replies[i],
+                              fmt::format("SCRIPT LOAD {}", ScriptName(script)),
+                              options_->endpoint);
+    }
+    if (replies[i].str != ScriptSha(script)) {
+      return absl::InternalError(
+          fmt::format("Redis at {} named script {} {}, expected {}",
+                      options_->endpoint.ToString(), ScriptName(script),
+                      replies[i].str, ScriptSha(script)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RedisSession::Run(std::span<const RedisCommand> commands,
+                               std::vector<RedisReply>* replies,
+                               int64_t deadline_nanos) {
+  if (absl::Status s = Connect(deadline_nanos); !s.ok()) return s;
+  if (absl::Status s = conn_->Pipeline(commands, replies, deadline_nanos);
+      !s.ok()) {
+    return Failed(std::move(s));
+  }
+  // NOSCRIPT: the script cache was emptied (SCRIPT FLUSH) while this
+  // connection stayed up. Load the scripts and run those commands again;
+  // a command that got NOSCRIPT did not run.
+  std::vector<size_t> again;
+  for (size_t i = 0; i < replies->size(); ++i) {
+    if ((*replies)[i].IsErrorCode("NOSCRIPT")) again.push_back(i);
+  }
+  if (again.empty()) return absl::OkStatus();
+  if (absl::Status s = LoadScripts(deadline_nanos); !s.ok()) {
+    return Failed(std::move(s));
+  }
+  std::vector<RedisCommand> retry;
+  for (const size_t i : again) retry.push_back(commands[i]);
+  std::vector<RedisReply> retried;
+  if (absl::Status s = conn_->Pipeline(retry, &retried, deadline_nanos);
+      !s.ok()) {
+    return Failed(std::move(s));
+  }
+  for (size_t k = 0; k < again.size(); ++k) {
+    (*replies)[again[k]] = std::move(retried[k]);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SessionPool::Lease> SessionPool::Acquire(
+    int64_t deadline_nanos) {
+  MutexLock lock(&mu_);
+  for (;;) {
+    if (!idle_.empty()) {
+      std::unique_ptr<RedisSession> s = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(this, std::move(s));
+    }
+    if (created_ < kMaxSessions) {
+      ++created_;
+      return Lease(this, std::make_unique<RedisSession>(options_, counters_));
+    }
+    const int64_t left = deadline_nanos - RealClock::MonotonicNanos();
+    if (left <= 0) {
+      return absl::UnavailableError(fmt::format(
+          "all {} connections to Redis at {} stayed busy for redis_timeout; "
+          "retry later",
+          kMaxSessions, options_->endpoint.ToString()));
+    }
+    returned_.wait_for(mu_, std::chrono::nanoseconds(left));
+  }
+}
+
+void SessionPool::Return(std::unique_ptr<RedisSession> session) {
+  {
+    MutexLock lock(&mu_);
+    idle_.push_back(std::move(session));
+  }
+  returned_.notify_one();
+}
+
+}  // namespace tickwheel::durable::internal

@@ -1,0 +1,92 @@
+// durable/scripts.h
+// -----------------------------------------------------------------------------
+// Internal. The Lua scripts that change durable timers in Redis, one shard at
+// a time (keys: durable/keys.h). Each runs atomically in Redis and takes
+// every time decision from Redis's own clock (redis.call('TIME')), so
+// processes whose clocks differ agree, and none is ever early.
+//
+// A shard script's KEYS are the shard's :due, :leases, :payload, :state and
+// :seq, in that order (kCancel and the claim-holder scripts use the first
+// four). Times are integer microseconds; "version" is the token of one
+// schedule or one claim, from the shard's :seq, so that an acknowledgement
+// of an older claim, of a replaced or of a cancelled timer matches nothing.
+//
+//   kMeta      KEYS {ks:0}:meta; ARGV shards, format. Records both the first
+//              time; returns the recorded {shards, format}.
+//   kSchedule  ARGV "at"|"after", max_us, then (id, time_us, payload)...:
+//              each id gets a new version, attempt 0, its deadline (time_us,
+//              or Redis's now + time_us for "after", clamped to [0, max_us])
+//              and its payload, and is due then; a claim on it is dropped.
+//              Returns {now, deadline...}.
+//   kCancel    ARGV id. Removes the timer; 1 if it existed, else 0.
+//   kClaim     ARGV lookahead_us, lease_us, due_quota, ahead_quota,
+//              start_quota, owner, max_bytes. Claims up to due_quota timers
+//              whose lease ended (redelivery) or that are due (due <= now),
+//              then up to ahead_quota due within lookahead_us, each with a
+//              new version, leased until max(due, now) + lease_us. Up to
+//              start_quota of the due ones are started at once (attempt + 1,
+//              lease from now). Stops after max_bytes of payload. Returns
+//              {now, next_us, more, (id, version, attempt, deadline_us,
+//              due_us, started, lease_us, payload)...}: next_us is the
+//              earliest due time or lease end left in the shard (-1: none),
+//              more is 1 when more may be due at once.
+//   kStart     ARGV lease_us, then (id, version, due_us)...: starts claimed
+//              timers whose deadline and due time have come on Redis's
+//              clock: attempt + 1, lease from now. Returns {now, r...}: r =
+//              the attempt when started, -1 when not yet due, 0 when the
+//              claim is gone (cancelled, replaced or claimed again).
+//   kAck       ARGV (id, version)...: deletes each timer still held under
+//              that version. Returns {now, 1|0...}.
+//   kFail      ARGV base_us, max_us, then (id, version)...: a held timer is
+//              due again at now + min(base_us * 2^(attempt - 1), max_us).
+//              Returns {now, 1|0...}.
+//   kRelease   ARGV (id, version, due_us, undo)...: a held timer is due
+//              again at due_us, at once for others to take; undo = 1 takes
+//              back the attempt of a start whose handler never ran.
+//              Returns {now, 1|0...}.
+//   kRenew     ARGV lease_us, then (id, version)...: a held timer's lease
+//              ends no earlier than now + lease_us. Returns {now, lease_us
+//              or 0...}.
+//
+// Batches are bounded by the caller (kMaxScriptBatch) so that Lua's
+// unpack() stays within its stack.
+
+#ifndef TICKWHEEL_DURABLE_SCRIPTS_H_
+#define TICKWHEEL_DURABLE_SCRIPTS_H_
+
+#include <string>
+#include <string_view>
+
+namespace tickwheel::durable::internal {
+
+enum class Script {
+  kMeta,
+  kSchedule,
+  kCancel,
+  kClaim,
+  kStart,
+  kAck,
+  kFail,
+  kRelease,
+  kRenew,
+};
+inline constexpr int kScriptCount = 9;
+
+// Entries per script call at most (a claim, an ack batch, a ScheduleMany
+// chunk): unpack() of 4 arguments per entry stays far below Lua's limit.
+inline constexpr int kMaxScriptBatch = 1000;
+
+// The largest deadline a timer may have: 2^53 - 1 us (the year 2255), the
+// largest integer a Lua number and a sorted-set score hold exactly.
+inline constexpr int64_t kMaxDeadlineMicros = (int64_t{1} << 53) - 1;
+
+// The script's Lua source.
+std::string_view ScriptSource(Script script);
+// SHA-1 of the source, as EVALSHA names it. Computed once; thread-safe.
+const std::string& ScriptSha(Script script);
+// "claim", "ack", ...: for messages.
+std::string_view ScriptName(Script script);
+
+}  // namespace tickwheel::durable::internal
+
+#endif  // TICKWHEEL_DURABLE_SCRIPTS_H_

@@ -1,0 +1,600 @@
+// tools/bench/durable_bench.cc
+// -----------------------------------------------------------------------------
+// The durable timers (//durable) against the ceiling of the Redis they run
+// on. It starts a redis-server of its own (durable/testing/redis_server.h,
+// appendonly yes, appendfsync as --appendfsync says), measures that
+// server's own ZADD rate with redis-benchmark (50 clients, pipelines of 16)
+// -- the ceiling: a durable timer is at least a sorted-set insert -- and
+// then, on the same server:
+//
+//   schedule        Schedule() from 1 thread and from 4, one round trip each
+//   schedule_many   ScheduleMany() in batches of 1000
+//   deliver         timers already scheduled, all due at one instant,
+//                   delivered by 1 and by 3 worker processes (this binary
+//                   spawned again) with a handler that returns at once:
+//                   deliveries per second from the deadline to Pending() 0
+//   lateness        delivery start - deadline in one worker process, for
+//                   timers scheduled well ahead (claimed ahead, held in the
+//                   local Timer) and for timers scheduled by another process
+//                   at short notice (found by polling)
+//
+// It prints one table with each rate over the ceiling, the goals, and checks
+// correctness (every timer acknowledged, nothing pending at the end): exit
+// status 1 when a check fails, 2 on a bad flag.
+//
+//   bazel run -c opt --config=opt //tools/bench:durable_bench
+//   bazel run -c opt --config=opt //tools/bench:durable_bench -- --quick=1
+//
+// docs/DURABLE.md has the figures and what bounds them.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "tickwheel/durable/durable_timer.h"
+#include "tickwheel/durable/testing/child_process.h"
+#include "tickwheel/durable/testing/redis_server.h"
+#include "tickwheel/durable/testing/worker_role.h"
+
+extern char** environ;
+
+namespace tickwheel::durable {
+namespace {
+
+using testing::Event;
+using testing::EventLog;
+using testing::RedisServer;
+using testing::WorkerConfig;
+
+struct Flags {
+  bool quick = false;
+  std::string appendfsync = "always";
+  int ceiling_n = 200000;
+  int schedule_n = 2000;
+  int many_n = 200000;
+  int deliver_n = 100000;
+  int lateness_n = 2000;
+  std::string only;    // comma-separated workloads; empty: all
+  bool stats = false;  // print Redis's per-command statistics at the end
+  bool Runs(const std::string& w) const {
+    return only.empty() ||
+           ("," + only + ",").find("," + w + ",") != std::string::npos;
+  }
+};
+
+bool ParseFlags(int argc, char** argv, Flags* f) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    const size_t eq = arg.find('=');
+    if (arg == "--help" || eq == std::string::npos) {
+      fmt::print(
+          "usage: durable_bench [--quick=1] "
+          "[--appendfsync=always|everysec|no]\n"
+          "         [--ceiling_n=N] [--schedule_n=N] [--many_n=N]\n"
+          "         [--deliver_n=N] [--lateness_n=N] [--stats=1]\n"
+          "         "
+          "[--only=ceiling,schedule,schedule_many,deliver,lateness]\n");
+      return arg == "--help" ? (std::exit(0), true) : false;
+    }
+    const std::string name = arg.substr(2, eq - 2);
+    const std::string value = arg.substr(eq + 1);
+    char* end = nullptr;
+    const long n = std::strtol(value.c_str(), &end, 10);
+    const bool numeric = end != nullptr && *end == '\0' && n >= 0;
+    if (name == "quick" && numeric) {
+      f->quick = n != 0;
+    } else if (name == "appendfsync" &&
+               (value == "always" || value == "everysec" || value == "no")) {
+      f->appendfsync = value;
+    } else if (name == "ceiling_n" && numeric && n > 0) {
+      f->ceiling_n = static_cast<int>(n);
+    } else if (name == "schedule_n" && numeric && n > 0) {
+      f->schedule_n = static_cast<int>(n);
+    } else if (name == "many_n" && numeric && n > 0) {
+      f->many_n = static_cast<int>(n);
+    } else if (name == "deliver_n" && numeric && n > 0) {
+      f->deliver_n = static_cast<int>(n);
+    } else if (name == "lateness_n" && numeric && n > 0) {
+      f->lateness_n = static_cast<int>(n);
+    } else if (name == "only") {
+      std::stringstream list(value);
+      std::string w;
+      while (std::getline(list, w, ',')) {
+        if (w != "ceiling" && w != "schedule" && w != "schedule_many" &&
+            w != "deliver" && w != "lateness") {
+          fmt::print(stderr, "durable_bench: unknown workload {}\n", w);
+          return false;
+        }
+      }
+      f->only = value;
+    } else if (name == "stats" && numeric) {
+      f->stats = n != 0;
+    } else {
+      fmt::print(stderr, "durable_bench: bad flag {}\n", arg);
+      return false;
+    }
+  }
+  if (f->quick) {
+    f->ceiling_n = std::min(f->ceiling_n, 2000);
+    f->schedule_n = std::min(f->schedule_n, 200);
+    f->many_n = std::min(f->many_n, 2000);
+    f->deliver_n = std::min(f->deliver_n, 500);
+    f->lateness_n = std::min(f->lateness_n, 40);
+  }
+  return true;
+}
+
+struct Row {
+  std::string metric;
+  std::string value;
+  std::string vs_ceiling;
+};
+
+std::vector<Row> rows;
+std::vector<std::string> failures;
+
+void Check(bool ok, std::string what) {
+  if (!ok) failures.push_back(std::move(what));
+}
+
+std::string Rate(double per_second) {
+  return fmt::format("{:.0f}/s", per_second);
+}
+
+std::string Ratio(double rate, double ceiling) {
+  return ceiling > 0 ? fmt::format("{:.2f}x", rate / ceiling) : "n/a";
+}
+
+std::string TempDir() {
+  std::string dir = "/tmp/tw-durable-bench-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) return "/tmp";
+  return dir;
+}
+
+// redis-benchmark's ZADD rate against `redis`, or 0 when it cannot run.
+double Ceiling(const RedisServer& redis, int n, const std::string& dir) {
+  const std::string out = dir + "/redis-benchmark.csv";
+  std::vector<std::string> args = {"redis-benchmark",
+                                   "-h",
+                                   "127.0.0.1",
+                                   "-p",
+                                   std::to_string(redis.port()),
+                                   "-t",
+                                   "zadd",
+                                   "-n",
+                                   std::to_string(n),
+                                   "-P",
+                                   "16",
+                                   "-r",
+                                   "1000000",
+                                   "--csv"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, "redis-benchmark", &actions, nullptr,
+                              argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return 0;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("\"ZADD\",\"", 0) == 0) {
+      return std::strtod(line.c_str() + 8, nullptr);
+    }
+  }
+  return 0;
+}
+
+void Flush(RedisServer& redis) { (void)redis.Command({"FLUSHALL"}); }
+
+DurableTimerOptions BenchOptions(const RedisServer& redis) {
+  DurableTimerOptions o;
+  o.redis = redis.uri();
+  o.keyspace = "bench";
+  o.redis_timeout = absl::Seconds(10);
+  return o;
+}
+
+double ScheduleRate(RedisServer& redis, int n, int threads) {
+  auto timers = DurableTimer::Connect(BenchOptions(redis)).value();
+  std::atomic<int> errors{0};
+  const absl::Time start = absl::Now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = t; i < n; i += threads) {
+        if (!timers
+                 ->ScheduleAfter("s" + std::to_string(i), absl::Hours(1),
+                                 "payload")
+                 .ok()) {
+          ++errors;
+        }
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  Check(errors == 0, "Schedule() failed");
+  Check(timers->Pending().value_or(-1) == n, "Schedule(): pending count");
+  Flush(redis);
+  return n / seconds;
+}
+
+std::vector<ScheduleEntry> Entries(int n, absl::Time deadline,
+                                   const std::string& prefix) {
+  std::vector<ScheduleEntry> entries;
+  entries.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    entries.push_back({prefix + std::to_string(i), deadline, "payload"});
+  }
+  return entries;
+}
+
+double ScheduleManyRate(RedisServer& redis, int n) {
+  auto timers = DurableTimer::Connect(BenchOptions(redis)).value();
+  const std::vector<ScheduleEntry> entries =
+      Entries(n, absl::Now() + absl::Hours(1), "m");
+  const absl::Time start = absl::Now();
+  bool ok = true;
+  for (size_t i = 0; i < entries.size(); i += 1000) {
+    const size_t len = std::min<size_t>(1000, entries.size() - i);
+    ok = ok && timers->ScheduleMany(std::span(entries).subspan(i, len)).ok();
+  }
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  Check(ok, "ScheduleMany() failed");
+  Check(timers->Pending().value_or(-1) == n, "ScheduleMany(): pending count");
+  Flush(redis);
+  return n / seconds;
+}
+
+struct Fleet {
+  std::vector<pid_t> pids;
+  std::string events;
+  std::string out;
+};
+
+Fleet SpawnFleet(const RedisServer& redis, int processes,
+                 const std::string& dir, const std::string& name) {
+  Fleet f;
+  f.events = dir + "/" + name + ".events";
+  f.out = dir + "/" + name + ".out";
+  WorkerConfig w;
+  w.redis = redis.uri();
+  w.keyspace = "bench";
+  w.shards = 16;
+  w.lease = absl::Seconds(30);
+  w.poll_interval = absl::Milliseconds(200);
+  w.handler_threads = 8;
+  w.max_in_flight = 1024;
+  w.events = f.events;
+  w.record_deliveries = false;
+  for (int i = 0; i < processes; ++i) {
+    absl::StatusOr<pid_t> pid = testing::SpawnWorker(w, f.out);
+    if (pid.ok()) f.pids.push_back(*pid);
+  }
+  const bool ready = testing::WaitForEvents(
+      f.events, absl::Seconds(60), [&](const std::vector<Event>& e) {
+        return std::count_if(e.begin(), e.end(), [](const Event& x) {
+                 return x.kind == "ready";
+               }) == processes;
+      });
+  Check(ready && static_cast<int>(f.pids.size()) == processes,
+        "worker processes did not start: " + f.out);
+  return f;
+}
+
+// Stops the fleet; returns the sum of its "stopped" and lateness events.
+std::vector<Event> StopFleet(const Fleet& f) {
+  for (pid_t pid : f.pids) testing::SignalChild(pid, SIGTERM);
+  for (pid_t pid : f.pids) {
+    Check(testing::WaitChild(pid, absl::Seconds(60)).ok(),
+          "a worker did not stop");
+  }
+  return EventLog::Read(f.events);
+}
+
+struct DeliverResult {
+  double rate = 0;
+  int64_t acknowledged = 0;
+  double redis_cpu_us = 0;   // Redis's CPU per delivery
+  double worker_cpu_us = 0;  // the workers' CPU per delivery
+};
+
+// Redis's CPU time so far (INFO cpu), in seconds.
+double RedisCpu(RedisServer& redis) {
+  auto info = redis.Command({"INFO", "cpu"});
+  if (!info.ok()) return 0;
+  double total = 0;
+  for (const char* key : {"used_cpu_sys:", "used_cpu_user:"}) {
+    const size_t at = info->str.find(key);
+    if (at != std::string::npos) {
+      total += std::strtod(info->str.c_str() + at + std::strlen(key), nullptr);
+    }
+  }
+  return total;
+}
+
+// CPU time of this process's reaped children, in seconds.
+double ChildrenCpu() {
+  rusage u{};
+  getrusage(RUSAGE_CHILDREN, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+DeliverResult DeliverRate(RedisServer& redis, int processes, int n,
+                          double many_rate, const std::string& dir) {
+  const double children_before = ChildrenCpu();
+  Fleet fleet =
+      SpawnFleet(redis, processes, dir, fmt::format("deliver{}", processes));
+  auto timers = DurableTimer::Connect(BenchOptions(redis)).value();
+  // All due at one instant, after they are all scheduled.
+  const absl::Duration lead =
+      absl::Seconds(1) + absl::Seconds(3.0 * n / std::max(many_rate, 1.0));
+  const absl::Time due = absl::Now() + lead;
+  const std::vector<ScheduleEntry> entries = Entries(n, due, "d");
+  bool ok = true;
+  for (size_t i = 0; i < entries.size(); i += 1000) {
+    const size_t len = std::min<size_t>(1000, entries.size() - i);
+    ok = ok && timers->ScheduleMany(std::span(entries).subspan(i, len)).ok();
+  }
+  Check(ok, "deliver: ScheduleMany() failed");
+  // On a loaded machine scheduling may end after the deadline: the clock
+  // starts when both have passed.
+  const absl::Time start = std::max(due, absl::Now());
+  const double redis_before = RedisCpu(redis);
+  absl::Time done = absl::InfiniteFuture();
+  const absl::Time give_up = start + absl::Seconds(120);
+  while (absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+    if (absl::Now() > start && timers->Pending().value_or(-1) == 0) {
+      done = absl::Now();
+      break;
+    }
+  }
+  DeliverResult r;
+  Check(done != absl::InfiniteFuture(), "deliver: timers left pending");
+  r.rate = n / std::max(1e-9, absl::ToDoubleSeconds(done - start));
+  // Redis's CPU from the moment all were scheduled: delivery, and the
+  // Pending() polls (one HLEN per shard every 20 ms, negligible).
+  r.redis_cpu_us = (RedisCpu(redis) - redis_before) * 1e6 / n;
+  for (const Event& e : StopFleet(fleet)) {
+    if (e.kind == "stopped") r.acknowledged += e.b;
+  }
+  // The workers' whole lives: start-up and idle polling included.
+  r.worker_cpu_us = (ChildrenCpu() - children_before) * 1e6 / n;
+  Check(r.acknowledged == n,
+        fmt::format("deliver: {} acknowledged of {}", r.acknowledged, n));
+  Flush(redis);
+  return r;
+}
+
+struct Lateness {
+  int64_t p50_us = 0, p99_us = 0, max_us = 0, count = 0;
+};
+
+// One worker delivers `n` timers that this process schedules: `ahead` well
+// before their deadlines (spread over 3 s), or else at short notice (a
+// delay of 0-100 ms, one every 3 s / n).
+Lateness MeasureLateness(RedisServer& redis, int n, bool ahead,
+                         const std::string& dir) {
+  Fleet fleet =
+      SpawnFleet(redis, 1, dir, ahead ? "lateness_ahead" : "lateness_short");
+  auto timers = DurableTimer::Connect(BenchOptions(redis)).value();
+  std::mt19937 rng(42);
+  if (ahead) {
+    std::vector<ScheduleEntry> entries;
+    const absl::Time base = absl::Now() + absl::Seconds(1);
+    for (int i = 0; i < n; ++i) {
+      entries.push_back({"l" + std::to_string(i),
+                         base + absl::Milliseconds(rng() % 3000), ""});
+    }
+    Check(timers->ScheduleMany(entries).ok(), "lateness: ScheduleMany");
+  } else {
+    const absl::Duration gap = absl::Seconds(3) / n;
+    for (int i = 0; i < n; ++i) {
+      Check(timers
+                ->ScheduleAfter("l" + std::to_string(i),
+                                absl::Milliseconds(rng() % 100))
+                .ok(),
+            "lateness: ScheduleAfter");
+      absl::SleepFor(gap);
+    }
+  }
+  const bool drained = testing::WaitForEvents(
+      fleet.events, absl::Seconds(60), [&](const std::vector<Event>&) {
+        return timers->Pending().value_or(-1) == 0;
+      });
+  Check(drained, "lateness: timers left pending");
+  Lateness l;
+  for (const Event& e : StopFleet(fleet)) {
+    if (e.kind == "lateness") {
+      l.p50_us = e.a;
+      l.p99_us = e.b;
+    }
+    if (e.kind == "latemax") {
+      l.max_us = e.a;
+      l.count = e.b;
+    }
+  }
+  Check(l.count == n, fmt::format("lateness: {} delivered of {}", l.count, n));
+  Flush(redis);
+  return l;
+}
+
+std::string RedisVersion(RedisServer& redis) {
+  auto info = redis.Command({"INFO", "server"});
+  if (!info.ok()) return "?";
+  const size_t at = info->str.find("redis_version:");
+  if (at == std::string::npos) return "?";
+  return info->str.substr(at + 14, info->str.find('\r', at) - at - 14);
+}
+
+int Main(int argc, char** argv) {
+  Flags flags;
+  if (!ParseFlags(argc, argv, &flags)) return 2;
+  RedisServer::Options ro;
+  ro.extra_args = {"--appendfsync", flags.appendfsync};
+  absl::StatusOr<std::unique_ptr<RedisServer>> started = RedisServer::Start(ro);
+  if (!started.ok()) {
+    fmt::print(stderr, "durable_bench: {}\n", started.status().ToString());
+    return 1;
+  }
+  RedisServer& redis = **started;
+  const std::string dir = TempDir();
+  fmt::print(
+      "durable_bench: redis-server {} on 127.0.0.1:{}, appendonly yes, "
+      "appendfsync {}, data in {}; {} cores{}\n",
+      RedisVersion(redis), redis.port(), flags.appendfsync, redis.dir(),
+      std::thread::hardware_concurrency(),
+      flags.quick ? "; --quick: sizes too small to measure anything" : "");
+  std::fflush(stdout);
+
+  // After each workload with --stats=1: what Redis spent per command.
+  auto stats = [&](const std::string& workload) {
+    if (!flags.stats) return;
+    auto info = redis.Command({"INFO", "commandstats"});
+    if (info.ok()) {
+      std::stringstream lines(info->str);
+      std::string line;
+      fmt::print("[stats {}]\n", workload);
+      while (std::getline(lines, line)) {
+        if (line.rfind("cmdstat_", 0) == 0) fmt::print("  {}\n", line);
+      }
+    }
+    (void)redis.Command({"CONFIG", "RESETSTAT"});
+  };
+  double ceiling = 0;
+  if (flags.Runs("ceiling")) {
+    ceiling = Ceiling(redis, flags.ceiling_n, dir);
+    Flush(redis);
+    rows.push_back({"redis-benchmark ZADD, 50 clients, pipeline 16 (ceiling)",
+                    ceiling > 0 ? Rate(ceiling) : "n/a (no redis-benchmark)",
+                    ceiling > 0 ? "1.00x" : "n/a"});
+    stats("ceiling");
+  }
+  if (flags.Runs("schedule")) {
+    const double single = ScheduleRate(redis, flags.schedule_n, 1);
+    rows.push_back(
+        {"Schedule(), 1 thread", Rate(single), Ratio(single, ceiling)});
+    const double four = ScheduleRate(redis, flags.schedule_n, 4);
+    rows.push_back({"Schedule(), 4 threads", Rate(four), Ratio(four, ceiling)});
+    stats("schedule");
+  }
+  double many = 0;
+  if (flags.Runs("schedule_many")) {
+    many = ScheduleManyRate(redis, flags.many_n);
+    rows.push_back(
+        {"ScheduleMany(), batches of 1000", Rate(many), Ratio(many, ceiling)});
+    stats("schedule_many");
+  }
+  DeliverResult d3;
+  if (flags.Runs("deliver")) {
+    const double lead_rate = many > 0 ? many : 10000;
+    const DeliverResult d1 =
+        DeliverRate(redis, 1, flags.deliver_n, lead_rate, dir);
+    rows.push_back(
+        {"deliveries, 1 process", Rate(d1.rate), Ratio(d1.rate, ceiling)});
+    rows.push_back(
+        {"  CPU per delivery: Redis / worker",
+         fmt::format("{:.1f} / {:.1f} us", d1.redis_cpu_us, d1.worker_cpu_us),
+         ""});
+    stats("deliver, 1 process");
+    d3 = DeliverRate(redis, 3, flags.deliver_n, lead_rate, dir);
+    rows.push_back(
+        {"deliveries, 3 processes", Rate(d3.rate), Ratio(d3.rate, ceiling)});
+    rows.push_back(
+        {"  CPU per delivery: Redis / workers",
+         fmt::format("{:.1f} / {:.1f} us", d3.redis_cpu_us, d3.worker_cpu_us),
+         ""});
+    stats("deliver, 3 processes");
+  }
+  Lateness ahead, shortn;
+  if (flags.Runs("lateness")) {
+    ahead = MeasureLateness(redis, flags.lateness_n, true, dir);
+    rows.push_back(
+        {"lateness p50 / p99 / max, scheduled ahead",
+         fmt::format("{:.1f} / {:.1f} / {:.1f} ms", ahead.p50_us / 1e3,
+                     ahead.p99_us / 1e3, ahead.max_us / 1e3),
+         ""});
+    shortn = MeasureLateness(redis, flags.lateness_n, false, dir);
+    rows.push_back(
+        {"lateness p50 / p99 / max, short notice, polled",
+         fmt::format("{:.1f} / {:.1f} / {:.1f} ms", shortn.p50_us / 1e3,
+                     shortn.p99_us / 1e3, shortn.max_us / 1e3),
+         ""});
+    stats("lateness");
+  }
+
+  size_t width = 0;
+  for (const Row& r : rows) width = std::max(width, r.metric.size());
+  fmt::print("\n{:<{}}  {:>22}  {:>10}\n", "metric", width, "value",
+             "/ceiling");
+  for (const Row& r : rows) {
+    fmt::print("{:<{}}  {:>22}  {:>10}\n", r.metric, width, r.value,
+               r.vs_ceiling);
+  }
+  const int64_t poll_us = 200000;
+  fmt::print("\nGoals\n");
+  auto goal = [](bool met, const std::string& what) {
+    fmt::print("  {}  {}\n", met ? "MET   " : "MISSED", what);
+  };
+  if (flags.Runs("ceiling") && flags.Runs("schedule_many")) {
+    goal(ceiling > 0 && many >= ceiling / 2,
+         "ScheduleMany() within 2x of the ZADD ceiling");
+  }
+  if (flags.Runs("deliver")) {
+    goal(d3.rate >= 50000, "deliveries >= 50k/s with 3 processes");
+  }
+  if (flags.Runs("lateness")) {
+    goal(ahead.p99_us <= poll_us,
+         "lateness p99 <= poll_interval (200 ms), scheduled ahead");
+    goal(shortn.p99_us <= poll_us,
+         "lateness p99 <= poll_interval (200 ms), short notice");
+  }
+  if (failures.empty()) {
+    fmt::print("\nCorrectness checks: all passed\n");
+    return 0;
+  }
+  fmt::print("\nCorrectness checks: {} FAILED\n", failures.size());
+  for (const std::string& f : failures) fmt::print("  {}\n", f);
+  return 1;
+}
+
+}  // namespace
+}  // namespace tickwheel::durable
+
+int main(int argc, char** argv) {
+  if (std::optional<int> rc = tickwheel::durable::testing::RunRoleIfAsked()) {
+    return *rc;
+  }
+  return tickwheel::durable::Main(argc, argv);
+}
