@@ -133,6 +133,21 @@ struct SharedTimerState {
     return sum;
   }
 
+  // stop(): sets the closed bit in every count word, after which every
+  // reservation fails; true if this call set it first.
+  bool Close() {
+    bool first = false;
+    for (Shard& shard : shards) {
+      first |=
+          !(shard.pending_word.fetch_or(kClosed, std::memory_order_acq_rel) &
+            kClosed);
+    }
+    return first;
+  }
+  bool closed() const {
+    return shards[0].pending_word.load(std::memory_order_acquire) & kClosed;
+  }
+
   // How many nodes may wait on one shard's notice queue while the worker
   // sleeps; the push that reaches it wakes the worker.
   static constexpr int64_t kNoticeBacklogWake = 4096;

@@ -25,7 +25,8 @@ Worker::Worker(WorkerConfig config)
     : config_(std::move(config)),
       runner_(shared_, counters_, config_.call_task, config_.task_executor),
       driver_(config_.shape, runner_, counters_, shutdown_),
-      intake_(shared_, driver_) {
+      intake_(shared_, driver_),
+      sweeper_(shared_, intake_, driver_, runner_, counters_) {
   shared_.owner.store(config_.owner, std::memory_order_relaxed);
   shared_.limited = config_.max_pending_timeouts > 0;
   shared_.waker = &planner_;
@@ -64,7 +65,7 @@ void Worker::Run() {
   running_worker = nullptr;
   if (finish_on_thread_) {
     // The Timer was destroyed from one of its own tasks; nobody will join us.
-    for (const Stopped& s : CollectUnprocessed()) DiscardStopped(s.node);
+    for (const Stopped& s : sweeper_.Collect()) Sweeper::Discard(s.node);
     planner_.DestroySleeper();
   }
 }
@@ -76,7 +77,7 @@ void Worker::WakeForPool(void* self) {
 bool Worker::Pass(int64_t now) {
   intake_.StartPass();
   cancel_all_.Serve([this] { return AnswerCancelAll(); });
-  if (purge_) PurgeCancelled();
+  if (sweeper_.purge_pending()) sweeper_.PurgeCancelled();
   bool done = intake_.TakeNotices();
   done &= intake_.TakeNew(now);
   driver_.FlushRefiles();

@@ -14,14 +14,16 @@
 //                                           periodic
 //   sleeping:       WakePlanner (wake_planner.h): the plan, and who wakes it
 //   cancelAll():    CancelAllQueue (cancel_all_queue.h), from other threads
+//   cancelAll() and stop() over every node held: Sweeper (sweeper.h)
 //   metrics:        TimerCounters (timer_counters.h)
 //
 // This class is the loop that drives them and the life cycle around it:
-// newTimeout()'s side (worker_schedule.cc: reserve a pending slot, build the
-// node, publish it, wake the worker when it must), the loop (worker.cc: one
-// pass serves cancelAll() tickets, takes notices and new nodes in, advances
-// the wheel to the clock, then sleeps until the next work), and stop(),
-// ~Timer and cancelAll() (worker_stop.cc). docs/DESIGN.md tells the story.
+// newTimeout()'s side (worker_schedule.cc: reserve a pending slot and build
+// the node with worker/new_node.h, publish it, wake the worker when it must),
+// the loop (worker.cc: one pass serves cancelAll() tickets, takes notices and
+// new nodes in, advances the wheel to the clock, then sleeps until the next
+// work), and stop(), ~Timer and cancelAll() (worker_stop.cc). docs/DESIGN.md
+// tells the story.
 //
 // Stopping (newTimeout and cancel vs stop). Each pending-count word
 // (SharedTimerState, one per shard) holds a count and a closed bit.
@@ -58,13 +60,13 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "tickwheel/base/deadline_spec.h"
-#include "tickwheel/base/mapped_vector.h"
 #include "tickwheel/base/mutex.h"
 #include "tickwheel/base/task_slot.h"
 #include "tickwheel/base/time_source.h"
 #include "tickwheel/worker/cancel_all_queue.h"
 #include "tickwheel/worker/intake.h"
 #include "tickwheel/worker/shared_state.h"
+#include "tickwheel/worker/sweeper.h"
 #include "tickwheel/worker/task_runner.h"
 #include "tickwheel/worker/timeout_node.h"
 #include "tickwheel/worker/timer_counters.h"
@@ -106,11 +108,8 @@ class Worker final : public std::enable_shared_from_this<Worker> {
       ABSL_LOCKS_EXCLUDED(start_mu_);
 
   // What stop() returns: a node and the deadline it was sorted by.
-  struct Stopped {
-    int64_t deadline;
-    TimeoutNode* node;
-  };
-  using StoppedNodes = MappedVector<Stopped>;
+  using Stopped = Sweeper::Stopped;
+  using StoppedNodes = Sweeper::StoppedNodes;
 
   // Timer::stop: every node neither run nor cancelled (but for library
   // timeouts, whose tasks it destroys), earliest deadline first, each marked
@@ -140,16 +139,8 @@ class Worker final : public std::enable_shared_from_this<Worker> {
   int64_t NowNanos() const { return shared_.NowNanos(); }
 
  private:
-  // ---- newTimeout()'s side (worker_schedule.cc) ----
-  // A pending slot, checking the closed bit and max_pending_timeouts in the
-  // same RMW.
-  absl::Status Reserve(std::atomic<int64_t>& count);
-  // The clock reading the timeout is due at, saturating.
-  int64_t Deadline(int64_t now, DeadlineSpec when) const;
-  // The node with its task, or an error with the slot given back.
-  absl::StatusOr<TimeoutNode*> NewNode(TaskEmplacer emplace, void* callable,
-                                       int64_t deadline, DeadlineSpec when,
-                                       std::atomic<int64_t>& count);
+  // ---- newTimeout()'s side (worker_schedule.cc; the slot, the deadline and
+  // the node are worker/new_node.h's) ----
   // The lane or the queue, then the wake-up if the worker sleeps past the
   // deadline.
   void Publish(TimeoutNode* node, int shard);
@@ -167,30 +158,10 @@ class Worker final : public std::enable_shared_from_this<Worker> {
   static void WakeForPool(void* self);
 
   // ---- stop() and cancelAll() (worker_stop.cc) ----
-  // Sets the closed bit in every count word; true if this call set it first.
-  bool Close();
-  bool closed() const {
-    return shared_.shards[0].pending_word.load(std::memory_order_acquire) &
-           SharedTimerState::kClosed;
-  }
-  // cancelAll() on the worker thread: cancels every pending node it can
-  // reach (lanes, queues, the wheel, the nodes waiting to be filed again,
-  // the periodic node of the task that calls it) but library timeouts, and
-  // returns how many.
-  int64_t CancelAllHere();
   // One ticket of another thread's cancelAll(), served on the worker (or,
   // after stop() has joined it, by stop(): then nothing is pending, and
   // the answer is 0).
   int64_t AnswerCancelAll();
-  // Removes from the wheel the nodes cancelAll() left there (cancelled, not
-  // on a notice queue) and drops them.
-  void PurgeCancelled();
-  // Called once the worker has exited, by the one thread that finishes the
-  // shutdown: every pending node, marked stopped, earliest deadline first,
-  // with the worker's reference.
-  StoppedNodes CollectUnprocessed();
-  // Destroys the task of a stopped node, unrun, and drops its reference.
-  static void DiscardStopped(TimeoutNode* node);
 
   const WorkerConfig config_;
   SharedTimerState shared_;
@@ -202,8 +173,8 @@ class Worker final : public std::enable_shared_from_this<Worker> {
   WheelDriver driver_;
   Intake intake_;
   WakePlanner planner_;
+  Sweeper sweeper_;
   CancelAllQueue cancel_all_;
-  bool purge_ = false;  // cancelAll() left cancelled nodes in the wheel
 
   // Start-up. start_mu_ serialises StartThread() and makes its check of the
   // closed bit atomic with stop()'s read of started_: either stop() sees the

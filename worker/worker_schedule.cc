@@ -1,25 +1,16 @@
-// newTimeout()'s side of the worker: reserving a slot, building the node,
-// publishing it, and waking the worker when it must.
+// newTimeout()'s side of the worker: reserving a slot and building the node
+// (worker/new_node.h), publishing it, and waking the worker when it must.
 
-#include <algorithm>
-#include <new>
 #include <system_error>
-#include <utility>
 
 #include <fmt/format.h>
 
 #include "tickwheel/base/interleave.h"
-#include "tickwheel/base/nanos.h"
-#include "tickwheel/base/periodic_task.h"
 #include "tickwheel/worker/cell_pool.h"
+#include "tickwheel/worker/new_node.h"
 #include "tickwheel/worker/worker.h"
 
 namespace tickwheel::internal {
-
-absl::Status StoppedError(std::string_view call) {
-  return absl::FailedPreconditionError(
-      fmt::format("{}: the timer has been stopped; create a new Timer", call));
-}
 
 absl::StatusOr<TimeoutNode*> Worker::Schedule(TaskEmplacer emplace,
                                               void* callable,
@@ -32,7 +23,10 @@ absl::StatusOr<TimeoutNode*> Worker::Schedule(TaskEmplacer emplace,
       config_.monotonic_clock ? MonotonicNanos() : config_.clock->NowNanos();
   const int shard = SharedTimerState::ThisThreadShard();
   std::atomic<int64_t>& count = shared_.CountWord(shard);
-  if (absl::Status s = Reserve(count); !s.ok()) return s;
+  if (absl::Status s = ReserveSlot(count, config_.max_pending_timeouts);
+      !s.ok()) {
+    return s;
+  }
   TICKWHEEL_INTERLEAVE_POINT();
   if (!started_.load(std::memory_order_acquire)) {
     if (absl::Status s = StartThread(); !s.ok()) {
@@ -40,85 +34,11 @@ absl::StatusOr<TimeoutNode*> Worker::Schedule(TaskEmplacer emplace,
       return s;
     }
   }
-  absl::StatusOr<TimeoutNode*> node =
-      NewNode(emplace, callable, Deadline(now, when), when, count);
+  // A delay counts from startTime when this call read the clock before the
+  // worker started.
+  absl::StatusOr<TimeoutNode*> node = NewNode(
+      emplace, callable, DeadlineFor(now, start_nanos_, when), when, count);
   if (node.ok()) Publish(*node, shard);
-  return node;
-}
-
-absl::Status Worker::Reserve(std::atomic<int64_t>& count) {
-  // With a limit, a CAS loop, so that the count never exceeds it, not even
-  // for an instant; without, one add.
-  const int64_t max = config_.max_pending_timeouts;
-  int64_t word = count.load(std::memory_order_relaxed);
-  if (max > 0) {
-    do {
-      if (word & SharedTimerState::kClosed) break;
-      if (SharedTimerState::Count(word) >= max) {
-        return absl::ResourceExhaustedError(fmt::format(
-            "newTimeout: number of pending timeouts ({}) would exceed "
-            "max_pending_timeouts ({}); cancel timeouts you no longer need or "
-            "raise the limit",
-            SharedTimerState::Count(word) + 1, max));
-      }
-    } while (!count.compare_exchange_weak(word, word + SharedTimerState::kOne,
-                                          std::memory_order_relaxed));
-  } else {
-    word = count.fetch_add(SharedTimerState::kOne, std::memory_order_relaxed);
-    if (word & SharedTimerState::kClosed) {
-      count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
-    }
-  }
-  if (word & SharedTimerState::kClosed) return StoppedError("newTimeout");
-  return absl::OkStatus();
-}
-
-int64_t Worker::Deadline(int64_t now, DeadlineSpec when) const {
-  // A delay counts from now, or from startTime when the call read the
-  // clock before the worker started; a huge delay saturates at INT64_MAX
-  // instead of wrapping into the past. An absolute deadline in the past is
-  // taken as now: it runs promptly, and deadline() and the lateness it
-  // records measure from the call, not from a time before it.
-  if (when.absolute) return std::max(when.nanos, now);
-  return SaturatingAdd(std::max(now, start_nanos_), when.nanos);
-}
-
-absl::StatusOr<TimeoutNode*> Worker::NewNode(TaskEmplacer emplace,
-                                             void* callable, int64_t deadline,
-                                             DeadlineSpec when,
-                                             std::atomic<int64_t>& count) {
-  auto give_back = [&count] {
-    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
-  };
-  auto* node = new (std::nothrow) TimeoutNode;
-  if (node == nullptr) {
-    give_back();
-    return absl::ResourceExhaustedError(
-        "newTimeout: out of memory for the timeout");
-  }
-  // A periodic task: one box for all runs, shared by reference with each
-  // run in progress (base/periodic_task.h); the callable goes inside it.
-  PeriodicTask* box = nullptr;
-  if (when.periodic()) {
-    box = new (std::nothrow) PeriodicTask(when.period_nanos);
-    if (box == nullptr) {
-      delete node;
-      give_back();
-      return absl::ResourceExhaustedError(
-          "newPeriodic: out of memory for the task");
-    }
-  }
-  try {
-    emplace(box != nullptr ? box->task() : node->task(), callable);
-  } catch (...) {  // the callable's own copy or move threw: the caller's
-    if (box != nullptr) box->Unref();
-    delete node;
-    give_back();
-    throw;
-  }
-  if (box != nullptr) PeriodicTask::Install(node->task(), box);
-  node->StartQueued(when.periodic(), when.library);
-  node->deadline.store(deadline, std::memory_order_relaxed);
   return node;
 }
 
