@@ -16,7 +16,7 @@ WheelDriver::WheelDriver(WheelShape shape, TaskRunner& runner,
       counters_(counters),
       stopping_(stopping),
       wheel_(shape.ticks_per_wheel, shape.tick_nanos) {
-  if (within_tick_) wheel_.SortEachTick();
+  if (within_tick_ || shape.deadline_order) wheel_.SortEachTick();
 }
 
 void WheelDriver::NoteExpiringTick(int64_t tick, int64_t now) {

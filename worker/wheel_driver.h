@@ -14,7 +14,8 @@
 //
 // One pass of Advance(now):
 //   1. the ticks whose end `now` has passed, earliest first, each node in
-//      insertion order (in deadline order with a slack below the tick);
+//      insertion order (in deadline order with a slack below the tick, or
+//      with WheelShape::deadline_order);
 //      upper levels cascade as their time comes;
 //   2. with a slack below the tick, the nodes of the tick in progress whose
 //      deadline `now` has reached.
@@ -47,6 +48,11 @@ struct WheelShape {
   // How late past its deadline a task may run, in [0, tick_nanos];
   // tick_nanos: tasks run at tick ends.
   int64_t slack_nanos = 0;
+  // Run each tick's nodes in deadline order whatever the slack (a slack
+  // below the tick implies it). A LocalTimer promises deadline order within
+  // each advance(); a Timer's worker, with a tick's slack, keeps insertion
+  // order, which costs no sort.
+  bool deadline_order = false;
 };
 
 class WheelDriver {
@@ -83,6 +89,17 @@ class WheelDriver {
   // no delay runs once a tick, not in a loop. False when that run stopped
   // the timer.
   bool File(TimeoutNode* node, int64_t now);
+
+  // Files a node just armed by its deadline and never runs it here, even
+  // when it is due already: it runs in the first Advance() that reaches its
+  // tick (a node due before elapsed() joins elapsed()'s bucket). For an
+  // owner that schedules on the driving thread between advances
+  // (LocalTimer): its newTimeout() must not run a task. Not during an
+  // Advance(): the wheel must not change while it is walked.
+  void FileForLater(TimeoutNode* node) {
+    node->filed = node->deadline.load(std::memory_order_relaxed);
+    wheel_.Insert(node);
+  }
 
   // A filed node whose deadline a reset() moved earlier: filed again by it.
   void FileAgain(TimeoutNode* node) {
