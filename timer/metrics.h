@@ -26,7 +26,10 @@
 
 namespace tickwheel {
 
-class Timer;
+namespace internal {
+// Fills a snapshot from an engine's counters (timer/engine_bridge.cc).
+struct HistogramAccess;
+}  // namespace internal
 
 // How late tasks started: (the time a run started - its deadline), over
 // every run of every task of a timer (each run of a periodic timeout counts
@@ -58,7 +61,7 @@ class LatenessHistogram {
   std::string ToString() const;
 
  private:
-  friend class Timer;  // takes the snapshot
+  friend struct internal::HistogramAccess;  // takes the snapshot
   std::array<int64_t, internal::kHistogramBuckets> counts_{};
   int64_t count_ = 0;
   int64_t max_ = 0;

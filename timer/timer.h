@@ -92,6 +92,7 @@
 #include "tickwheel/base/nanos.h"
 #include "tickwheel/timer/clock.h"
 #include "tickwheel/timer/instance_limit.h"
+#include "tickwheel/timer/internal/schedule.h"
 #include "tickwheel/timer/internal/task.h"
 #include "tickwheel/timer/log.h"
 #include "tickwheel/timer/metrics.h"
@@ -210,7 +211,7 @@ class Timer {
   absl::StatusOr<Timeout> newTimeout(F&& task,
                                      std::chrono::duration<Rep, Period> delay) {
     const std::optional<absl::Duration> d = internal::FromChrono(delay);
-    if (!d.has_value()) return NanError("newTimeout", "delay");
+    if (!d.has_value()) return internal::NanError("newTimeout", "delay");
     return newTimeout(std::forward<F>(task), *d);
   }
   // A TimerTask, or what converts to one (nullptr: an empty task, refused).
@@ -222,7 +223,7 @@ class Timer {
   absl::StatusOr<Timeout> newTimeout(TimerTask task,
                                      std::chrono::duration<Rep, Period> delay) {
     const std::optional<absl::Duration> d = internal::FromChrono(delay);
-    if (!d.has_value()) return NanError("newTimeout", "delay");
+    if (!d.has_value()) return internal::NanError("newTimeout", "delay");
     return newTimeout(std::move(task), *d);
   }
 
@@ -354,25 +355,17 @@ class Timer {
 
   template <typename F>
   absl::StatusOr<Timeout> ScheduleTask(F&& task, internal::DeadlineSpec when) {
-    if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
-      return ScheduleTask(&task, when);  // a function: by its pointer
-    } else {
-      if (internal::IsEmptyCallable<std::decay_t<F>>(task)) {
-        return EmptyTaskError();
-      }
-      // EmplaceTask<F&&> casts the pointer back to F's own constness.
-      return Schedule(&internal::EmplaceTask<F&&>,
-                      const_cast<void*>(static_cast<const void*>(&task)), when);
-    }
+    return internal::ScheduleCallable(
+        std::forward<F>(task), when,
+        [this](internal::TaskEmplacer emplace, void* callable,
+               internal::DeadlineSpec spec) {
+          return Schedule(emplace, callable, spec);
+        });
   }
 
   // A callable that is not empty, to the worker (Worker::Schedule).
   absl::StatusOr<Timeout> Schedule(internal::TaskEmplacer emplace,
                                    void* callable, internal::DeadlineSpec when);
-  static absl::Status EmptyTaskError();
-  static absl::Status PeriodError(absl::Duration period);
-  // InvalidArgument: `what` of `call` is a floating-point NaN.
-  static absl::Status NanError(const char* call, const char* what);
 
   std::shared_ptr<internal::Worker> worker_;
   absl::Duration tick_duration_;
@@ -384,26 +377,10 @@ class Timer {
 template <TimerTaskCallable F, TimerDuration D1, TimerDuration D2>
 absl::StatusOr<Timeout> Timer::newPeriodic(F&& task, D1 initial_delay,
                                            D2 period) {
-  const std::optional<absl::Duration> initial =
-      internal::AsDuration(initial_delay);
-  const std::optional<absl::Duration> every = internal::AsDuration(period);
-  if (!initial.has_value()) return NanError("newPeriodic", "initial delay");
-  if (!every.has_value()) return NanError("newPeriodic", "period");
-  if (*every <= absl::ZeroDuration() || *every == absl::InfiniteDuration()) {
-    return PeriodError(*every);
-  }
-  if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
-    return newPeriodic(&task, *initial, *every);
-  } else {
-    if (internal::IsEmptyCallable<std::decay_t<F>>(task)) {
-      return EmptyTaskError();
-    }
-    return Schedule(
-        &internal::EmplaceTask<F&&>,
-        const_cast<void*>(static_cast<const void*>(&task)),
-        {.nanos = internal::DelayNanos(*initial),
-         .period_nanos = std::max<int64_t>(1, internal::DelayNanos(*every))});
-  }
+  absl::StatusOr<internal::DeadlineSpec> when =
+      internal::PeriodicSpec(initial_delay, period);
+  if (!when.ok()) return when.status();
+  return ScheduleTask(std::forward<F>(task), *when);
 }
 
 }  // namespace tickwheel

@@ -15,7 +15,7 @@ namespace tickwheel::internal {
 
 absl::Status StoppedError(std::string_view call) {
   return absl::FailedPreconditionError(
-      fmt::format("{}: the timer has been stopped; create a new Timer", call));
+      fmt::format("{}: the timer has been stopped; create a new one", call));
 }
 
 absl::Status ReserveSlot(std::atomic<int64_t>& count, int64_t max) {

@@ -1,0 +1,68 @@
+// timer/internal/engine_bridge.h
+// -----------------------------------------------------------------------------
+// Internal to the facade: what every timer type (Timer, LocalTimer) hands
+// its engine and takes back from it, written once: the options' wheel,
+// checked; a user's Clock as the engine's TimeSource; the TaskCaller that
+// calls a task with its handle; metrics from the engine's counters. Only
+// the facade's .cc files include it (the engine's types are declared here,
+// not included, so that this header stays on the public side of the layers:
+// CONTRIBUTING.md).
+
+#ifndef TICKWHEEL_TIMER_INTERNAL_ENGINE_BRIDGE_H_
+#define TICKWHEEL_TIMER_INTERNAL_ENGINE_BRIDGE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tickwheel/base/histogram.h"
+#include "tickwheel/base/task_slot.h"
+#include "tickwheel/base/time_source.h"
+#include "tickwheel/timer/clock.h"
+#include "tickwheel/timer/metrics.h"
+
+namespace tickwheel::internal {
+
+struct TimeoutNode;
+struct SharedTimerState;
+struct CountersSnapshot;
+
+// A timer's wheel, checked: the tick in nanoseconds, ticks_per_wheel
+// rounded up to a power of two, the slack in [0, tick] nanoseconds.
+struct CheckedShape {
+  int64_t tick_nanos;
+  int ticks_per_wheel;
+  int64_t slack_nanos;
+};
+// InvalidArgument: `tick` <= 0, below 1 ns or infinite; `ticks_per_wheel`
+// <= 0 or > 2^30; tick * (ticks_per_wheel rounded up) overflows int64
+// nanoseconds; `slack` < 0. An empty slack, or one at or above the tick,
+// is one tick; below it, whole nanoseconds rounded down (never later than
+// asked).
+absl::StatusOr<CheckedShape> CheckShape(
+    absl::Duration tick, int ticks_per_wheel,
+    const std::optional<absl::Duration>& slack);
+
+// `clock` (empty: RealClock::Shared()) as the engine's TimeSource;
+// `*monotonic` tells whether it is the real clock, which the engine then
+// reads inline (MonotonicNanos()).
+std::shared_ptr<TimeSource> AdaptClock(std::shared_ptr<Clock> clock,
+                                       bool* monotonic);
+
+// The engine's TaskCaller (worker/task_runner.h): the task in `slot`,
+// called with the handle of the timeout of `node`, lent the engine's
+// reference for the call (no reference count traffic).
+void CallWithHandle(TaskSlot& slot, TimeoutNode* node,
+                    SharedTimerState* shared);
+
+// TimerMetrics from a snapshot of the engine's counters and its lateness
+// histogram (relaxed loads: each value exact, the set a few events apart
+// while the engine runs).
+TimerMetrics MetricsFrom(const CountersSnapshot& counters,
+                         const HistogramCounts& lateness);
+
+}  // namespace tickwheel::internal
+
+#endif  // TICKWHEEL_TIMER_INTERNAL_ENGINE_BRIDGE_H_
