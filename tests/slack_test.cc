@@ -5,7 +5,8 @@
 // earlier than its deadline and no later than deadline + slack, wakes the
 // worker once per group of deadlines within the slack of each other, runs a
 // tick's tasks in deadline order, honours reset() in both directions and
-// periods below the tick, and still never wakes with nothing due.
+// periods below the tick and deadlines beyond one turn of the wheel, and
+// still never wakes with nothing due.
 
 #include <algorithm>
 #include <cstdint>
@@ -127,6 +128,23 @@ TEST(SlackTest, DeadlinesWithinTheSlackShareOneWakeup) {
             (Runs{{2, 24 * kMs}, {1, 24 * kMs}, {3, 24 * kMs}, {0, 29 * kMs}}));
   EXPECT_EQ(t.timer->metrics().wakeups - wakeups_before, 2)
       << "one wake-up per group, none while nothing is due";
+}
+
+// A deadline in the first tick of an upper bucket of the wheel (here tick
+// 496, where a level-1 bucket of 8 ticks starts): the worker must wake when
+// that bucket moves down, at the tick's start, not at its end, or the task
+// runs up to a tick past its deadline whatever the slack.
+TEST(SlackTest, DeadlinesBeyondOneTurnRunWithinTheSlack) {
+  TimerOptions options = Tick(absl::Milliseconds(10), 8);
+  options.slack = absl::ZeroDuration();
+  ManualTimer t = MakeManualTimer(std::move(options));
+  RunLog log(t.clock);
+  ASSERT_TRUE(
+      t.timer->newTimeout(log.Task(1), absl::Microseconds(4961500)).ok());
+  t.clock->AdvanceAndSettle(absl::Milliseconds(4950));
+  EXPECT_TRUE(log.runs().empty());
+  t.clock->AdvanceInSteps(absl::Milliseconds(20), absl::Microseconds(100));
+  EXPECT_EQ(log.runs(), (Runs{{1, 4961500 * kUs}}));
 }
 
 TEST(SlackTest, NeverEarlyNeverLaterThanTheSlackInDeadlineOrder) {

@@ -159,6 +159,13 @@ WheelDriver::WakePlan WheelDriver::PlanWake(bool now_tick_too) {
   if (first != Wheel::kNever) {
     plan.wake_at =
         std::min(plan.wake_at, SaturatingAdd(first, shape_.slack_nanos));
+  } else {
+    // Level 0 holds nothing for tick `next`: the work is an upper bucket
+    // that starts there and moves down once the tick before it has ended
+    // (Wheel::Advance()). Wake then, at the start of tick `next`: waiting
+    // for its end would run what that bucket holds for tick `next` up to a
+    // tick late, whatever the slack.
+    plan.wake_at = plan.limit;
   }
   plan.limit =
       std::max(plan.limit, SaturatingSub(plan.wake_at, shape_.slack_nanos + 1));
