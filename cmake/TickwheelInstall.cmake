@@ -18,7 +18,8 @@ set(TICKWHEEL_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/tickwheel")
 # "Layers").
 file(GLOB _tickwheel_public RELATIVE "${PROJECT_SOURCE_DIR}" CONFIGURE_DEPENDS
   "${PROJECT_SOURCE_DIR}/timer/*.h")
-set(_tickwheel_installed_targets tickwheel_timer tickwheel_idle_tracker)
+set(_tickwheel_installed_targets tickwheel_timer tickwheel_local_timer
+  tickwheel_idle_tracker)
 if(TARGET tickwheel_durable)
   # The one public header of //durable; its internals stay behind it.
   list(APPEND _tickwheel_public durable/durable_timer.h)

@@ -1,8 +1,8 @@
 # Writes <build>/tickwheel_manifest.txt: what this configuration builds, read
 # back from the targets themselves, for tools/check_cmake_sync.sh to compare
 # with what Bazel builds. One entry a line:
-#   library <path>     a source or header of tickwheel::timer, ::idle_tracker
-#                      or ::durable
+#   library <path>     a source or header of tickwheel::timer, ::local_timer,
+#                      ::idle_tracker or ::durable
 #   skipped durable    tickwheel::durable is not built (no hiredis); the drift
 #                      check then leaves //durable out
 #   test <name>        a test that ctest runs (tests of tests/ by their bare
@@ -11,7 +11,7 @@
 #                      (tests/CMakeLists.txt says why)
 
 set(_manifest "")
-set(_targets tickwheel_timer tickwheel_idle_tracker)
+set(_targets tickwheel_timer tickwheel_local_timer tickwheel_idle_tracker)
 if(TARGET tickwheel_durable)
   list(APPEND _targets tickwheel_durable)
 else()

@@ -45,7 +45,7 @@ void TaskRunner::Release(int64_t slots) {
 }
 
 [[gnu::always_inline]] inline void TaskRunner::CallTask(TimeoutNode* node) {
-  RunLoggingExceptions("a timer task", "the worker goes on",
+  RunLoggingExceptions("a timer task", goes_on_,
                        [&] { call_(node->task(), node, &shared_); });
 }
 
@@ -104,7 +104,7 @@ void TaskRunner::RunPeriodic(TimeoutNode* node, const TimeoutNode::Claim& claim,
   }
   node->ReleaseForRun();
   running_periodic_ = node;
-  RunLoggingExceptions("a timer task", "the worker goes on",
+  RunLoggingExceptions("a timer task", goes_on_,
                        [&] { call_(run.task(), node, &shared_); });
   running_periodic_ = nullptr;
   { PeriodicRun done = std::move(run); }  // the callable may go with it

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
@@ -46,13 +47,15 @@ class TaskRunner {
   using Executor = std::function<void(absl::AnyInvocable<void()>)>;
 
   // `shared` and `counters` outlive the runner; an empty `executor` runs
-  // tasks inline.
+  // tasks inline. `goes_on`: what the log says happens after an inline task
+  // threw (a static string: who drives the runner goes on).
   TaskRunner(SharedTimerState& shared, TimerCounters& counters, TaskCaller call,
-             Executor executor)
+             Executor executor, std::string_view goes_on = "the worker goes on")
       : shared_(shared),
         counters_(counters),
         call_(call),
-        executor_(std::move(executor)) {}
+        executor_(std::move(executor)),
+        goes_on_(goes_on) {}
   TaskRunner(const TaskRunner&) = delete;
   TaskRunner& operator=(const TaskRunner&) = delete;
 
@@ -113,6 +116,7 @@ class TaskRunner {
   TimerCounters& counters_;
   const TaskCaller call_;
   const Executor executor_;
+  const std::string_view goes_on_;
   std::weak_ptr<const void> keep_alive_;
   TimeoutNode* running_periodic_ = nullptr;
 };

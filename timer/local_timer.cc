@@ -1,0 +1,103 @@
+// The LocalTimer facade: options checked, nodes wrapped in handles, the
+// engine's plan as a poll timeout. The engine is worker/local_engine.h.
+
+#include "tickwheel/timer/local_timer.h"
+
+#include <algorithm>
+#include <climits>
+#include <new>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "tickwheel/timer/internal/engine_bridge.h"
+#include "tickwheel/worker/local_engine.h"
+
+namespace tickwheel {
+
+LocalTimer::LocalTimer(std::unique_ptr<internal::LocalEngine> engine,
+                       absl::Duration tick, int ticks_per_wheel,
+                       absl::Duration slack)
+    : engine_(std::move(engine)),
+      tick_duration_(tick),
+      ticks_per_wheel_(ticks_per_wheel),
+      slack_(slack) {}
+
+absl::StatusOr<std::unique_ptr<LocalTimer>> LocalTimer::Create(
+    LocalTimerOptions options) {
+  absl::StatusOr<internal::CheckedShape> shape = internal::CheckShape(
+      options.tick_duration, options.ticks_per_wheel, options.slack);
+  if (!shape.ok()) return shape.status();
+  internal::LocalEngineConfig config;
+  config.shape = {.tick_nanos = shape->tick_nanos,
+                  .ticks_per_wheel = shape->ticks_per_wheel,
+                  .slack_nanos = shape->slack_nanos};
+  config.max_pending_timeouts = options.max_pending_timeouts;
+  config.call_task = &internal::CallWithHandle;
+  config.clock =
+      internal::AdaptClock(std::move(options.clock), &config.monotonic_clock);
+  std::unique_ptr<internal::LocalEngine> engine;
+  try {
+    engine = std::make_unique<internal::LocalEngine>(std::move(config));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "not enough memory for a wheel of {} buckets", shape->ticks_per_wheel));
+  }
+  return std::unique_ptr<LocalTimer>(new LocalTimer(
+      std::move(engine), absl::Nanoseconds(shape->tick_nanos),
+      shape->ticks_per_wheel, absl::Nanoseconds(shape->slack_nanos)));
+}
+
+LocalTimer::~LocalTimer() = default;
+
+absl::StatusOr<Timeout> LocalTimer::Schedule(internal::TaskEmplacer emplace,
+                                             void* callable,
+                                             internal::DeadlineSpec when) {
+  absl::StatusOr<internal::TimeoutNode*> node =
+      engine_->Schedule(emplace, callable, when);
+  if (!node.ok()) return node.status();
+  return internal::TimeoutAccess::Adopt(*node, engine_->shared());
+}
+
+int64_t LocalTimer::advance() { return engine_->Advance(); }
+
+std::optional<TimePoint> LocalTimer::nextWakeup() const {
+  const int64_t wake = engine_->NextWakeupNanos();
+  if (wake == INT64_MAX) return std::nullopt;
+  return TimePoint(std::chrono::nanoseconds(wake));
+}
+
+int LocalTimer::pollTimeoutMs() const {
+  const int64_t wake = engine_->NextWakeupNanos();
+  if (wake == INT64_MAX) return -1;
+  const int64_t wait = internal::SaturatingSub(wake, engine_->NowNanos());
+  if (wait <= 0) return 0;
+  // Rounded up: a poll that returns before the wake-up finds nothing due.
+  constexpr int64_t kNanosPerMs = 1'000'000;
+  const int64_t ms = wait / kNanosPerMs + (wait % kNanosPerMs != 0 ? 1 : 0);
+  return static_cast<int>(std::min<int64_t>(ms, INT_MAX));
+}
+
+int64_t LocalTimer::cancelAll() { return engine_->CancelAll(); }
+
+std::vector<Timeout> LocalTimer::stop() {
+  internal::Sweeper::StoppedNodes nodes = engine_->Stop();
+  std::vector<Timeout> result;
+  result.reserve(nodes.size());
+  for (const internal::Sweeper::Stopped& s : nodes) {
+    result.push_back(internal::TimeoutAccess::Adopt(s.node, engine_->shared()));
+  }
+  return result;
+}
+
+int64_t LocalTimer::pendingTimeouts() const { return engine_->pending(); }
+
+TimePoint LocalTimer::now() const {
+  return TimePoint(std::chrono::nanoseconds(engine_->NowNanos()));
+}
+
+TimerMetrics LocalTimer::metrics() const {
+  return internal::MetricsFrom(engine_->Counters(), engine_->lateness());
+}
+
+}  // namespace tickwheel

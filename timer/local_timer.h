@@ -1,0 +1,380 @@
+// timer/local_timer.h
+// -----------------------------------------------------------------------------
+// tickwheel::LocalTimer: the hashed wheel of tickwheel::Timer, driven by an
+// event loop on the loop's own thread, with no thread of its own. Include
+// "tickwheel/timer/local_timer.h"; Bazel //timer:local_timer, CMake
+// tickwheel::local_timer.
+//
+// For a program that already runs a loop (epoll, poll, io_uring, a GUI's):
+// the loop asks how long it may wait (pollTimeoutMs()), waits for I/O at
+// most that long, and calls advance(), which runs the tasks that are due,
+// in deadline order, on the loop's thread. Nothing runs anywhere else and
+// nothing needs a lock: a task may touch the loop's own state.
+//
+// Example (examples/epoll_local_timer.cc is a whole program):
+//
+//   auto timer = tickwheel::LocalTimer::Create().value();   // 1 ms tick
+//   timer->newTimeout([&conn] { conn.Close(); }, absl::Seconds(30)).value();
+//   for (;;) {
+//     int n = epoll_wait(epfd, events, kMaxEvents, timer->pollTimeoutMs());
+//     ...                          // handle the n events
+//     timer->advance();            // run what is due
+//   }
+//
+// When a task runs
+//   In the first advance() whose clock reading has reached its run time,
+//   never before its deadline. With the default slack (one tick) the run
+//   time is the end of the tick its deadline falls in: tasks run at tick
+//   ends, as with Timer. With LocalTimerOptions::slack below the tick it is
+//   the deadline itself, and nextWakeup() batches: it names the earliest
+//   deadline plus the slack, so deadlines within the slack of each other
+//   share one wake-up. A loop that calls advance() late runs what is due
+//   late, all of it, in deadline order.
+//
+// How it works
+//   The same parts as a Timer's worker (docs/DESIGN.md, "LocalTimer"): the
+//   wheel with its levels, its driver and task runner, the timeout node and
+//   its state machine. newTimeout() files the node into the wheel itself,
+//   without the lanes other threads use; advance() turns the wheel to the
+//   clock; nextWakeup() reads the wheel's plan from its occupancy bitmaps.
+//
+// Threading
+//   A LocalTimer belongs to its owner thread: the first thread that calls
+//   newTimeout(), newTimeoutAt(), newPeriodic(), advance(), nextWakeup(),
+//   pollTimeoutMs(), cancelAll() or stop(); it may be created on another.
+//   Those calls, and Timeout::reset() and resetAt() on its timeouts, are
+//   for the owner thread only (debug builds check the first group and abort
+//   with a message): a reset() elsewhere could move a deadline before the
+//   wait the loop has planned. These are thread-safe, from any thread:
+//   Timeout::cancel() (and the handle's other queries), pendingTimeouts(),
+//   metrics(), now().
+//
+//   Timeout::cancel() from another thread races advance() as it races a
+//   Timer's worker: exactly one of them wins each timeout (a cancel() that
+//   returns true means the task never runs; one that returns false came
+//   too late). The winning cancel() destroys the task before it returns,
+//   but for a periodic run in progress, whose task goes when the run
+//   returns; the timeout's memory goes at the owner's next advance() or
+//   nextWakeup(). cancel() does not wake the loop: a loop that planned its
+//   wait for a timeout cancelled meanwhile wakes and finds nothing to run.
+//
+//   Inside a task (during advance()) the task may schedule, cancel, reset
+//   and cancelAll() on its LocalTimer. What it schedules is filed, but runs
+//   in a later advance(), never in this one, even when it is due already.
+//   advance() from a task returns 0; nextWakeup() returns now() and
+//   pollTimeoutMs() 0 (the plan is made once advance() returns); stop()
+//   from a task ends the advance() after that task (see stop()). A task
+//   must not destroy its LocalTimer (that aborts with a message).
+//   Timeout::timer() is nullptr for a LocalTimer's timeouts: a task that
+//   wants its timer captures it.
+//
+// Errors are absl::Status values; no exception crosses the API. A task that
+// throws is logged (timer/log.h) and advance() goes on with the next.
+//
+// Lifetime: destroying a LocalTimer destroys the tasks not yet run, without
+// running them. Timeout handles may outlive it, as a Timer's may
+// (timer/timeout.h), but for timer(), which must not be called on a handle
+// once its LocalTimer is destroyed.
+//
+// This class is thread-compatible, with the exceptions above.
+
+#ifndef TICKWHEEL_TIMER_LOCAL_TIMER_H_
+#define TICKWHEEL_TIMER_LOCAL_TIMER_H_
+
+#if __cplusplus < 202002L
+#error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
+#endif
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tickwheel/base/deadline_spec.h"
+#include "tickwheel/base/nanos.h"
+#include "tickwheel/base/task_slot.h"
+#include "tickwheel/timer/clock.h"
+#include "tickwheel/timer/internal/schedule.h"
+#include "tickwheel/timer/internal/task.h"
+#include "tickwheel/timer/log.h"
+#include "tickwheel/timer/metrics.h"
+#include "tickwheel/timer/task.h"
+#include "tickwheel/timer/timeout.h"
+
+namespace tickwheel {
+
+namespace internal {
+class LocalEngine;
+}  // namespace internal
+
+struct LocalTimerOptions {
+  // The wheel's resolution: with the default slack, tasks run at tick ends.
+  // Must be > 0 (at least 1 ns). Finer than Timer's default, since a tick
+  // costs no thread wake-up here: advance() at any time catches up every
+  // tick that has ended.
+  absl::Duration tick_duration = absl::Milliseconds(1);
+  // Buckets in the wheel's first level. Must be > 0 and at most 2^30;
+  // rounded up to a power of two. Deadlines beyond one turn
+  // (tick_duration * ticks_per_wheel) sit in coarser levels and move down
+  // as their time comes (see nextWakeup()). 24 bytes per bucket.
+  int ticks_per_wheel = 512;
+  // As TimerOptions::slack: how late past its deadline a task may run, at
+  // most a tick. Empty (the default) or at or above tick_duration: one tick,
+  // tasks run at tick ends. Below the tick, a task is due at its deadline
+  // and nextWakeup() allows the slack for batching. Must be >= 0.
+  std::optional<absl::Duration> slack;
+  // Upper bound on pendingTimeouts(); <= 0 means unlimited. newTimeout()
+  // returns ResourceExhausted instead of exceeding it.
+  int64_t max_pending_timeouts = 0;
+  // The time source. Empty means the monotonic real clock
+  // (RealClock::Shared()); tests pass a ManualClock (timer/manual_clock.h).
+  // A LocalTimer only reads it: it never sleeps on it.
+  std::shared_ptr<Clock> clock;
+};
+
+class LocalTimer {
+ public:
+  // Validates `options` and makes a timer; reads the clock once (startTime,
+  // from which ticks count). Starts no thread.
+  // InvalidArgument: as Timer::Create() for tick_duration, ticks_per_wheel
+  //   and slack.
+  // ResourceExhausted: no memory for the wheel.
+  static absl::StatusOr<std::unique_ptr<LocalTimer>> Create(
+      LocalTimerOptions options = {});
+
+  // Destroys the tasks not yet run, without running them (a periodic
+  // timeout's too). On the owner thread, or on another once the owner is
+  // done with the timer. Never from one of its own tasks: that aborts with
+  // a message. Cost: O(pending log pending).
+  ~LocalTimer();
+
+  LocalTimer(const LocalTimer&) = delete;
+  LocalTimer& operator=(const LocalTimer&) = delete;
+
+  // Schedules `task` to run once, `delay` from now, as Timer::newTimeout():
+  // negative counts as zero; rounded up to whole nanoseconds; huge delays
+  // saturate at ~292 years. The task runs in an advance() on this thread
+  // (see "When a task runs"), never before its deadline. `task` is any
+  // TimerTaskCallable (timer/task.h). Owner thread only.
+  // InvalidArgument: `task` is empty.
+  // FailedPrecondition: the timer was stopped.
+  // ResourceExhausted: the pending count would exceed max_pending_timeouts
+  //   (the message names both numbers), or no memory for the timeout.
+  // Cost: a thread-local pop of a pool cell, one clock read, one atomic
+  // add on the pending count (a CAS loop with max_pending_timeouts set),
+  // one CAS on the node, and an O(1) insertion into the wheel; no lock, no
+  // wake-up, no allocation while the pool has cells and the callable fits
+  // in the cell.
+  template <TimerTaskCallable F>
+  absl::StatusOr<Timeout> newTimeout(F&& task, absl::Duration delay) {
+    return ScheduleTask(std::forward<F>(task),
+                        {.nanos = internal::DelayNanos(delay)});
+  }
+  // Any std::chrono::duration, converted as Timer's overload does.
+  // InvalidArgument for a NaN count.
+  template <TimerTaskCallable F, typename Rep, typename Period>
+  absl::StatusOr<Timeout> newTimeout(F&& task,
+                                     std::chrono::duration<Rep, Period> delay) {
+    const std::optional<absl::Duration> d = internal::FromChrono(delay);
+    if (!d.has_value()) return internal::NanError("newTimeout", "delay");
+    return newTimeout(std::forward<F>(task), *d);
+  }
+  // A TimerTask, or what converts to one (nullptr: an empty task, refused).
+  absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay) {
+    return ScheduleTask(std::move(task),
+                        {.nanos = internal::DelayNanos(delay)});
+  }
+  template <typename Rep, typename Period>
+  absl::StatusOr<Timeout> newTimeout(TimerTask task,
+                                     std::chrono::duration<Rep, Period> delay) {
+    const std::optional<absl::Duration> d = internal::FromChrono(delay);
+    if (!d.has_value()) return internal::NanError("newTimeout", "delay");
+    return newTimeout(std::move(task), *d);
+  }
+
+  // Schedules `task` to run once at `deadline`, a point on this timer's
+  // clock (now()). A deadline in the past is taken as now(). As
+  // newTimeout() otherwise.
+  template <TimerTaskCallable F>
+  absl::StatusOr<Timeout> newTimeoutAt(F&& task, TimePoint deadline) {
+    return ScheduleTask(
+        std::forward<F>(task),
+        {.nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      deadline.time_since_epoch())
+                      .count(),
+         .absolute = true});
+  }
+
+  // Schedules `task` to run at a fixed rate, as Timer::newPeriodic(): at
+  // start + initial_delay + k * period, never early; runs missed by a whole
+  // period or more (a loop that called advance() late) are skipped, the
+  // task runs once and resumes at the next grid time in the future. One
+  // advance() runs it once, unless a task reset() it meanwhile (see
+  // advance()). It ends only by cancel(),
+  // cancelAll() or stop(); each run counts in metrics().expired and in
+  // advance()'s result.
+  // InvalidArgument: `period` <= 0 or infinite, either duration is NaN, or
+  //   `task` is empty; other errors as newTimeout().
+  template <TimerTaskCallable F, TimerDuration D1, TimerDuration D2>
+  absl::StatusOr<Timeout> newPeriodic(F&& task, D1 initial_delay, D2 period) {
+    absl::StatusOr<internal::DeadlineSpec> when =
+        internal::PeriodicSpec(initial_delay, period);
+    if (!when.ok()) return when.status();
+    return ScheduleTask(std::forward<F>(task), *when);
+  }
+
+  // What is not a task, or not a delay: one readable error each, as for
+  // Timer (internal::TaskError explains which).
+  template <typename F, typename... Args>
+  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
+      absl::StatusOr<Timeout> newTimeout(F&&, Args&&...) {
+    internal::TaskError<F>();
+    return absl::InternalError("unreachable");
+  }
+  template <typename F, typename... Args>
+  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
+      absl::StatusOr<Timeout> newTimeoutAt(F&&, Args&&...) {
+    internal::TaskError<F>();
+    return absl::InternalError("unreachable");
+  }
+  template <typename F, typename... Args>
+  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
+      absl::StatusOr<Timeout> newPeriodic(F&&, Args&&...) {
+    internal::TaskError<F>();
+    return absl::InternalError("unreachable");
+  }
+  template <typename F, typename D>
+  requires((TimerTaskCallable<F> ||
+            std::is_convertible_v<F, TimerTask>)&&!TimerDuration<D>)
+      absl::StatusOr<Timeout> newTimeout(F&&, D&&) {
+    static_assert(internal::kAlwaysFalse<D>,
+                  "tickwheel: a delay is an absl::Duration or a "
+                  "std::chrono::duration (e.g. absl::Seconds(1), 1s, 250ms)");
+    return absl::InternalError("unreachable");
+  }
+  template <typename F, typename D1, typename D2>
+  requires(TimerTaskCallable<F> && (!TimerDuration<D1> || !TimerDuration<D2>))
+      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&) {
+    static_assert(internal::kAlwaysFalse<D1>,
+                  "tickwheel: newPeriodic's initial delay and period are "
+                  "each an absl::Duration or a std::chrono::duration");
+    return absl::InternalError("unreachable");
+  }
+
+  // Reads the clock once and runs, on this thread, every task due at that
+  // reading, in deadline order (ties in the order they were scheduled);
+  // returns how many ran (a task that threw counts: it ran). A timeout that
+  // a task schedules while advance() runs is filed but runs in a later
+  // advance(), never in this one, even when it is due already. (A reset()
+  // by a task acts as the walk goes on: a timeout it moves to a deadline
+  // that has passed may still run in this advance(), out of that order.)
+  // Timeouts cancelled from other threads are unlinked first. Owner thread
+  // only; 0 from a task (the running advance() goes on), and 0 after
+  // stop().
+  // Cost: O(1) per task run and per cancelled timeout unlinked, plus the
+  // moves of far timeouts down a level of the wheel (a few in a timeout's
+  // life); one clock read.
+  int64_t advance();
+
+  // The earliest moment at which advance() has work, on this timer's clock
+  // (now()): the run time of the earliest pending timeout (see "When a task
+  // runs"; with a slack below the tick, its deadline plus the slack), or
+  // earlier, when timeouts due beyond one turn of the wheel
+  // (tick_duration * ticks_per_wheel) must move down a level, or when a
+  // timeout's deadline was reset() later (advance() then runs nothing and
+  // files it again). Never later than the run time of a pending timeout.
+  // nullopt: nothing pending (or stopped). Takes in the cancellations of
+  // other threads first, so that a cancelled timeout no longer counts.
+  // From a task during advance(), now(). Owner thread only.
+  // Cost: O(levels + ticks_per_wheel / 64) bit scans at most; with a slack
+  // below the tick, a sort of the next bucket when it changed.
+  std::optional<TimePoint> nextWakeup() const;
+
+  // nextWakeup() as a poll/epoll_wait timeout: the milliseconds from now()
+  // until it, rounded up (a wait that ends early would find nothing due);
+  // 0 when it has come; -1 (wait without a timeout) when nothing is
+  // pending. At most INT_MAX. Owner thread only; cost of nextWakeup() plus
+  // a clock read.
+  int pollTimeoutMs() const;
+
+  // Cancels every pending timeout, one-shot and periodic, those a running
+  // task scheduled included, and keeps the timer running; returns how
+  // many. Their tasks are destroyed before it returns, but for a periodic
+  // run in progress (cancelAll() from that task), whose task goes when the
+  // run returns. 0 after stop(). Owner thread only (a task may call it).
+  // Cost: O(pending).
+  int64_t cancelAll();
+
+  // Stops the timer and returns every timeout that was neither run nor
+  // cancelled, earliest deadline first (ties in the order found), each now
+  // marked cancelled (isCancelled()) with its task still inside
+  // (Timeout::takeTask()). Afterwards pendingTimeouts() == 0, scheduling
+  // fails with FailedPrecondition, advance() runs nothing and nextWakeup()
+  // is nullopt. A second call returns an empty vector. Owner thread only.
+  // From a task during advance(): the timer stops (scheduling fails,
+  // nothing more runs) and that advance() ends after the task, but the
+  // call returns an empty vector, since the wheel is being walked; the
+  // next stop(), after advance() has returned, returns what was pending
+  // (the destructor destroys it otherwise).
+  // Cost: O(pending log pending); waits for cancel() calls in progress on
+  // other threads.
+  std::vector<Timeout> stop();
+
+  // Timeouts scheduled and neither run nor cancelled (nor returned by
+  // stop()); a periodic timeout counts once until it ends. A successful
+  // cancel() from any thread is reflected when it returns. Any thread.
+  // Cost: a few relaxed atomic loads.
+  int64_t pendingTimeouts() const;
+
+  // The timer's clock, now: std::chrono::steady_clock by default; with
+  // LocalTimerOptions::clock, time_since_epoch() is that clock's
+  // NowNanos(). The scale of newTimeoutAt(), nextWakeup(),
+  // Timeout::deadline() and Timeout::resetAt(). Any thread.
+  TimePoint now() const;
+
+  // A snapshot of this timer's counters and lateness histogram
+  // (timer/metrics.h); `wakeups` counts advance() calls. Any thread (each
+  // value exact, the set a few events apart while advance() runs). Cost:
+  // copies the histogram (4 KiB).
+  TimerMetrics metrics() const;
+
+  // The effective configuration: tick_duration and ticks_per_wheel after
+  // rounding up to a power of two; the slack, or one tick.
+  absl::Duration tickDuration() const { return tick_duration_; }
+  int ticksPerWheel() const { return ticks_per_wheel_; }
+  absl::Duration slack() const { return slack_; }
+
+ private:
+  LocalTimer(std::unique_ptr<internal::LocalEngine> engine, absl::Duration tick,
+             int ticks_per_wheel, absl::Duration slack);
+
+  template <typename F>
+  absl::StatusOr<Timeout> ScheduleTask(F&& task, internal::DeadlineSpec when) {
+    return internal::ScheduleCallable(
+        std::forward<F>(task), when,
+        [this](internal::TaskEmplacer emplace, void* callable,
+               internal::DeadlineSpec spec) {
+          return Schedule(emplace, callable, spec);
+        });
+  }
+  // A callable that is not empty, to the engine (LocalEngine::Schedule).
+  absl::StatusOr<Timeout> Schedule(internal::TaskEmplacer emplace,
+                                   void* callable, internal::DeadlineSpec when);
+
+  // Owner-only calls change the engine even where they are const (a
+  // nextWakeup() takes cross-thread cancellations in): the pointer is not
+  // const-qualified through a const LocalTimer.
+  const std::unique_ptr<internal::LocalEngine> engine_;
+  const absl::Duration tick_duration_;
+  const int ticks_per_wheel_;
+  const absl::Duration slack_;
+};
+
+}  // namespace tickwheel
+
+#endif  // TICKWHEEL_TIMER_LOCAL_TIMER_H_

@@ -1,0 +1,181 @@
+// The LocalTimer's engine: the wheel driven by its owner's calls.
+
+#include "tickwheel/worker/local_engine.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <utility>
+
+#include "tickwheel/worker/cell_pool.h"
+#include "tickwheel/worker/new_node.h"
+
+namespace tickwheel::internal {
+namespace {
+
+WheelShape InDeadlineOrder(WheelShape shape) {
+  shape.deadline_order = true;
+  return shape;
+}
+
+}  // namespace
+
+LocalEngine::LocalEngine(LocalEngineConfig config)
+    : config_(std::move(config)),
+      runner_(shared_, counters_, config_.call_task, /*executor=*/nullptr,
+              "advance() goes on with the next task"),
+      driver_(InDeadlineOrder(config_.shape), runner_, counters_, stopping_),
+      intake_(shared_, driver_),
+      sweeper_(shared_, intake_, driver_, runner_, counters_) {
+  // One thread reserves (the owner), in shard 0's word; owner stays null,
+  // so Timeout::timer() answers nullptr.
+  shared_.limited = config_.max_pending_timeouts > 0;
+  shared_.waker = this;
+  shared_.clock = config_.clock.get();
+  shared_.monotonic_clock = config_.monotonic_clock;
+  origin_ = shared_.NowNanos();
+  driver_.Start(origin_);
+}
+
+LocalEngine::~LocalEngine() {
+  if (in_advance_) {
+    std::fprintf(stderr,
+                 "tickwheel: a LocalTimer was destroyed by one of its own "
+                 "tasks, inside advance(); destroy it once advance() has "
+                 "returned\n");
+    std::abort();
+  }
+  shared_.Close();
+  if (collected_) return;
+  for (const Sweeper::Stopped& s : sweeper_.Collect()) {
+    Sweeper::Discard(s.node);
+  }
+}
+
+void LocalEngine::CheckOwner(const char* call) {
+#ifndef NDEBUG
+  const std::thread::id me = std::this_thread::get_id();
+  std::thread::id owner{};
+  if (owner_.compare_exchange_strong(owner, me, std::memory_order_relaxed) ||
+      owner == me) {
+    return;
+  }
+  std::fprintf(stderr,
+               "tickwheel: LocalTimer::%s() called on a thread other than its "
+               "owner (the first thread that used it); only Timeout::cancel(), "
+               "pendingTimeouts(), metrics() and now() may be called from "
+               "other threads\n",
+               call);
+  std::abort();
+#else
+  (void)call;
+#endif
+}
+
+absl::StatusOr<TimeoutNode*> LocalEngine::Schedule(TaskEmplacer emplace,
+                                                   void* callable,
+                                                   DeadlineSpec when) {
+  CheckOwner("newTimeout");
+  const int64_t now = shared_.NowNanos();
+  std::atomic<int64_t>& count = shared_.CountWord(0);
+  if (absl::Status s = ReserveSlot(count, config_.max_pending_timeouts);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<TimeoutNode*> node =
+      NewNode(emplace, callable, DeadlineFor(now, origin_, when), when, count);
+  if (!node.ok()) return node;
+  // No other thread can reach the node before the handle is returned, so
+  // it goes straight from kQueued to kArmed, never through a lane.
+  (*node)->Arm();
+  if (!in_advance_) {
+    driver_.FileForLater(*node);
+    return node;
+  }
+  try {
+    deferred_.push_back(*node);
+  } catch (const std::bad_alloc&) {
+    (*node)->task().Reset();
+    delete *node;
+    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+    return absl::ResourceExhaustedError(
+        "newTimeout: out of memory for the timeout");
+  }
+  return node;
+}
+
+void LocalEngine::TakeNotices() {
+  while (!intake_.TakeNotices()) {
+  }
+  if (sweeper_.purge_pending()) sweeper_.PurgeCancelled();
+}
+
+void LocalEngine::FileDeferred() {
+  for (TimeoutNode* node : deferred_) driver_.FileForLater(node);
+  deferred_.clear();
+}
+
+int64_t LocalEngine::Advance() {
+  CheckOwner("advance");
+  if (in_advance_ || shared_.closed()) return 0;
+  const int64_t now = shared_.NowNanos();
+  const int64_t ran_before = counters_.expired.load(std::memory_order_relaxed);
+  TakeNotices();
+  in_advance_ = true;
+  // The driver works in slices (WheelDriver::kSliceBudget); with no queues
+  // to serve in between, go on until it is done, or a task stopped the
+  // timer.
+  while (!driver_.Advance(now) && !stopping_.load(std::memory_order_relaxed)) {
+  }
+  in_advance_ = false;
+  FileDeferred();
+  // A cancelAll() from a task left its nodes in the wheel.
+  if (sweeper_.purge_pending()) sweeper_.PurgeCancelled();
+  TimerCounters::Bump(counters_.wakeups);
+  // Node memory unused for long enough goes back to the kernel
+  // (worker/chunk_policy.h): one relaxed load unless a decay is due.
+  if constexpr (TimeoutNode::kPooled) NodePool::Depot().MaybeDecay();
+  return counters_.expired.load(std::memory_order_relaxed) - ran_before;
+}
+
+int64_t LocalEngine::NextWakeupNanos() {
+  CheckOwner("nextWakeup");
+  if (shared_.closed()) return INT64_MAX;
+  if (in_advance_) return shared_.NowNanos();
+  TakeNotices();
+  return driver_.PlanWake(/*now_tick_too=*/false).wake_at;
+}
+
+int64_t LocalEngine::CancelAll() {
+  CheckOwner("cancelAll");
+  // What tasks of a running Advance() scheduled is not in the wheel yet:
+  // the sweeper finds it among the nodes waiting to be filed, and leaves
+  // none of it there (a LocalTimer has no library timeouts).
+  std::vector<TimeoutNode*>& refiles = driver_.refiles();
+  refiles.insert(refiles.end(), deferred_.begin(), deferred_.end());
+  deferred_.clear();
+  const int64_t cancelled = sweeper_.CancelAll();
+  if (!in_advance_) sweeper_.PurgeCancelled();
+  return cancelled;
+}
+
+Sweeper::StoppedNodes LocalEngine::Stop() {
+  CheckOwner("stop");
+  shared_.Close();
+  if (in_advance_) {
+    stopping_.store(true, std::memory_order_relaxed);
+    return {};
+  }
+  if (collected_) return {};
+  collected_ = true;
+  return sweeper_.Collect();
+}
+
+CountersSnapshot LocalEngine::Counters() const {
+  CountersSnapshot c = counters_.Snapshot();
+  c.pending = pending();
+  c.cancelled += shared_.CancelCount();
+  return c;
+}
+
+}  // namespace tickwheel::internal

@@ -1,0 +1,157 @@
+// worker/local_engine.h
+// -----------------------------------------------------------------------------
+// Internal. The engine behind tickwheel::LocalTimer: the same wheel driver,
+// task runner, shared state and sweeper as a Timer's worker (worker.h), with
+// no thread of its own. Its owner, an event loop, drives it by calls:
+//
+//   owner thread:   Schedule() ──► WheelDriver::FileForLater()   (no lanes)
+//                   Advance()  ──► Intake::TakeNotices(), then
+//                                  WheelDriver::Advance(now) ──► TaskRunner
+//                   NextWakeupNanos() ──► WheelDriver::PlanWake()
+//                   CancelAll(), Stop() ──► Sweeper
+//   any thread:     Timeout::cancel() ──► a shard's notice queue
+//
+// What differs from the worker, and why:
+//   * Filing. The owner schedules on the driving thread, so a new node is
+//     armed and filed into the wheel at once, without a lane or a queue.
+//     A task that schedules during Advance() cannot change the wheel under
+//     the walk: its node waits in `deferred_` and is filed when the walk
+//     is over, so it runs in a later Advance(), never in this one.
+//   * Order. Each tick's nodes run in deadline order whatever the slack
+//     (WheelShape::deadline_order), so one Advance() runs what is due in
+//     deadline order.
+//   * Nobody sleeps here. The owner plans its own wait from
+//     NextWakeupNanos(); the BacklogWaker this engine gives the shared state
+//     does nothing, since a cancel() from another thread needs no wake-up
+//     (its task is destroyed by that cancel(), and its node is unlinked at
+//     the owner's next call), and reset() is an owner-thread call.
+//   * Cross-thread cancel() is Timer's protocol unchanged
+//     (worker/timeout_node.h): a node in the wheel goes on its canceller's
+//     shard's notice queue, drained at the start of Advance() and of
+//     NextWakeupNanos(); exactly one of cancel() and the owner's claim wins.
+//
+// Thread-safety: Schedule(), Advance(), NextWakeupNanos(), CancelAll() and
+// Stop() on the owner thread only (the first thread that calls one of them;
+// debug builds check it). pending(), Counters(), NowNanos() from any thread.
+// The destructor on the owner thread, or on another once the owner is done
+// with the engine (happens-before), never from inside a task.
+
+#ifndef TICKWHEEL_WORKER_LOCAL_ENGINE_H_
+#define TICKWHEEL_WORKER_LOCAL_ENGINE_H_
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tickwheel/base/deadline_spec.h"
+#include "tickwheel/base/task_slot.h"
+#include "tickwheel/base/time_source.h"
+#include "tickwheel/worker/intake.h"
+#include "tickwheel/worker/shared_state.h"
+#include "tickwheel/worker/sweeper.h"
+#include "tickwheel/worker/task_runner.h"
+#include "tickwheel/worker/timeout_node.h"
+#include "tickwheel/worker/timer_counters.h"
+#include "tickwheel/worker/wheel_driver.h"
+
+namespace tickwheel::internal {
+
+struct LocalEngineConfig {
+  WheelShape shape;  // deadline_order is set by the engine
+  int64_t max_pending_timeouts = 0;
+  // Calls a task with its handle (the facade's).
+  TaskCaller call_task = nullptr;
+  std::shared_ptr<TimeSource> clock;  // non-null
+  // `clock` reads CLOCK_MONOTONIC: read inline (MonotonicNanos()).
+  bool monotonic_clock = false;
+};
+
+class LocalEngine final : private BacklogWaker {
+ public:
+  // Reads the clock once: startTime, from which ticks count. Throws
+  // std::bad_alloc when the wheel cannot be allocated.
+  explicit LocalEngine(LocalEngineConfig config);
+  // Stops if Stop() has not, and destroys the tasks of what is left, unrun.
+  // Aborts with a message when called from a task during Advance().
+  ~LocalEngine();
+  LocalEngine(const LocalEngine&) = delete;
+  LocalEngine& operator=(const LocalEngine&) = delete;
+
+  // newTimeout(), newTimeoutAt(), newPeriodic(), for a callable that is not
+  // empty (as Worker::Schedule()): reserves a slot, builds the node, arms
+  // it and files it, or, during Advance(), defers filing to its end.
+  // Returns the node with one reference, the handle's.
+  absl::StatusOr<TimeoutNode*> Schedule(TaskEmplacer emplace, void* callable,
+                                        DeadlineSpec when);
+
+  // Reads the clock, takes the notices in, runs every task due then in
+  // deadline order, files what tasks scheduled meanwhile; returns how many
+  // runs started. 0 from a task (the running Advance() goes on) and once
+  // the timer is closed.
+  int64_t Advance();
+
+  // When Advance() next has work (a clock reading): a task due, or far
+  // nodes to move down a level of the wheel (worker/wheel.h, "Why a
+  // hierarchy"). INT64_MAX: none, or closed. From a task during Advance(),
+  // the clock now: the plan is made once Advance() returns.
+  int64_t NextWakeupNanos();
+
+  // cancelAll(): cancels every pending timeout, those a running task
+  // scheduled in this Advance() included; returns how many.
+  int64_t CancelAll();
+
+  // stop(): closes the timer and returns every pending node, marked
+  // kStopped, earliest deadline first, each with the engine's reference.
+  // From a task during Advance() it closes the timer, ends that Advance()
+  // after the task, and returns nothing: the next Stop() returns them. A
+  // second Stop() after that returns nothing.
+  Sweeper::StoppedNodes Stop();
+
+  int64_t pending() const {
+    return std::max<int64_t>(0, shared_.SumCounts(std::memory_order_relaxed));
+  }
+  CountersSnapshot Counters() const;
+  const HistogramCounts& lateness() const { return counters_.lateness; }
+  // The shared state that handles refer to.
+  SharedTimerState* shared() { return &shared_; }
+  int64_t NowNanos() const { return shared_.NowNanos(); }
+
+ private:
+  // Nobody sleeps in this engine (see above).
+  void WakeForBacklog() override {}
+  void WakeIfSleepingPast(int64_t) override {}
+
+  // Debug builds: binds the owner thread on the first call, and aborts with
+  // a message naming `call` when another thread calls.
+  void CheckOwner(const char* call);
+  // Drains the notice queues, and purges what CancelAll() left in the
+  // wheel. Not during Advance()'s walk.
+  void TakeNotices();
+  // Files the nodes tasks scheduled during Advance().
+  void FileDeferred();
+
+  const LocalEngineConfig config_;
+  SharedTimerState shared_;
+  TimerCounters counters_;
+  // Set by Stop() from a task: the driver ends its walk after that task.
+  std::atomic<bool> stopping_{false};
+  TaskRunner runner_;
+  WheelDriver driver_;
+  Intake intake_;
+  Sweeper sweeper_;
+  int64_t origin_ = 0;  // startTime: the clock reading tick 0 starts at
+  // Nodes scheduled by tasks during Advance(), armed, not yet filed.
+  std::vector<TimeoutNode*> deferred_;
+  bool in_advance_ = false;  // Advance() is walking the wheel
+  bool collected_ = false;   // Stop() has returned what was pending
+  // Debug builds: the owner thread, bound by its first call.
+  std::atomic<std::thread::id> owner_{};
+};
+
+}  // namespace tickwheel::internal
+
+#endif  // TICKWHEEL_WORKER_LOCAL_ENGINE_H_
