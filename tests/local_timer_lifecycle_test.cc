@@ -5,12 +5,13 @@
 // nothing runs, no plan); cancelAll() cancels everything pending, what a
 // running task scheduled included, and destroys the tasks; the destructor
 // destroys the tasks unrun; max_pending_timeouts refuses with
-// ResourceExhausted. On a ManualClock.
+// ResourceExhausted; debug builds catch a second thread. On a ManualClock.
 
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -269,6 +270,23 @@ TEST(LocalTimerLifecycleTest, StopFromATaskEndsTheAdvanceAndLeavesTheRest) {
   EXPECT_TRUE(t.timer->stop().empty());
   EXPECT_EQ(t.timer->pendingTimeouts(), 0);
 }
+
+#ifndef NDEBUG
+// Debug builds check the owner thread: the first thread that calls an
+// owner-only method binds it, and another thread's call aborts with a
+// message. Here a helper thread's advance() binds it (creating the timer
+// elsewhere is fine), and the creating thread's newTimeout() aborts.
+TEST(LocalTimerLifecycleTest, AnotherThreadsOwnerOnlyCallAbortsInDebugBuilds) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        std::unique_ptr<LocalTimer> timer = LocalTimer::Create().value();
+        std::thread([&] { timer->advance(); }).join();
+        timer->newTimeout([] {}, absl::Milliseconds(1)).IgnoreError();
+      },
+      "other than its owner");
+}
+#endif
 
 }  // namespace
 }  // namespace tickwheel
