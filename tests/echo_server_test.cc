@@ -166,8 +166,10 @@ Received SendHalfCloseAndRead(int fd, const std::string& payload,
 }
 
 // Sends all of `payload` without reading; false on error or `timeout`.
-bool SendAll(int fd, const std::string& payload,
-             SteadyClock::duration timeout) {
+// Sends all of `payload` within `timeout`. On failure the result says how far
+// it got and why, for the assertion's message.
+::testing::AssertionResult SendAll(int fd, const std::string& payload,
+                                   SteadyClock::duration timeout) {
   size_t sent = 0;
   const auto deadline = SteadyClock::now() + timeout;
   while (sent < payload.size() && SteadyClock::now() < deadline) {
@@ -176,9 +178,15 @@ bool SendAll(int fd, const std::string& payload,
     const ssize_t n =
         send(fd, payload.data() + sent, payload.size() - sent, MSG_NOSIGNAL);
     if (n > 0) sent += static_cast<size_t>(n);
-    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      return ::testing::AssertionFailure()
+             << "send failed after " << sent << " of " << payload.size()
+             << " bytes: " << std::strerror(errno);
+    }
   }
-  return sent == payload.size();
+  if (sent == payload.size()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "sent " << sent << " of " << payload.size() << " bytes in time";
 }
 
 // Reads into `r` until it holds `want` bytes, EOF, an error or `timeout`.
