@@ -5,6 +5,11 @@
 // cancel(), expiry and stop() gets it. The producer-side state it refers to
 // is worker/shared_state.h.
 //
+// The file is longer than most on purpose: the table of transitions below
+// and every operation on the word, each with its memory-ordering argument,
+// are kept in the one file that whoever changes an operation has open.
+// docs/DESIGN.md tells the story around them.
+//
 // Ground rules
 // ------------
 // A node is created by Timer::newTimeout() and lives while anyone holds a
