@@ -10,6 +10,9 @@
 
 namespace tickwheel::internal {
 
+// Passed by const reference on newTimeout()'s path: at four words a copy by
+// value goes through memory at every call, which showed in the cost of
+// newTimeout() itself.
 struct DeadlineSpec {
   int64_t nanos = 0;  // a delay (>= 0), or with `absolute` a clock reading
   bool absolute = false;

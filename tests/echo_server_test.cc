@@ -331,9 +331,17 @@ TEST(EchoServerTest, HalfClosedClientThatStopsReadingIsClosedWhenIdle) {
 // and gets everything, then EOF. Each burst reads more than the sockets
 // hold, so the server must write during every burst.
 TEST(EchoServerTest, HalfClosedClientReadingSlowlyIsNotClosedWhileItReads) {
-  constexpr absl::Duration kIdle = absl::Seconds(3);
+  // The server's thread must read within kIdle while the client sends 40 MB
+  // to it; a sanitizer build on a loaded machine can starve it for seconds,
+  // so there both the idle timeout and the pauses are longer.
+#if defined(ADDRESS_SANITIZER) || defined(THREAD_SANITIZER)
+  constexpr int kScale = 4;
+#else
+  constexpr int kScale = 1;
+#endif
+  constexpr absl::Duration kIdle = absl::Seconds(3 * kScale);
   constexpr int kBursts = 7;
-  constexpr auto kPause = milliseconds(500);  // kBursts pauses > kIdle
+  constexpr auto kPause = milliseconds(500 * kScale);  // kBursts pauses > kIdle
   const size_t burst = WmemMax() + (1 << 20);
   const std::string payload = Payload((kBursts + 1) * burst);
   tools::EchoServerOptions options;

@@ -353,7 +353,8 @@ class Timer {
   Timer(absl::Duration tick, int ticks_per_wheel, absl::Duration slack);
 
   template <typename F>
-  absl::StatusOr<Timeout> ScheduleTask(F&& task, internal::DeadlineSpec when) {
+  absl::StatusOr<Timeout> ScheduleTask(F&& task,
+                                       const internal::DeadlineSpec& when) {
     if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
       return ScheduleTask(&task, when);  // a function: by its pointer
     } else {
@@ -368,7 +369,8 @@ class Timer {
 
   // A callable that is not empty, to the worker (Worker::Schedule).
   absl::StatusOr<Timeout> Schedule(internal::TaskEmplacer emplace,
-                                   void* callable, internal::DeadlineSpec when);
+                                   void* callable,
+                                   const internal::DeadlineSpec& when);
   static absl::Status EmptyTaskError();
   static absl::Status PeriodError(absl::Duration period);
   // InvalidArgument: `what` of `call` is a floating-point NaN.

@@ -102,7 +102,7 @@ class Worker final : public std::enable_shared_from_this<Worker> {
   // the thread on first use. Returns the node with one reference, the
   // handle's.
   absl::StatusOr<TimeoutNode*> Schedule(TaskEmplacer emplace, void* callable,
-                                        DeadlineSpec when)
+                                        const DeadlineSpec& when)
       ABSL_LOCKS_EXCLUDED(start_mu_);
 
   // What stop() returns: a node and the deadline it was sorted by.
@@ -145,10 +145,11 @@ class Worker final : public std::enable_shared_from_this<Worker> {
   // same RMW.
   absl::Status Reserve(std::atomic<int64_t>& count);
   // The clock reading the timeout is due at, saturating.
-  int64_t Deadline(int64_t now, DeadlineSpec when) const;
+  int64_t Deadline(int64_t now, const DeadlineSpec& when) const;
   // The node with its task, or an error with the slot given back.
   absl::StatusOr<TimeoutNode*> NewNode(TaskEmplacer emplace, void* callable,
-                                       int64_t deadline, DeadlineSpec when,
+                                       int64_t deadline,
+                                       const DeadlineSpec& when,
                                        std::atomic<int64_t>& count);
   // The lane or the queue, then the wake-up if the worker sleeps past the
   // deadline.

@@ -23,7 +23,7 @@ absl::Status StoppedError(std::string_view call) {
 
 absl::StatusOr<TimeoutNode*> Worker::Schedule(TaskEmplacer emplace,
                                               void* callable,
-                                              DeadlineSpec when) {
+                                              const DeadlineSpec& when) {
   // The clock first: the vDSO orders its TSC read (lfence or rdtscp), which
   // would otherwise wait for the RMW below to complete. Reading it before
   // the reservation is still reading it during this call, so the deadline is
@@ -73,7 +73,7 @@ absl::Status Worker::Reserve(std::atomic<int64_t>& count) {
   return absl::OkStatus();
 }
 
-int64_t Worker::Deadline(int64_t now, DeadlineSpec when) const {
+int64_t Worker::Deadline(int64_t now, const DeadlineSpec& when) const {
   // A delay counts from now, or from startTime when the call read the
   // clock before the worker started; a huge delay saturates at INT64_MAX
   // instead of wrapping into the past. An absolute deadline in the past is
@@ -85,7 +85,7 @@ int64_t Worker::Deadline(int64_t now, DeadlineSpec when) const {
 
 absl::StatusOr<TimeoutNode*> Worker::NewNode(TaskEmplacer emplace,
                                              void* callable, int64_t deadline,
-                                             DeadlineSpec when,
+                                             const DeadlineSpec& when,
                                              std::atomic<int64_t>& count) {
   auto give_back = [&count] {
     count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
