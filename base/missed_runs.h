@@ -24,16 +24,19 @@
 //
 //   kSkip   the missed runs are skipped; the next run is the first grid time
 //           after `now`: due + k * p with k = (now - due) / p + 1. The grid
-//           stays. The default, and what newPeriodic() always did.
+//           stays. The default.
 //   kBurst  the missed runs run at once, one after another, each with its own
 //           grid time as its deadline (its lateness is measured from it), and
-//           then the runs go on on the grid. A huge backlog is bounded: when
-//           more than kMaxBurstRuns runs are missed (a worker stalled for
-//           1000 periods of a 1 ms timer misses 1000; a process suspended for
-//           a day, millions), only the kMaxBurstRuns most recent of them run
-//           and the older ones are skipped, so that a long stall costs at most
-//           kMaxBurstRuns + 1 runs, not one per period it lasted. tokio bursts
-//           all.
+//           then the runs go on on the grid. The burst covers the grid times
+//           up to the clock reading at which the worker found the late run;
+//           those that come due while it runs are late runs of their own, in
+//           the worker's next pass. A huge backlog is bounded: when more than
+//           kMaxBurstRuns runs are missed, only the kMaxBurstRuns most recent
+//           of them run and the older ones are skipped. So a stall of 1000
+//           periods is a late run and its 999 or 1000 missed runs, all run;
+//           a process suspended for a day behind a 1 ms period misses about
+//           86 million, and a late run and kMaxBurstRuns of them run, not one
+//           run per period the stall lasted. (tokio bursts all.)
 //   kDelay  the missed runs are skipped and the grid moves: the next run is
 //           one period after `now`, and the runs go on every period from it.
 //
@@ -55,8 +58,9 @@
 // choosing the next run is a few 128-bit integer operations, exact for any
 // period and clock reading (never overflowing). kSkip and kDelay run at most
 // one run per grid time that comes; a kBurst catch-up of k missed runs is k
-// more runs, back to back on the worker (as k timeouts expiring together
-// would be), with k at most kMaxBurstRuns per late run.
+// more runs, back to back on the worker, which serves its queues (cancels,
+// new timeouts) after the burst rather than between its runs: one more
+// reason for the bound, k <= kMaxBurstRuns per late run.
 
 #ifndef TICKWHEEL_BASE_MISSED_RUNS_H_
 #define TICKWHEEL_BASE_MISSED_RUNS_H_
@@ -65,7 +69,12 @@
 
 namespace tickwheel {
 
-enum class MissedRuns : uint8_t { kSkip, kBurst, kDelay };
+// What a periodic timeout does about runs it missed (the rules above).
+enum class MissedRuns : uint8_t {
+  kSkip,   // skip them; the next run is the next grid time (the default)
+  kBurst,  // run them at once, back to back (at most kMaxBurstRuns of them)
+  kDelay,  // skip them; the next run is one period after the late one
+};
 
 // Under MissedRuns::kBurst, the most missed runs that one late run is
 // followed by; older missed runs are skipped.
