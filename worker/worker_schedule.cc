@@ -100,7 +100,7 @@ absl::StatusOr<TimeoutNode*> Worker::NewNode(TaskEmplacer emplace,
   // run in progress (base/periodic_task.h); the callable goes inside it.
   PeriodicTask* box = nullptr;
   if (when.periodic()) {
-    box = new (std::nothrow) PeriodicTask(when.period_nanos);
+    box = new (std::nothrow) PeriodicTask(when.period_nanos, when.missed_runs);
     if (box == nullptr) {
       delete node;
       give_back();
