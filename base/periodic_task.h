@@ -2,10 +2,11 @@
 // -----------------------------------------------------------------------------
 // Internal. PeriodicTask: the task of a periodic timeout, a box shared by
 // reference between the timeout's slot and each run in progress, holding
-// the period and the callable (an ordinary TaskSlot, filled by the same
-// emplacer as a one-shot task's). A run takes its own reference
-// (PeriodicRun), so that a cancel() or a takeTask() during the run cannot
-// destroy the callable under it; the last reference destroys it.
+// the period, the missed-run policy (base/missed_runs.h) and the callable (an
+// ordinary TaskSlot, filled by the same emplacer as a one-shot task's). A run
+// takes its own reference (PeriodicRun), so that a cancel() or a takeTask()
+// during the run cannot destroy the callable under it; the last reference
+// destroys it.
 //
 // The timeout's own slot holds the box through PeriodicTask::Install(),
 // whose table forwards: invoking runs the callable, destroying drops the
@@ -24,6 +25,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "tickwheel/base/missed_runs.h"
 #include "tickwheel/base/task_slot.h"
 
 namespace tickwheel::internal {
@@ -31,11 +33,13 @@ namespace tickwheel::internal {
 class PeriodicTask {
  public:
   // A box with one reference, for a slot. `period_nanos` > 0.
-  explicit PeriodicTask(int64_t period_nanos) : period_nanos_(period_nanos) {}
+  PeriodicTask(int64_t period_nanos, MissedRuns missed_runs)
+      : missed_runs_(missed_runs), period_nanos_(period_nanos) {}
   PeriodicTask(const PeriodicTask&) = delete;
   PeriodicTask& operator=(const PeriodicTask&) = delete;
 
   int64_t period_nanos() const { return period_nanos_; }
+  MissedRuns missed_runs() const { return missed_runs_; }
   // The callable, for the emplacer and for runs.
   TaskSlot& task() { return task_; }
 
@@ -56,6 +60,7 @@ class PeriodicTask {
   ~PeriodicTask() = default;
 
   std::atomic<int32_t> refs_{1};
+  const MissedRuns missed_runs_;
   const int64_t period_nanos_;
   TaskSlot task_;
 };

@@ -244,82 +244,87 @@ void Delivery::PollerLoop() {
   NameThread("tw-durable-poll");
   RedisSession session(options_.session, &counters_->redis);
   std::vector<RedisReply> replies;
-  int64_t backoff = 0;
-  int64_t retry_at = 0;
-  int failures = 0;  // round trips failed in a row
+  Retry retry;
   for (;;) {
     Batch batch;
-    {
-      MutexLock lock(&mu_);
-      for (;;) {
-        const int64_t now = Now();
-        if (stopping_ && held_.empty()) return;
-        int64_t wake = now + options_.poll_nanos;
-        // Stopping with no handler running: the last round trip goes at
-        // once, whatever the back-off, so that Stop() returns promptly.
-        if (now >= retry_at || (stopping_ && running_ == 0)) {
-          PlanLocked(now, &batch, &wake);
-          if (!batch.empty()) break;
-        } else {
-          wake = retry_at;
-        }
-        poll_cv_.wait_until(mu_, At(std::max(wake, now + 100'000)));
-      }
-    }
+    if (!NextBatch(retry.at, &batch)) return;
     const int64_t before = Now();
-    absl::Status status =
+    const absl::Status status =
         session.Run(batch.commands, &replies, before + options_.timeout_nanos);
     const int64_t after = Now();
-    std::string error;
-    size_t abandoned = 0;
-    bool give_up = false;
-    {
-      MutexLock lock(&mu_);
-      if (status.ok()) {
-        status = ApplyLocked(batch, replies, before, after, session)
-                     ? absl::OkStatus()
-                     : absl::UnavailableError("an error reply");
-      } else {
-        for (const Op& op : batch.ops) UndoLocked(op);
-      }
-      if (status.ok()) {
-        if (failures > 0) {
-          error = fmt::format(
-              "durable timers: Redis at {} answers again after "
-              "{} failed round trips; delivery goes on",
-              session.endpoint().ToString(), failures);
-        }
-        failures = 0;
-        backoff = 0;
-      } else {
-        if (failures++ == 0) {
-          error = fmt::format(
-              "durable timers: {}; delivery waits for Redis and retries",
-              std::string(status.message()));
-        }
-        backoff = std::clamp(backoff * 2, kFirstBackoffNanos, kMaxBackoffNanos);
-        retry_at = after + backoff;
-        if (stopping_ && running_ == 0) {
-          abandoned = AbandonLocked();
-          give_up = true;
-        }
-      }
-    }
+    const Settled settled =
+        Settle(batch, status, replies, before, after, session, &retry);
     work_cv_.notify_all();
-    if (!error.empty()) {
-      Log(failures > 0 ? LogSeverity::kWarning : LogSeverity::kInfo, error);
-    }
-    if (give_up) {
-      if (abandoned > 0) {
+    if (!settled.log.empty()) Log(settled.severity, settled.log);
+    if (settled.give_up) {
+      if (settled.abandoned > 0) {
         Log(LogSeverity::kWarning,
             fmt::format("durable timers: Stop() could not reach Redis to hand "
                         "back {} claimed timers; they are delivered again when "
                         "their leases end",
-                        abandoned));
+                        settled.abandoned));
       }
       return;
     }
   }
+}
+
+bool Delivery::NextBatch(int64_t retry_at, Batch* batch) {
+  MutexLock lock(&mu_);
+  for (;;) {
+    const int64_t now = Now();
+    if (stopping_ && held_.empty()) return false;
+    int64_t wake = now + options_.poll_nanos;
+    // Stopping with no handler running: the last round trip goes at once,
+    // whatever the back-off, so that Stop() returns promptly.
+    if (now >= retry_at || (stopping_ && running_ == 0)) {
+      PlanLocked(now, batch, &wake);
+      if (!batch->empty()) return true;
+    } else {
+      wake = retry_at;
+    }
+    poll_cv_.wait_until(mu_, At(std::max(wake, now + 100'000)));
+  }
+}
+
+Delivery::Settled Delivery::Settle(Batch& batch, absl::Status status,
+                                   std::vector<RedisReply>& replies,
+                                   int64_t before, int64_t after,
+                                   RedisSession& session, Retry* retry) {
+  Settled settled;
+  MutexLock lock(&mu_);
+  if (status.ok()) {
+    status = ApplyLocked(batch, replies, before, after, session)
+                 ? absl::OkStatus()
+                 : absl::UnavailableError("an error reply");
+  } else {
+    for (const Op& op : batch.ops) UndoLocked(op);
+  }
+  if (status.ok()) {
+    if (retry->failures > 0) {
+      settled.severity = LogSeverity::kInfo;
+      settled.log = fmt::format(
+          "durable timers: Redis at {} answers again after {} failed round "
+          "trips; delivery goes on",
+          session.endpoint().ToString(), retry->failures);
+    }
+    *retry = Retry{};
+    return settled;
+  }
+  if (retry->failures++ == 0) {
+    settled.severity = LogSeverity::kWarning;
+    settled.log =
+        fmt::format("durable timers: {}; delivery waits for Redis and retries",
+                    std::string(status.message()));
+  }
+  retry->backoff =
+      std::clamp(retry->backoff * 2, kFirstBackoffNanos, kMaxBackoffNanos);
+  retry->at = after + retry->backoff;
+  if (stopping_ && running_ == 0) {
+    settled.abandoned = AbandonLocked();
+    settled.give_up = true;
+  }
+  return settled;
 }
 
 size_t Delivery::AbandonLocked() {

@@ -65,6 +65,7 @@
 #include "tickwheel/durable/redis_clock.h"
 #include "tickwheel/durable/redis_session.h"
 #include "tickwheel/durable/shard_ops.h"
+#include "tickwheel/timer/log.h"
 #include "tickwheel/timer/timer.h"
 
 namespace tickwheel::durable::internal {
@@ -148,7 +149,30 @@ class Delivery {
     bool empty() const { return ops.empty(); }
   };
 
+  // The poller's round trips failed in a row, and when it may try again.
+  struct Retry {
+    int64_t backoff = 0;
+    int64_t at = 0;
+    int failures = 0;
+  };
+  // What a round trip's outcome leaves the poller to do outside the lock.
+  struct Settled {
+    std::string log;  // empty: nothing to log
+    LogSeverity severity = LogSeverity::kInfo;
+    size_t abandoned = 0;
+    bool give_up = false;  // Stop() with Redis unreachable: the poller ends
+  };
+
   void PollerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits until a round trip is due and plans it into `batch`; false when
+  // the poller is done (stopping, nothing held).
+  bool NextBatch(int64_t retry_at, Batch* batch) ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies a round trip's replies (or undoes it when `status` failed) and
+  // moves the back-off.
+  Settled Settle(Batch& batch, absl::Status status,
+                 std::vector<RedisReply>& replies, int64_t before,
+                 int64_t after, RedisSession& session, Retry* retry)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void HandlerLoop(int index) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status RunHandler(Delivered& delivered);
 
@@ -164,6 +188,18 @@ class Delivery {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PlanClaimsLocked(int64_t now, Batch* batch, int64_t* wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How many timers a claim round may take: due now, ahead of their
+  // deadlines, and to start at once.
+  struct ClaimBudget {
+    int due = 0;
+    int ahead = 0;
+    int start = 0;
+  };
+  // Shares `budget` among the shards to ask (`cold`: no known backlog) and
+  // adds one claim op per shard.
+  void AskShardsLocked(int64_t now, const std::vector<int>& cold,
+                       const std::vector<int>& hot, ClaimBudget budget,
+                       Batch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adds `script` ops for `by_shard` (shard -> item keys), at most
   // kMaxScriptBatch items each, and marks the items in flight.
   void AddOpsLocked(Script script,

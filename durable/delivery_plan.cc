@@ -203,6 +203,13 @@ void Delivery::PlanClaimsLocked(int64_t now, Batch* batch, int64_t* wake) {
   rotation_ =
       (rotation_ + static_cast<int>(std::max<size_t>(1, take_hot))) % shards_;
   completions_ = 0;
+  AskShardsLocked(now, cold, hot, {due, ahead, start}, batch);
+}
+
+void Delivery::AskShardsLocked(int64_t now, const std::vector<int>& cold,
+                               const std::vector<int>& hot, ClaimBudget budget,
+                               Batch* batch) {
+  auto& [due, ahead, start] = budget;
   // A shard without a known backlog is probed for a share of the due
   // budget of at most kColdProbe; the shards with a backlog share the rest.
   std::vector<std::pair<int, ClaimArgs>> asks;

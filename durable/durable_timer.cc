@@ -144,6 +144,35 @@ absl::Status WithAdvice(absl::Status s, std::string_view advice) {
       fmt::format("{}; {}", std::string(s.message()), advice));
 }
 
+// ScheduleMany()'s round trip: MULTI, one script call per shard (and per
+// kMaxScriptBatch entries), EXEC, applied together. EVAL with the source
+// rather than EVALSHA: inside a transaction a missing script would fail its
+// own command while the others ran. `earliest` gets each shard's first
+// deadline.
+std::vector<RedisCommand> ScheduleManyCommands(
+    const std::vector<internal::ShardKeys>& keys,
+    const std::map<int, std::vector<internal::ScheduleArgs>>& by_shard,
+    std::vector<std::pair<int, int64_t>>* earliest) {
+  std::vector<RedisCommand> commands;
+  commands.push_back({"MULTI"});
+  for (const auto& [shard, args] : by_shard) {
+    int64_t first = internal::kMaxDeadlineMicros;
+    for (size_t i = 0; i < args.size(); i += internal::kMaxScriptBatch) {
+      const size_t n = std::min(args.size() - i,
+                                static_cast<size_t>(internal::kMaxScriptBatch));
+      commands.push_back(internal::ScheduleCommand(
+          keys[static_cast<size_t>(shard)], /*after=*/false,
+          std::span(args).subspan(i, n), /*by_source=*/true));
+    }
+    for (const internal::ScheduleArgs& a : args) {
+      first = std::min(first, a.time_us);
+    }
+    earliest->emplace_back(shard, first);
+  }
+  commands.push_back({"EXEC"});
+  return commands;
+}
+
 }  // namespace
 
 std::string DurableMetrics::ToString() const {
@@ -309,28 +338,9 @@ absl::Status DurableTimer::ScheduleMany(
     by_shard[internal::ShardOf(e.id, shards)].push_back(
         {e.id, DeadlineMicros(e.deadline), e.payload});
   }
-  // MULTI, one script call per shard (and per kMaxScriptBatch entries), EXEC:
-  // one round trip, applied together. EVAL with the source rather than
-  // EVALSHA: inside a transaction a missing script would fail its own
-  // command while the others ran.
-  std::vector<RedisCommand> commands;
   std::vector<std::pair<int, int64_t>> earliest;  // shard, first deadline
-  commands.push_back({"MULTI"});
-  for (const auto& [shard, args] : by_shard) {
-    int64_t first = internal::kMaxDeadlineMicros;
-    for (size_t i = 0; i < args.size(); i += internal::kMaxScriptBatch) {
-      const size_t n = std::min(args.size() - i,
-                                static_cast<size_t>(internal::kMaxScriptBatch));
-      commands.push_back(internal::ScheduleCommand(
-          impl_->keys[static_cast<size_t>(shard)], /*after=*/false,
-          std::span(args).subspan(i, n), /*by_source=*/true));
-    }
-    for (const internal::ScheduleArgs& a : args) {
-      first = std::min(first, a.time_us);
-    }
-    earliest.emplace_back(shard, first);
-  }
-  commands.push_back({"EXEC"});
+  const std::vector<RedisCommand> commands =
+      ScheduleManyCommands(impl_->keys, by_shard, &earliest);
   std::vector<RedisReply> replies;
   if (absl::Status s = impl_->Call(commands, &replies); !s.ok()) {
     return WithAdvice(std::move(s),

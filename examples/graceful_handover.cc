@@ -65,6 +65,27 @@ class Ledger {
   int early_ = 0, total_ = 0;
 };
 
+// Schedules each of `left` (what stop() returned at `old_now`) on `to`, as
+// far ahead as it had left; false (after saying so) if `to` refuses one.
+bool HandOver(const std::vector<Timeout>& left, Clock::time_point old_now,
+              Timer& to, Clock::time_point start) {
+  for (const Timeout& t : left) {
+    const Clock::duration remaining =
+        std::max(t.deadline() - old_now, Clock::duration::zero());
+    absl::StatusOr<Timeout> moved = to.newTimeout(t.takeTask(), remaining);
+    if (!moved.ok()) {  // the new timer refused it: say so rather than drop it
+      fmt::print("  handover failed: {}\n", moved.status().ToString());
+      return false;
+    }
+    fmt::print(
+        "  due at {:3.0f} ms, {:5.1f} ms left (cancelled on the old timer: "
+        "{})\n",
+        Ms(t.deadline() - start).count(), Ms(remaining).count(),
+        t.isCancelled());
+  }
+  return true;
+}
+
 }  // namespace
 
 int main() {
@@ -99,21 +120,7 @@ int main() {
       "stop() at {:.0f} ms returned {} pending; handing them to a 5 ms "
       "wheel:\n",
       Ms(old_now - start).count(), left.size());
-  for (const Timeout& t : left) {
-    const Clock::duration remaining =
-        std::max(t.deadline() - old_now, Clock::duration::zero());
-    absl::StatusOr<Timeout> moved =
-        new_timer->newTimeout(t.takeTask(), remaining);
-    if (!moved.ok()) {  // the new timer refused it: say so rather than drop it
-      fmt::print("  handover failed: {}\n", moved.status().ToString());
-      return 1;
-    }
-    fmt::print(
-        "  due at {:3.0f} ms, {:5.1f} ms left (cancelled on the old timer: "
-        "{})\n",
-        Ms(t.deadline() - start).count(), Ms(remaining).count(),
-        t.isCancelled());
-  }
+  if (!HandOver(left, old_now, *new_timer, start)) return 1;
 
   const bool all_ran = ledger.AwaitAll();
   // After stop() no task runs: the ledger is final.

@@ -60,6 +60,34 @@ struct PeerMonitor {
   }
 };
 
+// The peer's heartbeat, every kPeriod on `peer`. The task takes its Timeout
+// to check it is not early and, at the last beat, to cancel itself.
+Timeout StartBeating(tickwheel::Timer& peer, PeerMonitor& monitor) {
+  return peer
+      .newPeriodic(
+          [&monitor](const Timeout& self) {
+            if (Clock::now() < self.deadline())
+              monitor.early_beats.fetch_add(1);
+            monitor.OnHeartbeat();
+            if (monitor.beats == kBeats) {
+              fmt::print(
+                  "  peer crashes (its periodic timeout cancels itself)\n");
+              self.cancel();
+            }
+          },
+          kPeriod, kPeriod)
+      .value();
+}
+
+void PrintLateness(const char* name, const tickwheel::Timer& timer) {
+  const tickwheel::TimerMetrics m = timer.metrics();
+  const tickwheel::LatenessHistogram& late = m.lateness;
+  fmt::print("lateness on {}: {} runs, p50 {}, p99 {}, max {}\n", name,
+             late.count(), absl::FormatDuration(late.Percentile(0.5)),
+             absl::FormatDuration(late.Percentile(0.99)),
+             absl::FormatDuration(late.max()));
+}
+
 }  // namespace
 
 int main() {
@@ -87,22 +115,7 @@ int main() {
           .value();
   std::future<int> dead = monitor.declared_dead.get_future();
 
-  // The peer's heartbeat. It takes its Timeout to check it is not early and,
-  // at the last beat, to cancel itself.
-  Timeout beat =
-      peer->newPeriodic(
-              [&monitor](const Timeout& self) {
-                if (Clock::now() < self.deadline())
-                  monitor.early_beats.fetch_add(1);
-                monitor.OnHeartbeat();
-                if (monitor.beats == kBeats) {
-                  fmt::print(
-                      "  peer crashes (its periodic timeout cancels itself)\n");
-                  self.cancel();
-                }
-              },
-              kPeriod, kPeriod)
-          .value();
+  const Timeout beat = StartBeating(*peer, monitor);
 
   const bool fired =
       dead.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
@@ -116,15 +129,8 @@ int main() {
                   fired_at >= last_beat + kSilence &&
                   monitor.failed_resets == 0 && monitor.early_beats == 0 &&
                   beat.isCancelled() && ours_left == 0 && peer_left == 0;
-  for (const auto& [name, timer] :
-       {std::pair{"peer", peer.get()}, std::pair{"ours", ours.get()}}) {
-    const tickwheel::TimerMetrics m = timer->metrics();
-    const tickwheel::LatenessHistogram& late = m.lateness;
-    fmt::print("lateness on {}: {} runs, p50 {}, p99 {}, max {}\n", name,
-               late.count(), absl::FormatDuration(late.Percentile(0.5)),
-               absl::FormatDuration(late.Percentile(0.99)),
-               absl::FormatDuration(late.max()));
-  }
+  PrintLateness("peer", *peer);
+  PrintLateness("ours", *ours);
   fmt::print("{}\n",
              ok ? "OK: declared dead once, after the last heartbeat" : "WRONG");
   return ok ? 0 : 1;

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -99,133 +100,200 @@ void Poll(std::vector<Client>& clients, int epoll_fd, int timeout_ms) {
   for (int i = 0; i < n; ++i) Drain(clients[events[i].data.u32], epoll_fd);
 }
 
-TEST(EchoIdleTest, ClosesExactlyTheSilentConnections) {
-  RaiseFdLimit(2 * kClients + 128);
-
-  IdleTrackerOptions options;
-  options.default_idle_timeout = kIdle;
-  options.tick_duration = kTick;
-  options.thread_name = "echo-idle";
-  auto tracker = IdleTracker::Create(options).value();
-  tools::EchoServerOptions server_options;
-  server_options.address = "127.0.0.1";
-  auto server =
-      tools::EchoServer::Create(tracker.get(), server_options).value();
-  std::thread io([&] { EXPECT_TRUE(server->Run().ok()); });
-
-  std::vector<Client> clients(kClients);
-  const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-  ASSERT_GE(epoll_fd, 0);
-  for (int i = 0; i < kClients; ++i) {
-    Client& c = clients[i];
-    c.fd = ConnectLoopback(server->port());
-    ASSERT_GE(c.fd, 0) << "connect #" << i << ": " << std::strerror(errno);
-    c.busy = i % 2 == 0;
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.u32 = static_cast<uint32_t>(i);
-    ASSERT_EQ(epoll_ctl(epoll_fd, EPOLL_CTL_ADD, c.fd, &ev), 0);
+// The server on its own I/O thread with an idle tracker, and kClients
+// clients connected to it, even-numbered ones busy. The test body is the
+// behaviour; the steps it takes are the members.
+class EchoIdleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RaiseFdLimit(2 * kClients + 128);
+    IdleTrackerOptions options;
+    options.default_idle_timeout = kIdle;
+    options.tick_duration = kTick;
+    options.thread_name = "echo-idle";
+    tracker_ = IdleTracker::Create(options).value();
+    tools::EchoServerOptions server_options;
+    server_options.address = "127.0.0.1";
+    server_ = tools::EchoServer::Create(tracker_.get(), server_options).value();
+    io_ = std::thread([this] { EXPECT_TRUE(server_->Run().ok()); });
   }
-  // Handshake: every connection echoes once, so all are accepted and tracked.
-  for (int i = 0; i < kClients; ++i) Send(clients[i], i);
-  const auto handshake_deadline = SteadyClock::now() + std::chrono::seconds(10);
-  auto echoed = [&] {
-    return std::all_of(clients.begin(), clients.end(), [](const Client& c) {
+
+  // The body stops the server itself; this is for a body that ended early.
+  void TearDown() override {
+    CloseClients();
+    if (io_.joinable()) StopServer();
+  }
+
+  void ConnectClients() {
+    clients_.resize(kClients);
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    ASSERT_GE(epoll_fd_, 0);
+    for (int i = 0; i < kClients; ++i) {
+      Client& c = clients_[i];
+      c.fd = ConnectLoopback(server_->port());
+      ASSERT_GE(c.fd, 0) << "connect #" << i << ": " << std::strerror(errno);
+      c.busy = i % 2 == 0;
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP;
+      ev.data.u32 = static_cast<uint32_t>(i);
+      ASSERT_EQ(epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev), 0);
+    }
+  }
+
+  // Every connection echoes once, so all are accepted and tracked; true when
+  // every echo arrived.
+  bool Handshake() {
+    for (int i = 0; i < kClients; ++i) Send(clients_[i], i);
+    return PollUntilEchoed(std::chrono::seconds(10));
+  }
+
+  // Busy clients send every kChatEvery throughout; silent ones stop at 0 to
+  // 450 ms. Ends once every silent one is closed, and at least 2.5 s in, or
+  // after 15 s.
+  void ChatUntilTheSilentAreClosed() {
+    const auto start = SteadyClock::now();
+    for (int i = 0; i < kClients; ++i) {
+      clients_[i].stop_chatting = start + milliseconds(50 * ((i / 2) % 10));
+    }
+    auto next_chat = start;
+    for (;;) {
+      const auto now = SteadyClock::now();
+      if (now >= next_chat) {
+        for (int i = 0; i < kClients; ++i) {
+          Client& c = clients_[i];
+          if (!c.eof && (c.busy || now < c.stop_chatting)) Send(c, i);
+        }
+        next_chat += kChatEvery;
+      }
+      Poll(clients_, epoll_fd_, 5);
+      const auto elapsed = SteadyClock::now() - start;
+      if (SilentClosed() == kClients / 2 && elapsed >= milliseconds(2500)) {
+        break;
+      }
+      if (elapsed > std::chrono::seconds(15)) break;
+    }
+  }
+
+  // Every client got back what it sent; the busy ones were never closed; the
+  // silent ones were, without error, no earlier than the idle timeout after
+  // their last send (less the clock lag the tracker reported) and within
+  // kLateBound of it. Sets the earliest and latest close, relative to that
+  // timeout.
+  void CheckEveryClient(absl::Duration lag, absl::Duration* min_margin,
+                        absl::Duration* max_delay) const {
+    *min_margin = absl::InfiniteDuration();
+    *max_delay = -absl::InfiniteDuration();
+    for (int i = 0; i < kClients; ++i) {
+      const Client& c = clients_[i];
+      EXPECT_EQ(c.received, c.sent) << "client " << i << " lost echoes";
+      if (c.busy) {
+        EXPECT_FALSE(c.eof) << "busy client " << i << " was closed";
+        continue;
+      }
+      ASSERT_TRUE(c.eof) << "silent client " << i << " was never closed";
+      EXPECT_EQ(c.error, 0)
+          << "silent client " << i << ": " << std::strerror(c.error);
+      const absl::Duration idle_for = ToAbsl(c.eof_at - c.last_send);
+      *min_margin = std::min(*min_margin, idle_for - kIdle);
+      *max_delay = std::max(*max_delay, idle_for - kIdle);
+      // Never before the idle timeout: the only allowance is the documented
+      // one, the coarse clock's observed lag when the worker was late.
+      EXPECT_GE(idle_for + lag, kIdle)
+          << "silent client " << i << " closed early";
+      EXPECT_LE(idle_for, kIdle + ToAbsl(kLateBound))
+          << "silent client " << i << " closed late";
+    }
+  }
+
+  // Closes the clients' side of every connection (idempotent).
+  void CloseClients() {
+    for (Client& c : clients_) {
+      if (c.fd >= 0) close(c.fd);
+      c.fd = -1;
+    }
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+    epoll_fd_ = -1;
+  }
+
+  // Waits (at most 10 s) until the server has seen `n` clients close.
+  void AwaitClosedByPeer(int64_t n) const {
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
+    while (server_->stats().closed_by_peer < n &&
+           SteadyClock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+  }
+
+  void StopServer() {
+    server_->Stop();
+    io_.join();
+  }
+
+  bool PollUntilEchoed(SteadyClock::duration patience) {
+    const auto deadline = SteadyClock::now() + patience;
+    while (!AllEchoed() && SteadyClock::now() < deadline) {
+      Poll(clients_, epoll_fd_, 5);
+    }
+    return AllEchoed();
+  }
+
+  bool AllEchoed() const {
+    return std::all_of(clients_.begin(), clients_.end(), [](const Client& c) {
       return c.received.size() == c.sent.size();
     });
-  };
-  while (!echoed() && SteadyClock::now() < handshake_deadline) {
-    Poll(clients, epoll_fd, 5);
   }
-  ASSERT_TRUE(echoed()) << "handshake echoes missing";
-  EXPECT_EQ(tracker->metrics().tracked, kClients);
 
-  // Chat: busy ones every 100 ms throughout; silent ones stop at 0..450 ms.
-  const auto start = SteadyClock::now();
-  for (int i = 0; i < kClients; ++i) {
-    clients[i].stop_chatting = start + milliseconds(50 * ((i / 2) % 10));
-  }
-  auto next_chat = start;
-  auto silent_closed = [&] {
+  int SilentClosed() const {
     int n = 0;
-    for (const Client& c : clients) n += !c.busy && c.eof;
+    for (const Client& c : clients_) n += !c.busy && c.eof;
     return n;
-  };
-  for (;;) {
-    const auto now = SteadyClock::now();
-    if (now >= next_chat) {
-      for (int i = 0; i < kClients; ++i) {
-        Client& c = clients[i];
-        if (!c.eof && (c.busy || now < c.stop_chatting)) Send(c, i);
-      }
-      next_chat += kChatEvery;
-    }
-    Poll(clients, epoll_fd, 5);
-    const auto elapsed = SteadyClock::now() - start;
-    if (silent_closed() == kClients / 2 && elapsed >= milliseconds(2500)) break;
-    if (elapsed > std::chrono::seconds(15)) break;
-  }
-  // Let the last busy echoes arrive.
-  const auto drain_deadline = SteadyClock::now() + std::chrono::seconds(5);
-  while (!echoed() && SteadyClock::now() < drain_deadline) {
-    Poll(clients, epoll_fd, 5);
   }
 
-  const IdleTrackerMetrics m = tracker->metrics();
-  const absl::Duration lag = m.worst_clock_lag;
-  absl::Duration min_margin = absl::InfiniteDuration();
-  absl::Duration max_delay = -absl::InfiniteDuration();
-  for (int i = 0; i < kClients; ++i) {
-    const Client& c = clients[i];
-    EXPECT_EQ(c.received, c.sent) << "client " << i << " lost echoes";
-    if (c.busy) {
-      EXPECT_FALSE(c.eof) << "busy client " << i << " was closed";
-      continue;
-    }
-    ASSERT_TRUE(c.eof) << "silent client " << i << " was never closed";
-    EXPECT_EQ(c.error, 0) << "silent client " << i << ": "
-                          << std::strerror(c.error);
-    const absl::Duration idle_for = ToAbsl(c.eof_at - c.last_send);
-    min_margin = std::min(min_margin, idle_for - kIdle);
-    max_delay = std::max(max_delay, idle_for - kIdle);
-    // Never before the idle timeout: the only allowance is the documented one,
-    // the coarse clock's observed lag when the worker was late.
-    EXPECT_GE(idle_for + lag, kIdle)
-        << "silent client " << i << " closed early";
-    EXPECT_LE(idle_for, kIdle + ToAbsl(kLateBound))
-        << "silent client " << i << " closed late";
-  }
+  std::unique_ptr<IdleTracker> tracker_;
+  std::unique_ptr<tools::EchoServer> server_;  // on tracker_
+  std::thread io_;                             // runs server_
+  std::vector<Client> clients_;
+  int epoll_fd_ = -1;  // the clients' sockets, for reading
+};
+
+TEST_F(EchoIdleTest, ClosesExactlyTheSilentConnections) {
+  ASSERT_NO_FATAL_FAILURE(ConnectClients());
+  ASSERT_TRUE(Handshake()) << "handshake echoes missing";
+  EXPECT_EQ(tracker_->metrics().tracked, kClients);
+
+  ChatUntilTheSilentAreClosed();
+  // Let the last busy echoes arrive.
+  PollUntilEchoed(std::chrono::seconds(5));
+
+  const IdleTrackerMetrics m = tracker_->metrics();
+  absl::Duration min_margin, max_delay;
+  ASSERT_NO_FATAL_FAILURE(
+      CheckEveryClient(m.worst_clock_lag, &min_margin, &max_delay));
   fmt::print(
       "echo idle test: closed {} silent; EOF seen {} to {} after the "
       "idle timeout; tracker: {}\ntimer: {}\n",
-      silent_closed(), absl::FormatDuration(min_margin),
-      absl::FormatDuration(max_delay), m, tracker->timerMetrics());
+      SilentClosed(), absl::FormatDuration(min_margin),
+      absl::FormatDuration(max_delay), m, tracker_->timerMetrics());
   EXPECT_EQ(m.fired, kClients / 2);
   EXPECT_EQ(m.tracked, kClients / 2);
-  tools::EchoServerStats st = server->stats();
+  tools::EchoServerStats st = server_->stats();
   EXPECT_EQ(st.accepted, kClients);
   EXPECT_EQ(st.closed_idle, kClients / 2);
   EXPECT_EQ(st.closed_by_peer, 0);
 
   // The busy ones close from their side; the server sees EOF and unregisters.
-  for (Client& c : clients) close(c.fd);
-  close(epoll_fd);
-  const auto close_deadline = SteadyClock::now() + std::chrono::seconds(10);
-  while (server->stats().closed_by_peer < kClients / 2 &&
-         SteadyClock::now() < close_deadline) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  EXPECT_EQ(server->stats().closed_by_peer, kClients / 2);
-  EXPECT_EQ(tracker->metrics().tracked, 0);
-  server->Stop();
-  io.join();
-  st = server->stats();
+  CloseClients();
+  AwaitClosedByPeer(kClients / 2);
+  EXPECT_EQ(server_->stats().closed_by_peer, kClients / 2);
+  EXPECT_EQ(tracker_->metrics().tracked, 0);
+  StopServer();
+  st = server_->stats();
   EXPECT_EQ(st.closed_idle, kClients / 2);
   EXPECT_EQ(st.closed_on_error, 0);
   EXPECT_EQ(st.closed_at_shutdown, 0);  // none was left open
-  server.reset();
-  EXPECT_FALSE(tracker->isActive());
-  EXPECT_EQ(tracker->metrics().fired, kClients / 2);
+  server_.reset();
+  EXPECT_FALSE(tracker_->isActive());
+  EXPECT_EQ(tracker_->metrics().fired, kClients / 2);
 }
 
 }  // namespace

@@ -166,8 +166,10 @@ Received SendHalfCloseAndRead(int fd, const std::string& payload,
 }
 
 // Sends all of `payload` without reading; false on error or `timeout`.
-bool SendAll(int fd, const std::string& payload,
-             SteadyClock::duration timeout) {
+// Sends all of `payload` within `timeout`. On failure the result says how far
+// it got and why, for the assertion's message.
+::testing::AssertionResult SendAll(int fd, const std::string& payload,
+                                   SteadyClock::duration timeout) {
   size_t sent = 0;
   const auto deadline = SteadyClock::now() + timeout;
   while (sent < payload.size() && SteadyClock::now() < deadline) {
@@ -176,9 +178,15 @@ bool SendAll(int fd, const std::string& payload,
     const ssize_t n =
         send(fd, payload.data() + sent, payload.size() - sent, MSG_NOSIGNAL);
     if (n > 0) sent += static_cast<size_t>(n);
-    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      return ::testing::AssertionFailure()
+             << "send failed after " << sent << " of " << payload.size()
+             << " bytes: " << std::strerror(errno);
+    }
   }
-  return sent == payload.size();
+  if (sent == payload.size()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "sent " << sent << " of " << payload.size() << " bytes in time";
 }
 
 // Reads into `r` until it holds `want` bytes, EOF, an error or `timeout`.
@@ -323,9 +331,17 @@ TEST(EchoServerTest, HalfClosedClientThatStopsReadingIsClosedWhenIdle) {
 // and gets everything, then EOF. Each burst reads more than the sockets
 // hold, so the server must write during every burst.
 TEST(EchoServerTest, HalfClosedClientReadingSlowlyIsNotClosedWhileItReads) {
-  constexpr absl::Duration kIdle = absl::Seconds(3);
+  // The server's thread must read within kIdle while the client sends 40 MB
+  // to it; a sanitizer build on a loaded machine can starve it for seconds,
+  // so there both the idle timeout and the pauses are longer.
+#if defined(ADDRESS_SANITIZER) || defined(THREAD_SANITIZER)
+  constexpr int kScale = 4;
+#else
+  constexpr int kScale = 1;
+#endif
+  constexpr absl::Duration kIdle = absl::Seconds(3 * kScale);
   constexpr int kBursts = 7;
-  constexpr auto kPause = milliseconds(500);  // kBursts pauses > kIdle
+  constexpr auto kPause = milliseconds(500 * kScale);  // kBursts pauses > kIdle
   const size_t burst = WmemMax() + (1 << 20);
   const std::string payload = Payload((kBursts + 1) * burst);
   tools::EchoServerOptions options;

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
 #include "tickwheel/timer/idle_tracker.h"
 #include "tickwheel/timer/manual_clock.h"
 #include "tickwheel/timer/timer.h"
@@ -18,7 +19,7 @@
 namespace tickwheel {
 namespace {
 
-constexpr int64_t kMs = 1000000;
+using ::tickwheel::testing::kMs;
 constexpr absl::Duration kTick = absl::Milliseconds(10);
 
 class IdleSharedTimerTest : public ::testing::Test {

@@ -69,6 +69,15 @@ INSTANTIATE_TEST_SUITE_P(OwnAndSharedTimer, IdleTrackerConcurrencyTest,
                            return info.param ? "SharedTimer" : "OwnTimer";
                          });
 
+// One registration of UnregisterRacingFireIsAllOrNothing: what its on_idle
+// did, and whether the unregistering thread has reached it.
+struct Slot {
+  std::atomic<int> runs{0};
+  std::atomic<bool> completed{false};
+  std::atomic<bool> unregistered{false};
+  std::atomic<bool> ran_after_unregister{false};
+};
+
 TEST_P(IdleTrackerConcurrencyTest, UnregisterRacingFireIsAllOrNothing) {
   auto tracker = MakeTracker();
   ASSERT_TRUE(tracker->Activate().ok());
@@ -76,12 +85,6 @@ TEST_P(IdleTrackerConcurrencyTest, UnregisterRacingFireIsAllOrNothing) {
   int ended_before = 0, fired_first = 0;
   std::mt19937 rng(7);
   for (int round = 0; round < kRounds; ++round) {
-    struct Slot {
-      std::atomic<int> runs{0};
-      std::atomic<bool> completed{false};
-      std::atomic<bool> unregistered{false};
-      std::atomic<bool> ran_after_unregister{false};
-    };
     std::vector<Slot> slots(kPerRound);
     std::vector<IdleHandle> handles;
     for (int i = 0; i < kPerRound; ++i) {

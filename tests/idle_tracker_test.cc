@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
 #include "tickwheel/timer/idle/idle_entry.h"
 #include "tickwheel/timer/manual_clock.h"
 
@@ -46,7 +47,7 @@ namespace {
 
 using internal::IdleEntryTestPeer;
 
-constexpr int64_t kMs = 1000000;
+using ::tickwheel::testing::kMs;
 constexpr absl::Duration kTick = absl::Milliseconds(10);
 
 // Records (id, clock time) of each on_idle call; thread-safe.

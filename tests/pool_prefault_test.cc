@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -103,6 +104,24 @@ TEST(PoolPrefaultTest, TheTargetGrowsWithRecentGrowth) {
   FreeOnAThread<Pool>(cells);
 }
 
+// n cells from `allocate`, in slices of 1024 with `between()` before each;
+// and the page faults the calling thread took in the allocations after the
+// first (which maps the first chunk: nothing has been asked for yet).
+template <typename Allocate, typename Between>
+std::pair<int64_t, std::vector<void*>> Produce(Allocate allocate, size_t n,
+                                               Between between) {
+  std::vector<void*> cells(n);  // faulted in before the count starts
+  cells[0] = allocate();
+  int64_t faults = 0;
+  for (size_t i = 1; i < n; i += 1024) {
+    between();
+    const int64_t before = ThreadMinorFaults();
+    for (size_t j = i; j < i + 1024 && j < n; ++j) cells[j] = allocate();
+    faults += ThreadMinorFaults() - before;
+  }
+  return {faults, std::move(cells)};
+}
+
 // The point of it all: a producer whose reserve is kept filled by another
 // thread takes its cells without page faults; one that is not, faults every
 // chunk in itself (at least once per chunk, once per page without huge
@@ -124,25 +143,11 @@ TEST(PoolPrefaultTest, AProducerServedByAnotherThreadTakesNoPageFaults) {
       std::this_thread::yield();
     }
   });
-  // n cells; the page faults taken by the allocations after the first
-  // (which maps the first chunk: nothing has been asked for yet).
-  const auto produce = [](auto allocate, size_t n, auto between) {
-    std::vector<void*> cells(n);  // faulted in before the count starts
-    cells[0] = allocate();
-    int64_t faults = 0;
-    for (size_t i = 1; i < n; i += 1024) {
-      between();
-      const int64_t before = ThreadMinorFaults();
-      for (size_t j = i; j < i + 1024 && j < n; ++j) cells[j] = allocate();
-      faults += ThreadMinorFaults() - before;
-    }
-    return std::make_pair(faults, cells);
-  };
   const size_t n = kChunks * Served::Depot().CellsPerChunk();
   int64_t served_faults = 0, alone_faults = 0;
   std::vector<void*> served_cells, alone_cells;
   std::thread([&] {
-    auto [faults, cells] = produce([] { return Served::Allocate(); }, n,
+    auto [faults, cells] = Produce([] { return Served::Allocate(); }, n,
                                    [&] {
                                      // Between slices, hand a shortfall over
                                      // and wait for the answer: the worker is
@@ -158,7 +163,7 @@ TEST(PoolPrefaultTest, AProducerServedByAnotherThreadTakesNoPageFaults) {
     served_cells = std::move(cells);
   }).join();
   std::thread([&] {
-    auto [faults, cells] = produce([] { return Alone::Allocate(); }, n, [] {});
+    auto [faults, cells] = Produce([] { return Alone::Allocate(); }, n, [] {});
     alone_faults = faults;
     alone_cells = std::move(cells);
   }).join();

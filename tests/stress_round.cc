@@ -329,8 +329,9 @@ class StressRound {
     }
   }
 
-  // A periodic timeout, 1-3 ms apart; it cancels itself in its 1st to 6th
-  // run, or (one in four) runs until a cancel(), cancelAll() or stop().
+  // A periodic timeout, 1-3 ms apart, with any missed-run policy (slow runs
+  // make it miss some); it cancels itself in its 1st to 6th run, or (one in
+  // four) runs until a cancel(), cancelAll() or stop().
   void SchedulePeriodic(uint64_t r) {
     const int64_t id = next_id_.fetch_add(1);
     if (id >= capacity_) return;
@@ -344,8 +345,9 @@ class StressRound {
                       capture = Capture(this, id)](const Timeout& self) {
       RunPeriodic(id, last_run, self);
     };
+    const auto missed = static_cast<MissedRuns>((r >> 24) % 3);
     absl::StatusOr<Timeout> t =
-        timer_->newPeriodic(std::move(task), initial, period);
+        timer_->newPeriodic(std::move(task), initial, period, missed);
     Adopt(id, std::move(t), r);
   }
 

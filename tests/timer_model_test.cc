@@ -6,6 +6,7 @@
 
 #include "tests/model/timer_model.h"
 
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -137,6 +138,46 @@ TEST(TimerModelTest, MaxPendingAndStop) {
   m.Schedule(false, absl::Nanoseconds(1), {}, &code);
   EXPECT_EQ(code, Code::kFailedPrecondition);
   EXPECT_TRUE(m.Stop().empty());
+  EXPECT_EQ(m.CheckContract(), "");
+}
+
+// A periodic task due every 10 ns from 10, and a clock that jumps from 10 to
+// 55: the run due at 20 is late, 30, 40 and 50 were missed. kBurst runs them
+// at once, in the late run's turn; kDelay moves the grid to 65; kSkip goes
+// on at 60.
+TEST(TimerModelTest, MissedRunsFollowThePolicy) {
+  const std::vector<std::pair<Missed, std::vector<int64_t>>> cases = {
+      {Missed::kSkip, {10, 55, 60, 70}},
+      {Missed::kBurst, {10, 55, 55, 55, 55, 60, 70}},
+      {Missed::kDelay, {10, 55, 65, 75}},
+  };
+  for (const auto& [missed, clocks] : cases) {
+    TimerModel m({.tick_nanos = 1});
+    Code code;
+    m.SchedulePeriodic(absl::Nanoseconds(10), absl::Nanoseconds(10), {}, missed,
+                       &code);
+    ASSERT_EQ(code, Code::kOk);
+    m.Advance(absl::Nanoseconds(10));
+    m.Advance(absl::Nanoseconds(45));
+    for (int i = 0; i < 20; ++i) m.Advance(absl::Nanoseconds(1));
+    EXPECT_EQ(RunClocks(m), clocks) << MissedName(missed);
+    if (missed == Missed::kBurst) {  // in the late run's turn: tick 19
+      for (size_t i = 1; i < 5; ++i) EXPECT_EQ(m.events()[i].tick, 19);
+    }
+    EXPECT_EQ(m.CheckContract(), "");
+  }
+}
+
+// More than kModelMaxBurst missed runs: only the latest kModelMaxBurst run.
+TEST(TimerModelTest, BurstIsBounded) {
+  TimerModel m({.tick_nanos = 1});
+  Code code;
+  m.SchedulePeriodic(absl::Nanoseconds(1), absl::Nanoseconds(1), {},
+                     Missed::kBurst, &code);
+  m.Advance(absl::Nanoseconds(1));
+  m.Advance(absl::Nanoseconds(5000));  // 2 late at 5001, 3..5001 missed
+  EXPECT_EQ(m.Runs(0), 2 + kModelMaxBurst);
+  EXPECT_EQ(m.ClockDeadline(0), 5002);
   EXPECT_EQ(m.CheckContract(), "");
 }
 

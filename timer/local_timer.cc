@@ -50,9 +50,9 @@ absl::StatusOr<std::unique_ptr<LocalTimer>> LocalTimer::Create(
 
 LocalTimer::~LocalTimer() = default;
 
-absl::StatusOr<Timeout> LocalTimer::Schedule(internal::TaskEmplacer emplace,
-                                             void* callable,
-                                             internal::DeadlineSpec when) {
+absl::StatusOr<Timeout> LocalTimer::Schedule(
+    internal::TaskEmplacer emplace, void* callable,
+    const internal::DeadlineSpec& when) {
   absl::StatusOr<internal::TimeoutNode*> node =
       engine_->Schedule(emplace, callable, when);
   if (!node.ok()) return node.status();

@@ -213,7 +213,8 @@ class LocalTimer {
   // Schedules `task` to run at a fixed rate, as Timer::newPeriodic(): at
   // start + initial_delay + k * period, never early; runs missed by a whole
   // period or more (a loop that called advance() late) are skipped, the
-  // task runs once and resumes at the next grid time in the future. One
+  // task runs once and resumes at the next grid time in the future
+  // (MissedRuns::kSkip, the one policy a LocalTimer offers so far). One
   // advance() runs it once, unless a task reset() it meanwhile (see
   // advance()). It ends only by cancel(),
   // cancelAll() or stop(); each run counts in metrics().expired and in
@@ -354,17 +355,19 @@ class LocalTimer {
              int ticks_per_wheel, absl::Duration slack);
 
   template <typename F>
-  absl::StatusOr<Timeout> ScheduleTask(F&& task, internal::DeadlineSpec when) {
+  absl::StatusOr<Timeout> ScheduleTask(F&& task,
+                                       const internal::DeadlineSpec& when) {
     return internal::ScheduleCallable(
         std::forward<F>(task), when,
         [this](internal::TaskEmplacer emplace, void* callable,
-               internal::DeadlineSpec spec) {
+               const internal::DeadlineSpec& spec) {
           return Schedule(emplace, callable, spec);
         });
   }
   // A callable that is not empty, to the engine (LocalEngine::Schedule).
   absl::StatusOr<Timeout> Schedule(internal::TaskEmplacer emplace,
-                                   void* callable, internal::DeadlineSpec when);
+                                   void* callable,
+                                   const internal::DeadlineSpec& when);
 
   // Owner-only calls change the engine even where they are const (a
   // nextWakeup() takes cross-thread cancellations in): the pointer is not

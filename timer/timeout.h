@@ -128,7 +128,8 @@ class Timeout {
   // unless it is cancelled or stopped later. False, changing nothing,
   // otherwise, including for a one-shot timeout from inside its own task.
   // pendingTimeouts() does not change. On a periodic timeout it moves the
-  // next run, and the runs go on every period from it.
+  // next run, and the runs go on every period from it, whatever its
+  // missed-run policy (MissedRuns); it ends a burst of missed runs there.
   // Of racing reset() calls, each that returns true takes effect in turn;
   // the timeout ends up at the deadline of the last one.
   // Cost: never allocates and never waits for the worker. A later deadline

@@ -61,7 +61,7 @@ Timer::~Timer() {
 
 absl::StatusOr<Timeout> Timer::Schedule(internal::TaskEmplacer emplace,
                                         void* callable,
-                                        internal::DeadlineSpec when) {
+                                        const internal::DeadlineSpec& when) {
   absl::StatusOr<internal::TimeoutNode*> node =
       worker_->Schedule(emplace, callable, when);
   if (!node.ok()) return node.status();

@@ -4,8 +4,9 @@
 // HashedWheelTimer. This is the one header to include: #include
 // "tickwheel/timer/timer.h". It brings Timeout and TimerTask
 // (timer/timeout.h, timer/task.h), TimerMetrics (timer/metrics.h), the log
-// sink (timer/log.h), the instance limit (timer/instance_limit.h) and the
-// Clock interface (timer/clock.h).
+// sink (timer/log.h), the instance limit (timer/instance_limit.h), the
+// Clock interface (timer/clock.h) and the missed-run policy of periodic
+// timeouts (MissedRuns, base/missed_runs.h).
 //
 // What it is for: very many timeouts that are mostly cancelled before they
 // fire (request deadlines, retries, idle connections, lease renewals), with an
@@ -89,6 +90,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tickwheel/base/deadline_spec.h"
+#include "tickwheel/base/missed_runs.h"  // MissedRuns, for newPeriodic()
 #include "tickwheel/base/nanos.h"
 #include "tickwheel/timer/clock.h"
 #include "tickwheel/timer/instance_limit.h"
@@ -245,15 +247,27 @@ class Timer {
   // Schedules `task` to run at a fixed rate: at start + initial_delay +
   // k * period for k = 0, 1, 2, ..., where start is the time of the call.
   // Never early; runs never overlap, also with a task_executor. When runs
-  // fall behind by a whole period or more (a slow task, a suspended
-  // process), the missed runs are skipped: it runs once, then resumes at the
-  // next grid time in the future. The task may take its Timeout to cancel
-  // itself (then that run is its last) or reset() its next run.
+  // fall behind by a whole period or more (a slow task, a busy worker, a
+  // suspended process), `missed_runs` decides (base/missed_runs.h has the
+  // exact rules):
+  //   MissedRuns::kSkip   (the default) the missed runs are skipped: it runs
+  //                       once, then resumes at the next grid time in the
+  //                       future;
+  //   MissedRuns::kBurst  the missed runs run at once, back to back, then
+  //                       the grid goes on; of more than kMaxBurstRuns
+  //                       missed runs, only the kMaxBurstRuns latest run;
+  //   MissedRuns::kDelay  the missed runs are skipped and the grid moves:
+  //                       the next run is one period after the late one.
+  // Each run, burst runs included, counts in metrics().expired and records
+  // its lateness from its own grid time. The task may take its Timeout to
+  // cancel itself (then that run is its last, also within a burst) or
+  // reset() its next run (the grid restarts from it, under every policy,
+  // and a burst ends there).
   // A periodic timeout counts as one pending timeout until it ends, which is
   // only by cancel(), cancelAll() or stop() (which returns it, isCancelled(),
-  // with its task inside for takeTask()); it never reports isExpired(). Each
-  // run counts in metrics().expired. One allocation for its task, one node
-  // for all its runs.
+  // with its task inside for takeTask()); it never reports isExpired(). One
+  // allocation for its task, one node for all its runs; the policy costs
+  // nothing more.
   // InvalidArgument: `period` <= 0 or infinite, or `task` is empty; other
   //   errors as newTimeout().
   //
@@ -261,7 +275,9 @@ class Timer {
   // converted as newTimeout() does; a period below 1 ns is rounded up to
   // 1 ns. InvalidArgument: `period` <= 0 or infinite, either is NaN.
   template <TimerTaskCallable F, TimerDuration D1, TimerDuration D2>
-  absl::StatusOr<Timeout> newPeriodic(F&& task, D1 initial_delay, D2 period);
+  absl::StatusOr<Timeout> newPeriodic(
+      F&& task, D1 initial_delay, D2 period,
+      MissedRuns missed_runs = MissedRuns::kSkip);
 
   // What is not a task, or not a delay: one readable error each, instead of
   // a list of every overload (internal::TaskError explains which).
@@ -292,12 +308,21 @@ class Timer {
                   "std::chrono::duration (e.g. absl::Seconds(1), 1s, 250ms)");
     return absl::InternalError("unreachable");
   }
-  template <typename F, typename D1, typename D2>
+  template <typename F, typename D1, typename D2, typename... M>
   requires(TimerTaskCallable<F> && (!TimerDuration<D1> || !TimerDuration<D2>))
-      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&) {
+      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&, M&&...) {
     static_assert(internal::kAlwaysFalse<D1>,
                   "tickwheel: newPeriodic's initial delay and period are "
                   "each an absl::Duration or a std::chrono::duration");
+    return absl::InternalError("unreachable");
+  }
+  template <typename F, typename D1, typename D2, typename M>
+  requires(TimerTaskCallable<F>&& TimerDuration<D1>&& TimerDuration<D2> &&
+           !std::is_same_v<std::remove_cvref_t<M>, MissedRuns>)
+      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&, M&&) {
+    static_assert(internal::kAlwaysFalse<M>,
+                  "tickwheel: newPeriodic's last argument is a "
+                  "tickwheel::MissedRuns (kSkip, kBurst or kDelay)");
     return absl::InternalError("unreachable");
   }
 
@@ -354,18 +379,20 @@ class Timer {
   Timer(absl::Duration tick, int ticks_per_wheel, absl::Duration slack);
 
   template <typename F>
-  absl::StatusOr<Timeout> ScheduleTask(F&& task, internal::DeadlineSpec when) {
+  absl::StatusOr<Timeout> ScheduleTask(F&& task,
+                                       const internal::DeadlineSpec& when) {
     return internal::ScheduleCallable(
         std::forward<F>(task), when,
         [this](internal::TaskEmplacer emplace, void* callable,
-               internal::DeadlineSpec spec) {
+               const internal::DeadlineSpec& spec) {
           return Schedule(emplace, callable, spec);
         });
   }
 
   // A callable that is not empty, to the worker (Worker::Schedule).
   absl::StatusOr<Timeout> Schedule(internal::TaskEmplacer emplace,
-                                   void* callable, internal::DeadlineSpec when);
+                                   void* callable,
+                                   const internal::DeadlineSpec& when);
 
   std::shared_ptr<internal::Worker> worker_;
   absl::Duration tick_duration_;
@@ -376,9 +403,9 @@ class Timer {
 
 template <TimerTaskCallable F, TimerDuration D1, TimerDuration D2>
 absl::StatusOr<Timeout> Timer::newPeriodic(F&& task, D1 initial_delay,
-                                           D2 period) {
+                                           D2 period, MissedRuns missed_runs) {
   absl::StatusOr<internal::DeadlineSpec> when =
-      internal::PeriodicSpec(initial_delay, period);
+      internal::PeriodicSpec(initial_delay, period, missed_runs);
   if (!when.ok()) return when.status();
   return ScheduleTask(std::forward<F>(task), *when);
 }

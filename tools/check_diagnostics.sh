@@ -49,6 +49,10 @@ expect_error not_a_delay "a delay is an absl::Duration or a std::chrono::duratio
   '(void)t.newTimeout([] {}, 5);'
 expect_error not_a_period "each an absl::Duration or a std::chrono::duration" \
   '(void)t.newPeriodic([] {}, 1s, 5);'
+expect_error not_a_period_with_a_policy "each an absl::Duration or a std::chrono::duration" \
+  '(void)t.newPeriodic([] {}, 1s, 5, tickwheel::MissedRuns::kBurst);'
+expect_error not_a_policy "last argument is a tickwheel::MissedRuns" \
+  '(void)t.newPeriodic([] {}, 1s, 1s, true);'
 
 # Right, in the mixed forms a user writes.
 printf '%s\n' '#include <chrono>' '#include <memory>' \
@@ -57,6 +61,9 @@ printf '%s\n' '#include <chrono>' '#include <memory>' \
   'void f(tickwheel::Timer& t, tickwheel::Timeout& x) {' \
   '  (void)t.newPeriodic([] {}, 500ms, absl::Seconds(1));' \
   '  (void)t.newPeriodic([] {}, absl::Seconds(1), 2.5s);' \
+  '  (void)t.newPeriodic([] {}, 1s, 1s, tickwheel::MissedRuns::kBurst);' \
+  '  (void)t.newPeriodic([] {}, 0ms, absl::Seconds(1),' \
+  '                      tickwheel::MissedRuns::kDelay);' \
   '  auto p = std::make_unique<int>(1);' \
   '  (void)t.newTimeout([p = std::move(p)] {}, 1s);' \
   '  (void)x.reset(1.5s);' \
@@ -72,4 +79,4 @@ if ((fail)); then
   echo "check_diagnostics: FAILED"
   exit 1
 fi
-echo "check_diagnostics: OK (4 mistakes, each one short error; the mixed forms compile)"
+echo "check_diagnostics: OK (6 mistakes, each one short error; the mixed forms compile)"

@@ -21,40 +21,19 @@
 
 namespace {
 
+using tickwheel::Timeout;
+using tickwheel::Timer;
+
 struct Job {
   std::string name;
   absl::Duration delay;
 };
 
-}  // namespace
-
-int main() {
-  tickwheel::TimerOptions options;
-  options.tick_duration = absl::Milliseconds(50);
-  options.ticks_per_wheel = 64;
-  options.thread_name = "demo-wheel";
-  absl::StatusOr<std::unique_ptr<tickwheel::Timer>> created =
-      tickwheel::Timer::Create(options);
-  if (!created.ok()) {
-    fmt::print(stderr, "Timer::Create failed: {}\n",
-               created.status().ToString());
-    return 1;
-  }
-  tickwheel::Timer& timer = **created;
-
-  // Times are printed in ms since start, on the timer's clock (by default
-  // std::chrono::steady_clock, the scale of Timeout::deadline()).
-  const tickwheel::TimePoint start = timer.now();
-  auto at = [start](tickwheel::TimePoint t) {
-    return std::chrono::duration<double, std::milli>(t - start).count();
-  };
-  auto since_start = [at] { return at(std::chrono::steady_clock::now()); };
-  fmt::print(
-      "tickwheel demo: tick {}, {} buckets (one turn = {})\n\n",
-      absl::FormatDuration(timer.tickDuration()), timer.ticksPerWheel(),
-      absl::FormatDuration(timer.tickDuration() * timer.ticksPerWheel()));
-
-  const std::vector<Job> jobs = {
+// The one-shot timeouts, in the order they are scheduled; the steps below
+// name two of them by index.
+constexpr size_t kPushedBack = 1, kCancelled = 2;
+std::vector<Job> Jobs() {
+  return {
       {"retry request #1", absl::Milliseconds(120)},
       {"request deadline", absl::Milliseconds(300)},  // pushed back below
       {"cache refresh", absl::Milliseconds(450)},     // cancelled below
@@ -62,68 +41,98 @@ int main() {
       {"idle connection", absl::Seconds(5)},  // still pending at stop()
       {"daily report", absl::Hours(24)},      // many turns of the wheel away
   };
-  std::vector<tickwheel::Timeout> handles;
+}
+
+// Times are printed in ms since start, on the timer's clock (by default
+// std::chrono::steady_clock, the scale of Timeout::deadline()).
+struct Ms {
+  tickwheel::TimePoint start;
+  double At(tickwheel::TimePoint t) const {
+    return std::chrono::duration<double, std::milli>(t - start).count();
+  }
+  double Now() const { return At(std::chrono::steady_clock::now()); }
+};
+
+int Fail(const char* what, const absl::Status& status) {
+  fmt::print(stderr, "{} failed: {}\n", what, status.ToString());
+  return 1;
+}
+
+absl::StatusOr<std::unique_ptr<Timer>> CreateTimer() {
+  tickwheel::TimerOptions options;
+  options.tick_duration = absl::Milliseconds(50);
+  options.ticks_per_wheel = 64;
+  options.thread_name = "demo-wheel";
+  return Timer::Create(options);
+}
+
+// Schedules every job; each task prints when it fires against its deadline.
+absl::StatusOr<std::vector<Timeout>> ScheduleJobs(Timer& timer,
+                                                  const std::vector<Job>& jobs,
+                                                  Ms ms) {
+  std::vector<Timeout> handles;
   for (const Job& job : jobs) {
-    absl::StatusOr<tickwheel::Timeout> t = timer.newTimeout(
-        [name = job.name, at, since_start](const tickwheel::Timeout& self) {
+    absl::StatusOr<Timeout> t = timer.newTimeout(
+        [name = job.name, ms](const Timeout& self) {
           fmt::print("  {:7.1f} ms  fired  {:<16} (due at {:.1f} ms)\n",
-                     since_start(), name, at(self.deadline()));
+                     ms.Now(), name, ms.At(self.deadline()));
         },
         job.delay);
-    if (!t.ok()) {
-      fmt::print(stderr, "newTimeout failed: {}\n", t.status().ToString());
-      return 1;
-    }
+    if (!t.ok()) return t.status();
     handles.push_back(*t);
-    fmt::print("  {:7.1f} ms  scheduled {:<16} in {}\n", since_start(),
-               job.name, absl::FormatDuration(job.delay));
+    fmt::print("  {:7.1f} ms  scheduled {:<16} in {}\n", ms.Now(), job.name,
+               absl::FormatDuration(job.delay));
   }
+  return handles;
+}
 
-  // A heartbeat: every 200 ms from 100 ms. Runs never overlap, so the count
-  // needs no atomic; the task takes its Timeout to cancel itself.
-  absl::StatusOr<tickwheel::Timeout> heartbeat = timer.newPeriodic(
-      [beats = 0, at, since_start](const tickwheel::Timeout& self) mutable {
+// A heartbeat: every 200 ms from 100 ms. Runs never overlap, so the count
+// needs no atomic; the task takes its Timeout to cancel itself.
+absl::StatusOr<Timeout> ScheduleHeartbeat(Timer& timer, Ms ms) {
+  absl::StatusOr<Timeout> heartbeat = timer.newPeriodic(
+      [beats = 0, ms](const Timeout& self) mutable {
         ++beats;
         fmt::print("  {:7.1f} ms  heartbeat #{} (due at {:.1f} ms){}\n",
-                   since_start(), beats, at(self.deadline()),
+                   ms.Now(), beats, ms.At(self.deadline()),
                    beats == 4 ? ", the last: it cancels itself" : "");
         if (beats == 4) self.cancel();
       },
       absl::Milliseconds(100), absl::Milliseconds(200));
-  if (!heartbeat.ok()) {
-    fmt::print(stderr, "newPeriodic failed: {}\n",
-               heartbeat.status().ToString());
-    return 1;
+  if (heartbeat.ok()) {
+    fmt::print(
+        "  {:7.1f} ms  scheduled heartbeat        every 200ms from 100ms\n",
+        ms.Now());
   }
-  fmt::print(
-      "  {:7.1f} ms  scheduled heartbeat        every 200ms from 100ms\n",
-      since_start());
+  return heartbeat;
+}
 
-  // The request deadline moves back by 250 ms twice (more data arrived).
+// At 200 ms the cache refresh is cancelled and the request deadline moves
+// back by 250 ms; at 400 ms it moves back again (more data arrived).
+void CancelOneAndPushOneBack(Timer& timer, const std::vector<Job>& jobs,
+                             std::vector<Timeout>& handles, Ms ms) {
   auto push_back = [&] {
-    const bool moved = handles[1].reset(absl::Milliseconds(250));
+    Timeout& deadline = handles[kPushedBack];
+    const bool moved = deadline.reset(absl::Milliseconds(250));
     fmt::print("  {:7.1f} ms  reset({}, 250ms) -> {}; now due at {:.1f} ms\n",
-               since_start(), jobs[1].name, moved, at(handles[1].deadline()));
+               ms.Now(), jobs[kPushedBack].name, moved,
+               ms.At(deadline.deadline()));
   };
   absl::SleepFor(absl::Milliseconds(200));
-  const bool cancelled = handles[2].cancel();
-  fmt::print("  {:7.1f} ms  cancel({}) -> {}; pending now {}\n", since_start(),
-             jobs[2].name, cancelled, timer.pendingTimeouts());
+  const bool cancelled = handles[kCancelled].cancel();
+  fmt::print("  {:7.1f} ms  cancel({}) -> {}; pending now {}\n", ms.Now(),
+             jobs[kCancelled].name, cancelled, timer.pendingTimeouts());
   push_back();
   absl::SleepFor(absl::Milliseconds(200));
   push_back();
+}
 
-  absl::SleepFor(absl::Milliseconds(500));
-  fmt::print("  {:7.1f} ms  stop() with {} pending\n", since_start(),
-             timer.pendingTimeouts());
-  absl::StatusOr<std::vector<tickwheel::Timeout>> left = timer.stop();
-  if (!left.ok()) {
-    fmt::print(stderr, "stop failed: {}\n", left.status().ToString());
-    return 1;
-  }
-
-  fmt::print("\nstop() returned {} timeout(s) that never ran:\n", left->size());
-  for (const tickwheel::Timeout& t : *left) {
+// What stop() handed back, and then the state of every handle.
+void PrintWhatIsLeft(const std::vector<Timeout>& left,
+                     const std::vector<Job>& jobs,
+                     const std::vector<Timeout>& handles,
+                     const Timeout& heartbeat) {
+  fmt::print("\nstop() returned {} timeout(s) that never ran:\n", left.size());
+  for (const Timeout& t : left) {
     for (size_t i = 0; i < handles.size(); ++i) {
       if (handles[i] == t) {
         fmt::print("  {:<16} isCancelled={} task still inside={}\n",
@@ -137,9 +146,10 @@ int main() {
                handles[i].isExpired(), handles[i].isCancelled());
   }
   fmt::print("  {:<16} periodic={:<4} cancelled={}\n", "heartbeat",
-             heartbeat->isPeriodic(), heartbeat->isCancelled());
+             heartbeat.isPeriodic(), heartbeat.isCancelled());
+}
 
-  const tickwheel::TimerMetrics metrics = timer.metrics();
+void PrintLateness(const tickwheel::TimerMetrics& metrics) {
   const tickwheel::LatenessHistogram& late = metrics.lateness;
   fmt::print(
       "\nlateness (start of run - deadline) over {} runs: p50 {}, p90 {}, "
@@ -150,5 +160,33 @@ int main() {
       absl::FormatDuration(late.Percentile(0.99)),
       absl::FormatDuration(late.max()));
   fmt::print("metrics: {}\n", metrics);
+}
+
+}  // namespace
+
+int main() {
+  absl::StatusOr<std::unique_ptr<Timer>> created = CreateTimer();
+  if (!created.ok()) return Fail("Timer::Create", created.status());
+  Timer& timer = **created;
+  const Ms ms{timer.now()};
+  fmt::print(
+      "tickwheel demo: tick {}, {} buckets (one turn = {})\n\n",
+      absl::FormatDuration(timer.tickDuration()), timer.ticksPerWheel(),
+      absl::FormatDuration(timer.tickDuration() * timer.ticksPerWheel()));
+
+  const std::vector<Job> jobs = Jobs();
+  absl::StatusOr<std::vector<Timeout>> handles = ScheduleJobs(timer, jobs, ms);
+  if (!handles.ok()) return Fail("newTimeout", handles.status());
+  absl::StatusOr<Timeout> heartbeat = ScheduleHeartbeat(timer, ms);
+  if (!heartbeat.ok()) return Fail("newPeriodic", heartbeat.status());
+  CancelOneAndPushOneBack(timer, jobs, *handles, ms);
+
+  absl::SleepFor(absl::Milliseconds(500));
+  fmt::print("  {:7.1f} ms  stop() with {} pending\n", ms.Now(),
+             timer.pendingTimeouts());
+  absl::StatusOr<std::vector<Timeout>> left = timer.stop();
+  if (!left.ok()) return Fail("stop", left.status());
+  PrintWhatIsLeft(*left, jobs, *handles, *heartbeat);
+  PrintLateness(timer.metrics());
   return 0;
 }

@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -75,23 +77,62 @@ std::set<std::string> ClaimedBy(RedisServer& redis, const std::string& owner,
   return ids;
 }
 
-int Run() {
-  absl::StatusOr<std::unique_ptr<RedisServer>> started = RedisServer::Start();
-  if (!started.ok()) {
-    fmt::print(stderr, "durable_demo: {}\n", started.status().ToString());
-    return 1;
-  }
-  RedisServer& redis = **started;
-  const std::string events = redis.dir() + "/events.log";
-  WorkerConfig w;
-  w.redis = redis.uri();
-  w.keyspace = "demo";
-  w.shards = 4;
-  w.lease = kLease;
-  w.poll_interval = absl::Milliseconds(200);
-  w.handler_threads = 2;
-  w.max_in_flight = 4;
-  w.events = events;
+// The demo, one step per member function, in the order Run() takes them.
+// A step that returns false has ended the demo (exit status 1), after saying
+// why on stderr where there was something to say.
+class Demo {
+ public:
+  explicit Demo(RedisServer& redis);
+
+  // The header: what runs where, and with which settings.
+  void Introduce() const;
+  // Spawns worker-A (slow handler) and worker-B (fast handler) and waits
+  // until both report "ready".
+  bool StartWorkers();
+  // Connects as the "application" and schedules the reminders. The story's
+  // clock starts here.
+  bool ScheduleReminders();
+  // Waits until worker-A is inside a handler, gives it a moment to claim
+  // more, kills it with SIGKILL and says what it held.
+  bool KillWorkerAInsideAHandler();
+  // Shows the deliveries as they happen until nothing is pending, or for at
+  // most 30 s.
+  void WaitUntilDelivered();
+  // Prints what happened to each reminder, stops worker-B, and sums up;
+  // true when every reminder was acknowledged and nothing is pending.
+  bool Report();
+
+ private:
+  // Prints the "start" and "end" events not shown yet.
+  void ShowNewEvents();
+
+  RedisServer& redis_;
+  const std::string events_;  // the workers' shared event log
+  WorkerConfig config_;       // both workers' settings but owner and handler
+  std::map<int, std::string> names_;  // pid -> "worker-A" or "worker-B"
+  pid_t worker_a_ = -1, worker_b_ = -1;
+  std::unique_ptr<td::DurableTimer> app_;
+  std::optional<Story> story_;  // set when the reminders are scheduled
+  std::vector<td::ScheduleEntry> reminders_;
+  size_t shown_ = 0;               // events ShowNewEvents() has printed
+  std::set<std::string> held_;     // worker-A's claims when it was killed
+  std::set<std::string> running_;  // those of them it had started
+  int64_t pending_ = -1;           // at the end of WaitUntilDelivered()
+};
+
+Demo::Demo(RedisServer& redis)
+    : redis_(redis), events_(redis.dir() + "/events.log") {
+  config_.redis = redis.uri();
+  config_.keyspace = "demo";
+  config_.shards = 4;
+  config_.lease = kLease;
+  config_.poll_interval = absl::Milliseconds(200);
+  config_.handler_threads = 2;
+  config_.max_in_flight = 4;
+  config_.events = events_;
+}
+
+void Demo::Introduce() const {
   fmt::print(
       "tickwheel durable timers demo\n"
       "  Redis: its own redis-server on {} (appendonly yes, appendfsync "
@@ -101,143 +142,173 @@ int Run() {
       "  worker-A: 2 handler threads, each reminder takes it 30 s (it will be "
       "killed first)\n"
       "  worker-B: 2 handler threads, each reminder takes it 200 ms\n\n",
-      redis.uri(), redis.dir(), absl::FormatDuration(kLease),
-      absl::FormatDuration(w.poll_interval));
+      redis_.uri(), redis_.dir(), absl::FormatDuration(kLease),
+      absl::FormatDuration(config_.poll_interval));
+}
 
-  std::map<int, std::string> names;
-  std::vector<pid_t> pids;
+bool Demo::StartWorkers() {
   for (const std::string name : {"worker-A", "worker-B"}) {
-    WorkerConfig c = w;
+    WorkerConfig c = config_;
     c.owner = name;
     c.handler_sleep =
         name == "worker-A" ? absl::Seconds(30) : absl::Milliseconds(200);
     absl::StatusOr<pid_t> pid =
-        td::testing::SpawnWorker(c, redis.dir() + "/" + name + ".out");
+        td::testing::SpawnWorker(c, redis_.dir() + "/" + name + ".out");
     if (!pid.ok()) {
       fmt::print(stderr, "durable_demo: {}\n", pid.status().ToString());
-      return 1;
+      return false;
     }
-    names[*pid] = name;
-    pids.push_back(*pid);
+    names_[*pid] = name;
+    if (name == "worker-A") {
+      worker_a_ = *pid;
+    } else {
+      worker_b_ = *pid;
+    }
   }
   const bool ready = td::testing::WaitForEvents(
-      events, absl::Seconds(30), [](const std::vector<Event>& e) {
+      events_, absl::Seconds(30), [](const std::vector<Event>& e) {
         return std::count_if(e.begin(), e.end(), [](const Event& x) {
                  return x.kind == "ready";
                }) == 2;
       });
   if (!ready) {
     fmt::print(stderr, "durable_demo: the workers did not start\n");
-    return 1;
+    return false;
   }
+  return true;
+}
 
+bool Demo::ScheduleReminders() {
   // The "application": schedules reminders and then goes away.
-  td::DurableTimerOptions o = w.Options();
+  td::DurableTimerOptions o = config_.Options();
   o.owner = "scheduler";
-  auto app = td::DurableTimer::Connect(o);
+  absl::StatusOr<std::unique_ptr<td::DurableTimer>> app =
+      td::DurableTimer::Connect(o);
   if (!app.ok()) {
     fmt::print(stderr, "durable_demo: {}\n", app.status().ToString());
-    return 1;
+    return false;
   }
+  app_ = *std::move(app);
   const absl::Time start = absl::Now();
-  Story story(start);
-  std::vector<td::ScheduleEntry> reminders;
+  story_.emplace(start);
   for (int i = 1; i <= kReminders; ++i) {
-    reminders.push_back({fmt::format("reminder-{}", i),
-                         start + absl::Milliseconds(300 + 250 * i),
-                         fmt::format("remind customer {}", 1000 + i)});
+    reminders_.push_back({fmt::format("reminder-{}", i),
+                          start + absl::Milliseconds(300 + 250 * i),
+                          fmt::format("remind customer {}", 1000 + i)});
   }
-  if (!(*app)->ScheduleMany(reminders).ok()) return 1;
-  story.Say("scheduled {} reminders, due 0.55 s to 2.30 s from now",
-            kReminders);
+  if (!app_->ScheduleMany(reminders_).ok()) return false;
+  story_->Say("scheduled {} reminders, due 0.55 s to 2.30 s from now",
+              kReminders);
+  return true;
+}
 
-  size_t shown = 0;
-  auto show_new_events = [&] {
-    const std::vector<Event> all = EventLog::Read(events);
-    for (; shown < all.size(); ++shown) {
-      const Event& e = all[shown];
-      const std::string who = names.count(e.pid) ? names[e.pid] : "?";
-      if (e.kind == "start") {
-        story.Say("{} starts {} (attempt {})", who, e.id, e.a);
-      } else if (e.kind == "end") {
-        story.Say("{} finished {}: acknowledged, deleted", who, e.id);
-      }
+void Demo::ShowNewEvents() {
+  const std::vector<Event> all = EventLog::Read(events_);
+  for (; shown_ < all.size(); ++shown_) {
+    const Event& e = all[shown_];
+    const std::string who = names_.count(e.pid) ? names_[e.pid] : "?";
+    if (e.kind == "start") {
+      story_->Say("{} starts {} (attempt {})", who, e.id, e.a);
+    } else if (e.kind == "end") {
+      story_->Say("{} finished {}: acknowledged, deleted", who, e.id);
     }
-  };
+  }
+}
 
-  // Kill worker-A once it is inside a handler.
-  const pid_t a = pids[0];
+bool Demo::KillWorkerAInsideAHandler() {
+  const pid_t a = worker_a_;
   const bool a_busy = td::testing::WaitForEvents(
-      events, absl::Seconds(30), [&](const std::vector<Event>& e) {
-        show_new_events();
+      events_, absl::Seconds(30), [&](const std::vector<Event>& e) {
+        ShowNewEvents();
         return std::any_of(e.begin(), e.end(), [&](const Event& x) {
           return x.kind == "start" && x.pid == a;
         });
       });
-  if (!a_busy) return 1;
+  if (!a_busy) return false;
   absl::SleepFor(absl::Milliseconds(300));
-  show_new_events();
-  const std::set<std::string> held = ClaimedBy(redis, "worker-A", w.shards);
-  std::set<std::string> running;
-  for (const Event& e : EventLog::Read(events, "start")) {
-    if (e.pid == a) running.insert(e.id);
+  ShowNewEvents();
+  held_ = ClaimedBy(redis_, "worker-A", config_.shards);
+  for (const Event& e : EventLog::Read(events_, "start")) {
+    if (e.pid == a) running_.insert(e.id);
   }
   td::testing::SignalChild(a, SIGKILL);
   (void)td::testing::WaitChild(a, absl::Seconds(10));
   std::string what;
-  for (const std::string& id : held) {
+  for (const std::string& id : held_) {
     what += fmt::format(
         "{}{} ({})", what.empty() ? "" : ", ", id,
-        running.count(id) ? "inside its handler" : "claimed, not started");
+        running_.count(id) ? "inside its handler" : "claimed, not started");
   }
-  story.Say("kill -9 worker-A. It held: {}", what.empty() ? "nothing" : what);
-  story.Say(
+  story_->Say("kill -9 worker-A. It held: {}", what.empty() ? "nothing" : what);
+  story_->Say(
       "worker-B delivers the rest; worker-A's come back when their "
       "{} lease ends",
       absl::FormatDuration(kLease));
+  return true;
+}
 
+void Demo::WaitUntilDelivered() {
   const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  int64_t pending = -1;
   while (absl::Now() < give_up) {
-    show_new_events();
-    pending = (*app)->Pending().value_or(-1);
-    if (pending == 0) break;
+    ShowNewEvents();
+    pending_ = app_->Pending().value_or(-1);
+    if (pending_ == 0) break;
     absl::SleepFor(absl::Milliseconds(50));
   }
-  show_new_events();
+  ShowNewEvents();
+}
 
+bool Demo::Report() {
   std::map<std::string, int> attempts;
   std::map<std::string, std::string> finished_by;
-  for (const Event& e : EventLog::Read(events, "start")) {
+  for (const Event& e : EventLog::Read(events_, "start")) {
     attempts[e.id] = std::max(attempts[e.id], static_cast<int>(e.a));
   }
-  for (const Event& e : EventLog::Read(events, "end")) {
-    finished_by[e.id] = names[e.pid];
+  for (const Event& e : EventLog::Read(events_, "end")) {
+    finished_by[e.id] = names_[e.pid];
   }
   fmt::print("\nWhat happened to each reminder:\n");
-  for (const td::ScheduleEntry& r : reminders) {
+  for (const td::ScheduleEntry& r : reminders_) {
     fmt::print("  {:11}  delivered {} time(s), acknowledged by {}\n", r.id,
                attempts[r.id],
                finished_by.count(r.id) ? finished_by[r.id] : "nobody (!)");
   }
-  const pid_t b = pids[1];
-  td::testing::SignalChild(b, SIGTERM);
-  (void)td::testing::WaitChild(b, absl::Seconds(30));
-  const bool all_done = pending == 0 && finished_by.size() == reminders.size();
+  td::testing::SignalChild(worker_b_, SIGTERM);
+  (void)td::testing::WaitChild(worker_b_, absl::Seconds(30));
+  const bool all_done =
+      pending_ == 0 && finished_by.size() == reminders_.size();
   std::string back;
-  for (const std::string& id : held) {
+  for (const std::string& id : held_) {
     back += fmt::format("{}{} as attempt {}{}", back.empty() ? "" : ", ", id,
                         attempts[id],
-                        running.count(id) ? " (it died inside the handler)"
-                                          : " (never started)");
+                        running_.count(id) ? " (it died inside the handler)"
+                                           : " (never started)");
   }
   fmt::print(
       "\n{}: every reminder was delivered at least once and acknowledged.\n"
       "worker-A's came back once their leases ended: {}. Pending: {}.\n"
       "Stopped worker-B (SIGTERM) and Redis (by pid); removed {}.\n",
-      all_done ? "OK" : "NOT OK", back.empty() ? "none" : back, pending,
-      redis.dir());
-  return all_done ? 0 : 1;
+      all_done ? "OK" : "NOT OK", back.empty() ? "none" : back, pending_,
+      redis_.dir());
+  return all_done;
+}
+
+int Run() {
+  absl::StatusOr<std::unique_ptr<RedisServer>> started = RedisServer::Start();
+  if (!started.ok()) {
+    fmt::print(stderr, "durable_demo: {}\n", started.status().ToString());
+    return 1;
+  }
+  // Declared after `started`: the application's connection closes before
+  // Redis stops.
+  Demo demo(**started);
+  demo.Introduce();
+  if (!demo.StartWorkers() || !demo.ScheduleReminders() ||
+      !demo.KillWorkerAInsideAHandler()) {
+    return 1;
+  }
+  demo.WaitUntilDelivered();
+  return demo.Report() ? 0 : 1;
 }
 
 }  // namespace

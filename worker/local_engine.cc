@@ -74,7 +74,7 @@ void LocalEngine::CheckOwner(const char* call) {
 
 absl::StatusOr<TimeoutNode*> LocalEngine::Schedule(TaskEmplacer emplace,
                                                    void* callable,
-                                                   DeadlineSpec when) {
+                                                   const DeadlineSpec& when) {
   CheckOwner("newTimeout");
   const int64_t now = shared_.NowNanos();
   std::atomic<int64_t>& count = shared_.CountWord(0);

@@ -86,7 +86,7 @@ class LocalEngine final : private BacklogWaker {
   // it and files it, or, during Advance(), defers filing to its end.
   // Returns the node with one reference, the handle's.
   absl::StatusOr<TimeoutNode*> Schedule(TaskEmplacer emplace, void* callable,
-                                        DeadlineSpec when);
+                                        const DeadlineSpec& when);
 
   // Reads the clock, takes the notices in, runs every task due then in
   // deadline order, files what tasks scheduled meanwhile; returns how many

@@ -42,14 +42,14 @@ absl::Status ReserveSlot(std::atomic<int64_t>& count, int64_t max) {
   return absl::OkStatus();
 }
 
-int64_t DeadlineFor(int64_t now, int64_t start, DeadlineSpec when) {
+int64_t DeadlineFor(int64_t now, int64_t start, const DeadlineSpec& when) {
   // A huge delay saturates at INT64_MAX instead of wrapping into the past.
   if (when.absolute) return std::max(when.nanos, now);
   return SaturatingAdd(std::max(now, start), when.nanos);
 }
 
 absl::StatusOr<TimeoutNode*> NewNode(TaskEmplacer emplace, void* callable,
-                                     int64_t deadline, DeadlineSpec when,
+                                     int64_t deadline, const DeadlineSpec& when,
                                      std::atomic<int64_t>& count) {
   auto give_back = [&count] {
     count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
@@ -64,7 +64,7 @@ absl::StatusOr<TimeoutNode*> NewNode(TaskEmplacer emplace, void* callable,
   // run in progress (base/periodic_task.h); the callable goes inside it.
   PeriodicTask* box = nullptr;
   if (when.periodic()) {
-    box = new (std::nothrow) PeriodicTask(when.period_nanos);
+    box = new (std::nothrow) PeriodicTask(when.period_nanos, when.missed_runs);
     if (box == nullptr) {
       delete node;
       give_back();

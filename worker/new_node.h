@@ -41,15 +41,16 @@ absl::Status ReserveSlot(std::atomic<int64_t>& count, int64_t max);
 // clock before the timer started. An absolute deadline in the past is taken
 // as `now`: it runs promptly, and deadline() and the lateness it records
 // measure from the call, not from a time before it.
-int64_t DeadlineFor(int64_t now, int64_t start, DeadlineSpec when);
+int64_t DeadlineFor(int64_t now, int64_t start, const DeadlineSpec& when);
 
 // A node due at `deadline`, with its task (`emplace` moves it from
-// `callable`; a periodic one goes into a box of its own, with the period of
-// `when`), kQueued with two references: the handle's and the engine's. On
-// failure, ResourceExhausted with the slot in `count` given back; if moving
-// the callable throws, the slot is given back and the exception propagates.
+// `callable`; a periodic one goes into a box of its own, with the period and
+// the missed-run policy of `when`), kQueued with two references: the handle's
+// and the engine's. On failure, ResourceExhausted with the slot in `count`
+// given back; if moving the callable throws, the slot is given back and the
+// exception propagates.
 absl::StatusOr<TimeoutNode*> NewNode(TaskEmplacer emplace, void* callable,
-                                     int64_t deadline, DeadlineSpec when,
+                                     int64_t deadline, const DeadlineSpec& when,
                                      std::atomic<int64_t>& count);
 
 }  // namespace tickwheel::internal

@@ -5,7 +5,9 @@
 // to the task executor, one-shot and periodic — and settles each node
 // afterwards: gives a one-shot's pending slot back before its task runs,
 // counts the run and its lateness, and drops the driver's reference to the
-// node. A periodic node goes to `refile` at its next run.
+// node. A periodic run sets the node's next run by its missed-run policy
+// (base/missed_runs.h, NextRun()) and tells the driver what to do with the
+// node (AfterRun).
 //
 // It owns no thread and reads no clock but the timer's, after an inline
 // periodic run (to place the next one). A Timer's worker drives it, and so
@@ -25,9 +27,9 @@
 #include <functional>
 #include <memory>
 #include <string_view>
-#include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "tickwheel/base/missed_runs.h"
 #include "tickwheel/base/periodic_task.h"
 #include "tickwheel/base/task_slot.h"
 #include "tickwheel/worker/shared_state.h"
@@ -74,15 +76,29 @@ class TaskRunner {
   void RunOneShot(TimeoutNode* node, int64_t deadline, int64_t now,
                   bool noticed);
 
-  // A periodic node claimed by ClaimToRun() (kClaimed or kSkipped) for its
-  // run due at claim.deadline: runs it (a skipped run only moves on) and
-  // appends the node to `refile` at its next run, unless a cancel() made
-  // this run its last.
-  void RunPeriodic(TimeoutNode* node, const TimeoutNode::Claim& claim,
-                   int64_t now, std::vector<TimeoutNode*>* refile);
+  // What RunPeriodic() left the driver to do with the node, whose reference
+  // the driver still holds (but for kEnded).
+  enum class AfterRun {
+    kEnded,   // a cancel() made the run its last; the reference is dropped
+    kRefile,  // armed at its next run (or a reset()'s deadline): file it
+    // Armed at its next run, which is due by `now` already (kBurst catching
+    // up): claim it again and run it now, as a burst goes back to back.
+    kDueAgain,
+  };
 
-  // The periodic node whose task runs inline right now, or nullptr: a
-  // cancelAll() from that task cancels it too.
+  // A periodic node claimed by ClaimToRun() (kClaimed or kSkipped) for its
+  // run due at claim.deadline, with the pass's clock reading `now`: runs it
+  // (inline, or hands it to the executor) and stores its next run. A
+  // kSkipped claim (the previous run is still on the executor) runs
+  // nothing: under kSkip it moves on to the next run; under kBurst and
+  // kDelay it keeps its deadline and waits (WheelDriver::FlushRefiles()
+  // files it by the end of the tick).
+  AfterRun RunPeriodic(TimeoutNode* node, const TimeoutNode::Claim& claim,
+                       int64_t now);
+
+  // The periodic node whose run is in this runner's hands right now (its
+  // task inline, or its hand-over to an executor that may run it at once),
+  // or nullptr: a cancelAll() from that task cancels it too.
   TimeoutNode* running_periodic() const { return running_periodic_; }
 
   // Gives back `slots` pending slots taken by nodes the driver ran or
@@ -96,10 +112,21 @@ class TaskRunner {
     if (!(word & TimeoutNode::kNoticed)) node->Unref();
   }
 
-  // The run of a periodic node after the one due at `due`: the first grid
-  // time due + k * period (k >= 1) after `now`, saturating. Runs missed by a
-  // whole period or more are skipped.
-  static int64_t NextRun(int64_t due, int64_t period, int64_t now);
+  // The run of a periodic node after its run due at `due`, by `policy`,
+  // when the worker was done with that run at clock reading `now`
+  // (base/missed_runs.h): due + period when that is after `now`; else, under
+  // kSkip the first grid time due + k * period after `now`, under kBurst
+  // due + period (or, with more than kMaxBurstRuns grid times up to `now`,
+  // the earliest of the kMaxBurstRuns latest), under kDelay now + period.
+  // `period` > 0; any clock readings; exact in 128 bits, saturating at
+  // INT64_MAX (a run that never comes).
+  static int64_t NextRun(MissedRuns policy, int64_t due, int64_t period,
+                         int64_t now);
+  // Whether a next run `next` is due by clock reading `now`, so that a
+  // burst runs it at once. A run at INT64_MAX never comes.
+  static bool DueBy(int64_t next, int64_t now) {
+    return next <= now && next != INT64_MAX;
+  }
 
  private:
   // Runs the task of `node` with the driver's reference lent, logging what
@@ -108,6 +135,11 @@ class TaskRunner {
   // With an executor: hands the call over with the driver's reference.
   [[gnu::noinline]] void HandToExecutor(TimeoutNode* node);
   [[gnu::noinline]] void HandPeriodicRun(TimeoutNode* node, PeriodicRun run);
+  // RunPeriodic()'s inline run: calls the task, then returns the node to
+  // the wheel's side at its next run (EndInlineRun()).
+  AfterRun RunPeriodicInline(TimeoutNode* node, PeriodicRun run,
+                             MissedRuns policy, int64_t period, int64_t due,
+                             int64_t now);
   // Drops the driver's reference to a node whose task has just run inline,
   // destroying the task's captures now.
   static void ReleaseAfterRun(TimeoutNode* node, bool noticed);

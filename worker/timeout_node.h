@@ -5,6 +5,11 @@
 // cancel(), expiry and stop() gets it. The producer-side state it refers to
 // is worker/shared_state.h.
 //
+// The file is longer than most on purpose: the table of transitions below
+// and every operation on the word, each with its memory-ordering argument,
+// are kept in the one file that whoever changes an operation has open.
+// docs/DESIGN.md tells the story around them.
+//
 // Ground rules
 // ------------
 // A node is created by Timer::newTimeout() and lives while anyone holds a
@@ -52,7 +57,9 @@
 //                                         when the executor is done. A run
 //                                         due while kInFlight is set is
 //                                         kSkipped (kBusy only, then
-//                                         ScheduleNextRun()).
+//                                         ScheduleNextRun(): the next run,
+//                                         or the same deadline again when
+//                                         the run waits: MissedRuns).
 //   kQueued     kCancelled   cancel()     CancelTakenBack(), after taking the
 //               (refs - 1)   (take-back   node back out of its lane cell (which
 //                            first)       makes the caller the holder of the
@@ -344,6 +351,12 @@ struct TimeoutNode {
   }
   bool library() const {
     return (refs_state.load(std::memory_order_relaxed) & kLibrary) != 0;
+  }
+  // A periodic run handed to the executor is still in progress (kInFlight).
+  // A hint for where to file the node: the executor's thread clears the flag
+  // at any moment, and only ClaimToRun() decides.
+  bool RunInFlight() const {
+    return (refs_state.load(std::memory_order_relaxed) & kInFlight) != 0;
   }
 
   // ---- The protocol's operations, one per row of the table. ----

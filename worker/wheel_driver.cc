@@ -63,13 +63,48 @@ void WheelDriver::NoteExpiringTick(int64_t tick, int64_t now) {
   }
   if (tick != expiring_tick_) NoteExpiringTick(tick, now);
   if (claim.word & TimeoutNode::kPeriodic) {
-    runner_.RunPeriodic(node, claim, now, &refile_);
+    RunPeriodic(node, claim, now);
   } else {
     runner_.RunOneShot(node, claim.deadline, now,
                        (claim.word & TimeoutNode::kNoticed) != 0);
   }
   // A stop() or a destroying task ends the pass here.
   return !stopping();
+}
+
+void WheelDriver::RunPeriodic(TimeoutNode* node, TimeoutNode::Claim claim,
+                              int64_t now) {
+  // A burst (MissedRuns::kBurst) runs its missed runs here, back to back.
+  // Each is claimed as the wheel claims a node, by the deadline it holds
+  // then, so that a cancel() or reset() between two runs ends the burst.
+  // The runner stops it at the runs due by `now`, at most kMaxBurstRuns.
+  for (;;) {
+    switch (runner_.RunPeriodic(node, claim, now)) {
+      case TaskRunner::AfterRun::kEnded:
+        return;
+      case TaskRunner::AfterRun::kRefile:
+        refile_.push_back(node);
+        return;
+      case TaskRunner::AfterRun::kDueAgain:
+        break;
+    }
+    if (stopping()) {  // the stop collects it from the wheel
+      refile_.push_back(node);
+      return;
+    }
+    claim = node->ClaimToRun(now, runner_.has_executor());
+    switch (claim.outcome) {
+      case TimeoutNode::ClaimOutcome::kClaimed:
+      case TimeoutNode::ClaimOutcome::kSkipped:
+        continue;
+      case TimeoutNode::ClaimOutcome::kLost:
+        TaskRunner::DropCancelled(node, claim.word);
+        return;
+      case TimeoutNode::ClaimOutcome::kNotDue:  // a reset() moved it on
+        refile_.push_back(node);
+        return;
+    }
+  }
 }
 
 bool WheelDriver::File(TimeoutNode* node, int64_t now) {
@@ -86,8 +121,18 @@ bool WheelDriver::File(TimeoutNode* node, int64_t now) {
 }
 
 void WheelDriver::FlushRefiles() {
+  // A periodic run that waits for its previous run to leave the task
+  // executor (kBurst, kDelay) has a deadline that has passed. Filed by it,
+  // it would be looked at again in the next pass, and with a slack below the
+  // tick the driver would plan to wake at once, pass after pass, for as
+  // long as the executor holds the previous run. It is filed by the end of
+  // the tick in progress instead: looked at once a tick.
   for (TimeoutNode* node : refile_) {
     node->filed = node->deadline.load(std::memory_order_relaxed);
+    if (node->filed <= last_advance_now_ && node->RunInFlight()) {
+      node->filed = TickEnd(SaturatingSub(last_advance_now_, origin_) /
+                            shape_.tick_nanos);
+    }
     wheel_.Insert(node);
   }
   refile_.clear();

@@ -5,7 +5,9 @@
 // due node by the deadline it holds at that moment (TimeoutNode::
 // ClaimToRun(): never early), hands what it claimed to the TaskRunner, and
 // files again the nodes a reset() moved past the claim's limit and the
-// periodic ones after their run.
+// periodic ones after their run. A periodic timeout whose missed-run policy
+// is kBurst runs its missed runs at once, back to back in the same pass:
+// each claimed again as it comes up (RunPeriodic()).
 //
 // Like the wheel it reads no clock, starts no thread and never sleeps: it is
 // told the time (Advance(now)) and says when it next has work (PlanWake()).
@@ -131,7 +133,10 @@ class WheelDriver {
   WakePlan PlanWake(bool now_tick_too);
 
   // Nodes waiting to be filed again (moved, or periodic after a run);
-  // FlushRefiles() files them. cancelAll() may take some out.
+  // FlushRefiles() files them by their deadlines, but a periodic run that
+  // waits for its previous run to leave the task executor, whose deadline
+  // has passed, by the end of the tick in progress. cancelAll() may take
+  // some out.
   std::vector<TimeoutNode*>& refiles() { return refile_; }
   void FlushRefiles();
 
@@ -148,6 +153,9 @@ class WheelDriver {
   // to stop the wheel: a moved node due later in this same advance, or a
   // task that stopped the timer.
   bool Expire(TimeoutNode* node, int64_t now, int64_t tick);
+  // Runs a periodic node claimed as `claim` and hands it on (refile_, or
+  // its reference dropped), running a burst's further runs at once.
+  void RunPeriodic(TimeoutNode* node, TimeoutNode::Claim claim, int64_t now);
   // Per-tick bookkeeping of Expire(): counters' ticks, and catch_up_ticks
   // for a tick whose expiry starts a full tick or more after its end.
   void NoteExpiringTick(int64_t tick, int64_t now);

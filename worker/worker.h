@@ -104,7 +104,7 @@ class Worker final : public std::enable_shared_from_this<Worker> {
   // the thread on first use. Returns the node with one reference, the
   // handle's.
   absl::StatusOr<TimeoutNode*> Schedule(TaskEmplacer emplace, void* callable,
-                                        DeadlineSpec when)
+                                        const DeadlineSpec& when)
       ABSL_LOCKS_EXCLUDED(start_mu_);
 
   // What stop() returns: a node and the deadline it was sorted by.

@@ -14,7 +14,7 @@ namespace tickwheel::internal {
 
 absl::StatusOr<TimeoutNode*> Worker::Schedule(TaskEmplacer emplace,
                                               void* callable,
-                                              DeadlineSpec when) {
+                                              const DeadlineSpec& when) {
   // The clock first: the vDSO orders its TSC read (lfence or rdtscp), which
   // would otherwise wait for the RMW below to complete. Reading it before
   // the reservation is still reading it during this call, so the deadline is

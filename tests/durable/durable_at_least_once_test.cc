@@ -10,6 +10,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -48,31 +49,44 @@ class DurableAtLeastOnceTest : public ::testing::Test {
   std::unique_ptr<RedisServer> redis_;
 };
 
+// The handler's answer by id: "fail*" fails its first attempt, "throw*"
+// throws in it, "thrice" fails its first three; the rest succeed.
+absl::Status FailAsScripted(const FiredTimer& t) {
+  if (t.id.starts_with("fail") && t.attempt == 1) {
+    return absl::UnavailableError("downstream is down");
+  }
+  if (t.id.starts_with("throw") && t.attempt == 1) {
+    throw std::runtime_error("handler bug");
+  }
+  if (t.id == "thrice" && t.attempt <= 3) {
+    return absl::InternalError("not yet");
+  }
+  return absl::OkStatus();
+}
+
+// How many of `events` are of `kind`.
+int Count(const std::vector<Event>& events, const std::string& kind) {
+  return static_cast<int>(
+      std::count_if(events.begin(), events.end(),
+                    [&](const Event& e) { return e.kind == kind; }));
+}
+
 TEST_F(DurableAtLeastOnceTest, FailingAndThrowingHandlersGetItAgainLater) {
   DurableTimerOptions o = TestOptions(*redis_);
   o.retry_backoff = absl::Milliseconds(100);
   o.max_retry_backoff = absl::Milliseconds(250);
   auto timers = DurableTimer::Connect(o).value();
   std::mutex mu;
-  std::map<std::string, std::vector<std::pair<int, int64_t>>> runs;  // id ->
-  // (attempt, local start ns)
+  // id -> (attempt, local start ns) of each run
+  std::map<std::string, std::vector<std::pair<int, int64_t>>> runs;
   ASSERT_TRUE(
       timers
-          ->Start([&](const FiredTimer& t) -> absl::Status {
+          ->Start([&](const FiredTimer& t) {
             {
               std::lock_guard<std::mutex> lock(mu);
               runs[t.id].push_back({t.attempt, RealClock::MonotonicNanos()});
             }
-            if (t.id.starts_with("fail") && t.attempt == 1) {
-              return absl::UnavailableError("downstream is down");
-            }
-            if (t.id.starts_with("throw") && t.attempt == 1) {
-              throw std::runtime_error("handler bug");
-            }
-            if (t.id == "thrice" && t.attempt <= 3) {
-              return absl::InternalError("not yet");
-            }
-            return absl::OkStatus();
+            return FailAsScripted(t);
           })
           .ok());
   for (int i = 0; i < 10; ++i) {
@@ -120,13 +134,9 @@ TEST_F(DurableAtLeastOnceTest, AWorkerKilledInItsHandlerLosesNothing) {
   const std::string out = testing::TempPath("worker.out");
   absl::StatusOr<pid_t> victim = testing::SpawnWorker(w, out);
   ASSERT_TRUE(victim.ok()) << victim.status();
-  ASSERT_TRUE(testing::WaitForEvents(w.events, testing::kPatience,
-                                     [](const std::vector<Event>& e) {
-                                       for (const Event& x : e) {
-                                         if (x.kind == "ready") return true;
-                                       }
-                                       return false;
-                                     }));
+  ASSERT_TRUE(testing::WaitForEvents(
+      w.events, testing::kPatience,
+      [](const std::vector<Event>& e) { return Count(e, "ready") > 0; }));
   auto timers = DurableTimer::Connect(w.Options()).value();
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(
@@ -134,13 +144,9 @@ TEST_F(DurableAtLeastOnceTest, AWorkerKilledInItsHandlerLosesNothing) {
             .ok());
   }
   // Two are inside the victim's handlers (two threads); it may hold more.
-  ASSERT_TRUE(testing::WaitForEvents(w.events, testing::kPatience,
-                                     [](const std::vector<Event>& e) {
-                                       int starts = 0;
-                                       for (const Event& x : e)
-                                         starts += x.kind == "start";
-                                       return starts == 2;
-                                     }));
+  ASSERT_TRUE(testing::WaitForEvents(
+      w.events, testing::kPatience,
+      [](const std::vector<Event>& e) { return Count(e, "start") == 2; }));
   testing::SignalChild(*victim, SIGKILL);
   ASSERT_TRUE(testing::WaitChild(*victim, testing::kPatience).ok());
   const int64_t killed_at = RealClock::MonotonicNanos();

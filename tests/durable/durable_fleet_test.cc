@@ -28,6 +28,26 @@ using testing::EventLog;
 using testing::RedisServer;
 using testing::WorkerConfig;
 
+// The fleet's event log by timer and by process. Points into the log.
+struct Tally {
+  std::map<std::string, std::vector<const Event*>> starts, ends;  // by id
+  std::map<int, int> per_process;  // pid -> handler runs started
+  int stopped = 0;                 // processes that stopped cleanly
+};
+
+Tally TallyOf(const std::vector<Event>& events) {
+  Tally t;
+  for (const Event& e : events) {
+    if (e.kind == "start") {
+      t.starts[e.id].push_back(&e);
+      ++t.per_process[e.pid];
+    }
+    if (e.kind == "end") t.ends[e.id].push_back(&e);
+    t.stopped += e.kind == "stopped";
+  }
+  return t;
+}
+
 TEST(DurableFleetTest, ThreeProcessesShareTheTimersAndRunEachOnce) {
   auto redis = RedisServer::Start().value();
   WorkerConfig w;
@@ -68,29 +88,19 @@ TEST(DurableFleetTest, ThreeProcessesShareTheTimersAndRunEachOnce) {
   }
 
   const std::vector<Event> events = EventLog::Read(w.events);
-  std::map<std::string, std::vector<const Event*>> starts, ends;
-  std::map<int, int> per_process;
-  for (const Event& e : events) {
-    if (e.kind == "start") {
-      starts[e.id].push_back(&e);
-      ++per_process[e.pid];
-    }
-    if (e.kind == "end") ends[e.id].push_back(&e);
-  }
-  EXPECT_EQ(starts.size(), static_cast<size_t>(n));
-  for (const auto& [id, s] : starts) {
+  Tally t = TallyOf(events);
+  EXPECT_EQ(t.starts.size(), static_cast<size_t>(n));
+  for (const auto& [id, s] : t.starts) {
     EXPECT_EQ(s.size(), 1u) << id << " ran more than once";
     EXPECT_EQ(s[0]->a, 1) << id;  // attempt
-    ASSERT_EQ(ends[id].size(), s.size()) << id;
-    EXPECT_EQ(ends[id][0]->pid, s[0]->pid) << id;
+    ASSERT_EQ(t.ends[id].size(), s.size()) << id;
+    EXPECT_EQ(t.ends[id][0]->pid, s[0]->pid) << id;
   }
-  EXPECT_EQ(per_process.size(), 3u) << "every process delivered some";
-  for (const auto& [pid, count] : per_process) {
+  EXPECT_EQ(t.per_process.size(), 3u) << "every process delivered some";
+  for (const auto& [pid, count] : t.per_process) {
     EXPECT_GT(count, 0) << pid;
   }
-  int stopped = 0;
-  for (const Event& e : events) stopped += e.kind == "stopped";
-  EXPECT_EQ(stopped, 3) << testing::FileTail(out);
+  EXPECT_EQ(t.stopped, 3) << testing::FileTail(out);
 }
 
 }  // namespace

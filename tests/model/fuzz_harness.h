@@ -52,12 +52,13 @@
 //   stop() or ~Timer, two takeTask()s), and the outcome must be one of the
 //   orders the two calls could take; 0xF8-0xFF the later calls (RunLaterOp(),
 //   fuzz_ops.h): newTimeoutAt(), cancelAll() from the test thread and from a
-//   task, reset() and resetAt(), newPeriodic(), and (0xFD, RunResetRace(),
-//   fuzz_races.h) races of reset() against cancel(), reset() and a clock
-//   advance, and of cancelAll() against cancel() and stop(), checked by what
-//   every order of the two calls has in common; and resets racing the expiry
-//   within a tick on a timer of its own with a slack of 0, checked for never
-//   early and exactly once. The arguments' encodings are in fuzz_input.h.
+//   task, reset() and resetAt(), newPeriodic() (with or without a missed-run
+//   policy), and (0xFD, RunResetRace(), fuzz_races.h) races of reset() against
+//   cancel(), reset() and a clock advance, and of cancelAll() against cancel()
+//   and stop(), checked by what every order of the two calls has in common; and
+//   resets racing the expiry within a tick on a timer of its own with a slack
+//   of 0, checked for never early and exactly once. The arguments' encodings
+//   are in fuzz_input.h.
 //
 // The corpus (tests/fuzz_corpus/) is what libFuzzer kept, minimised for edge
 // coverage, plus hand-written seed_* files that pin scenarios coverage cannot
@@ -90,6 +91,12 @@
 //                             of the next run, stop() returning a periodic
 //                             timeout; a periodic task cancelling itself and
 //                             calling cancelAll(), with the inline executor.
+//   seed_periodic_missed_runs*  the three missed-run policies through a
+//                             stall of five periods, beside a one-shot
+//                             timeout; with the inline executor, a burst
+//                             that cancels itself in its third run.
+//   seed_periodic_burst_bound  a 1 ns period stalled for 63 us: the burst
+//                             runs the latest kMaxBurstRuns missed runs.
 //   seed_catch_up_moved_and_children  one advance over many ticks with
 //                             timeouts reset() later inside it and tasks that
 //                             schedule children: the moved ones run in their

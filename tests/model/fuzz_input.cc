@@ -129,4 +129,6 @@ TaskAction DecodePeriodicAction(uint8_t flags) {
   return action;
 }
 
+Missed DecodeMissed(uint8_t m) { return static_cast<Missed>(m % 3); }
+
 }  // namespace tickwheel::model

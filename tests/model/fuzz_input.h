@@ -64,8 +64,14 @@ absl::Duration DecodePeriod(uint8_t p, int64_t tick, int64_t wheel);
 // What a periodic task does in each run, from newPeriodic()'s flags byte:
 // bits 0-1: it cancels itself in run 1-4, unless bit 2 (then only cancel(),
 // cancelAll() or stop() end it); bit 3 throws, bit 4 calls cancelAll(), bit
-// 5 cancels the timeout scheduled before it, bit 6 tries stop().
+// 5 cancels the timeout scheduled before it, bit 6 tries stop(). Bit 7: a
+// byte follows with the missed-run policy (DecodeMissed()), passed as
+// newPeriodic()'s last argument; without it, the call has none (kSkip).
 TaskAction DecodePeriodicAction(uint8_t flags);
+inline constexpr uint8_t kPeriodicPolicyFollows = 0x80;
+
+// A missed-run policy: kSkip, kBurst or kDelay, the byte modulo 3.
+Missed DecodeMissed(uint8_t m);
 
 }  // namespace tickwheel::model
 

@@ -1,6 +1,7 @@
 #include "tests/model/fuzz_ops.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -144,15 +145,21 @@ std::string Reset(FuzzContext& c, int64_t id, absl::Duration delay, bool at) {
 std::string NewPeriodic(FuzzContext& c, Reader& in) {
   const absl::Duration initial = DecodeDelay(in.Byte(), c.tick, c.wheel);
   const absl::Duration period = DecodePeriod(in.Byte(), c.tick, c.wheel);
-  const TaskAction action = DecodePeriodicAction(in.Byte());
+  const uint8_t flags = in.Byte();
+  const TaskAction action = DecodePeriodicAction(flags);
+  std::optional<Missed> missed;
+  if (flags & kPeriodicPolicyFollows) missed = DecodeMissed(in.Byte());
   Code real_code, model_code;
   const int64_t id =
-      c.real.SchedulePeriodic(initial, period, action, &real_code);
-  c.model.SchedulePeriodic(initial, period, action, &model_code);
-  c.trace +=
-      fmt::format("  #{} newPeriodic({}, {}, {}) -> {}\n", id,
-                  absl::FormatDuration(initial), absl::FormatDuration(period),
-                  action.ToString(), CodeName(real_code));
+      c.real.SchedulePeriodic(initial, period, action, missed, &real_code);
+  c.model.SchedulePeriodic(initial, period, action,
+                           missed.value_or(Missed::kSkip), &model_code);
+  c.trace += fmt::format(
+      "  #{} newPeriodic({}, {}, {}{}) -> {}\n", id,
+      absl::FormatDuration(initial), absl::FormatDuration(period),
+      action.ToString(),
+      missed.has_value() ? fmt::format(", {}", MissedName(*missed)) : "",
+      CodeName(real_code));
   if (std::string d = Mismatch("newPeriodic", id, real_code, model_code);
       !d.empty()) {
     return d;

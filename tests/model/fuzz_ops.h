@@ -44,7 +44,8 @@ bool ActsOnHandlesOnly(uint8_t opcode);
 //   2  reset(delay) on a timeout           [timeout] [delay]
 //   3  resetAt(now + delay) on a timeout   [timeout] [delay]
 //   4  newPeriodic(initial, period)        [initial] [period] [flags]
-//      (DecodePeriodicAction())
+//      (DecodePeriodicAction()), and with flags bit 7 [policy]: the
+//      missed-run policy as a last argument (DecodeMissed())
 //   5  a race between two threads (RunResetRace(), fuzz_races.h)
 //   6  newTimeout(delay, action) with a task that also calls cancelAll()
 //                                          [delay] [action]

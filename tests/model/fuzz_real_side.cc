@@ -83,12 +83,23 @@ int64_t RealSide::ScheduleAt(int64_t at, TaskAction action, Code* code) {
   return id;
 }
 
+// The model restates the timer's missed-run policy: the same three, in the
+// same order, and the same bound on a burst.
+static_assert(
+    static_cast<int>(MissedRuns::kSkip) == static_cast<int>(Missed::kSkip) &&
+    static_cast<int>(MissedRuns::kBurst) == static_cast<int>(Missed::kBurst) &&
+    static_cast<int>(MissedRuns::kDelay) == static_cast<int>(Missed::kDelay));
+static_assert(kMaxBurstRuns == kModelMaxBurst);
+
 int64_t RealSide::SchedulePeriodic(absl::Duration initial_delay,
                                    absl::Duration period, TaskAction action,
-                                   Code* code) {
+                                   std::optional<Missed> missed, Code* code) {
   const int64_t id = next_id_.fetch_add(1);
   absl::StatusOr<Timeout> t =
-      timer_->newPeriodic(MakeTask(id, action), initial_delay, period);
+      missed.has_value()
+          ? timer_->newPeriodic(MakeTask(id, action), initial_delay, period,
+                                static_cast<MissedRuns>(*missed))
+          : timer_->newPeriodic(MakeTask(id, action), initial_delay, period);
   *code = CodeOf(t.status());
   if (t.ok()) SetHandle(id, *std::move(t));
   return id;

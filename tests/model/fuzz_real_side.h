@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -61,8 +62,10 @@ class RealSide {
                      TaskAction action, Code* code);
   // newTimeoutAt() with `at`, a clock reading.
   int64_t ScheduleAt(int64_t at, TaskAction action, Code* code);
+  // newPeriodic() with `missed` as its last argument, or without one.
   int64_t SchedulePeriodic(absl::Duration initial_delay, absl::Duration period,
-                           TaskAction action, Code* code);
+                           TaskAction action, std::optional<Missed> missed,
+                           Code* code);
 
   bool Cancel(int64_t id) { return Handle(id).cancel(); }
   int64_t CancelAll() { return timer_->cancelAll(); }

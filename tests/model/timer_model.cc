@@ -22,13 +22,6 @@ int64_t SatSub(int64_t a, int64_t b) {
   return static_cast<int64_t>(diff);
 }
 
-int64_t SatMul(int64_t a, int64_t b) {
-  const __int128 product = static_cast<__int128>(a) * b;
-  if (product > INT64_MAX) return INT64_MAX;
-  if (product < INT64_MIN) return INT64_MIN;
-  return static_cast<int64_t>(product);
-}
-
 // Rounded up to whole nanoseconds, as every entry point does.
 int64_t DelayNanos(absl::Duration d) {
   return std::max<int64_t>(
@@ -36,13 +29,28 @@ int64_t DelayNanos(absl::Duration d) {
 }
 
 // The next run of a periodic task whose run was due at `due`, with the clock
-// at `now` (worker/worker.cc: Worker::NextRun).
-int64_t NextRun(int64_t due, int64_t period, int64_t now) {
+// at `now`, by its policy (the header's rules).
+int64_t NextRun(Missed policy, int64_t due, int64_t period, int64_t now) {
   const int64_t next = SatAdd(due, period);
   if (next > now) return next;
-  const int64_t missed =
-      static_cast<int64_t>((static_cast<__int128>(now) - due) / period + 1);
-  return SatAdd(due, SatMul(missed, period));
+  // Grid times in (due, now]: at least one, since due + period <= now; up
+  // to 2^64 - 1, hence 128 bits.
+  const __int128 missed = (static_cast<__int128>(now) - due) / period;
+  __int128 run = next;
+  switch (policy) {
+    case Missed::kSkip:
+      run = due + (missed + 1) * period;
+      break;
+    case Missed::kBurst:
+      if (missed > kModelMaxBurst) {
+        run = due + (missed - kModelMaxBurst + 1) * period;
+      }
+      break;
+    case Missed::kDelay:
+      run = static_cast<__int128>(now) + period;
+      break;
+  }
+  return run > INT64_MAX ? INT64_MAX : static_cast<int64_t>(run);
 }
 
 }  // namespace
@@ -60,6 +68,18 @@ Code CodeOf(const absl::Status& status) {
     default:
       return Code::kOther;
   }
+}
+
+const char* MissedName(Missed missed) {
+  switch (missed) {
+    case Missed::kSkip:
+      return "kSkip";
+    case Missed::kBurst:
+      return "kBurst";
+    case Missed::kDelay:
+      return "kDelay";
+  }
+  return "?";
 }
 
 const char* CodeName(Code code) {
@@ -197,7 +217,7 @@ int64_t TimerModel::ScheduleAt(int64_t at, TaskAction action, Code* code) {
 
 int64_t TimerModel::SchedulePeriodic(absl::Duration initial_delay,
                                      absl::Duration period, TaskAction action,
-                                     Code* code) {
+                                     Missed missed, Code* code) {
   if (period <= absl::ZeroDuration() || period == absl::InfiniteDuration()) {
     nodes_.emplace_back();  // refused before anything else
     *code = Code::kInvalidArgument;
@@ -208,6 +228,7 @@ int64_t TimerModel::SchedulePeriodic(absl::Duration initial_delay,
     nodes_[id].periodic = true;
     nodes_[id].order_free = true;
     nodes_[id].period = std::max<int64_t>(1, DelayNanos(period));
+    nodes_[id].missed = missed;
   }
   return id;
 }
@@ -286,9 +307,14 @@ void TimerModel::ResolveOverdue(int64_t id, bool ran_at_once,
 
 void TimerModel::RunNode(int64_t id, int64_t tick, int64_t pass_end,
                          int64_t reported_tick) {
+  nodes_[id].ran_tick = tick;
+  while (RunOnce(id, pass_end, reported_tick)) {
+  }
+}
+
+bool TimerModel::RunOnce(int64_t id, int64_t pass_end, int64_t reported_tick) {
   const bool periodic = nodes_[id].periodic;
   ++nodes_[id].runs;
-  nodes_[id].ran_tick = tick;
   if (!periodic) {
     nodes_[id].state = State::kRan;
     --pending_;  // the slot is given back before the task runs
@@ -327,14 +353,17 @@ void TimerModel::RunNode(int64_t id, int64_t tick, int64_t pass_end,
   if (action.throw_after) ++throws_;
   Node& n = nodes_[id];
   if (periodic && n.state == State::kPending) {
-    // Filed again after the pass at its next run, which is after the clock.
-    SetDeadline(id, NextRun(n.clock_deadline, n.period, now_));
+    // Its next run: at once if it has come (a burst), else filed again
+    // after the pass.
+    const int64_t next = NextRun(n.missed, n.clock_deadline, n.period, now_);
+    SetDeadline(id, next);
     n.first_tick = pass_end;
     n.filed_tick = DueTick(n);
     n.moved_later = false;
-    return;
+    return next <= now_ && next != INT64_MAX;
   }
   n.captures_alive = false;  // destroyed after the run
+  return false;
 }
 
 std::vector<int64_t> TimerModel::OrderWithinTick(
@@ -350,6 +379,10 @@ std::vector<int64_t> TimerModel::OrderWithinTick(
     const Event& e = (*observed)[i];
     if (e.kind != Event::Kind::kRan) continue;
     if (e.tick != tick) break;
+    // A burst's further runs follow its first at once.
+    if (!order.empty() && e.id == order.back() && nodes_[e.id].periodic) {
+      continue;
+    }
     if (std::find(due.begin(), due.end(), e.id) == due.end() ||
         std::find(order.begin(), order.end(), e.id) != order.end()) {
       return due;  // not the same set
@@ -542,7 +575,9 @@ std::string TimerModel::Describe() const {
         id, StateName(n.state), n.periodic ? " periodic" : "", n.deadline,
         DueTick(n), n.first_tick, n.ran_tick, n.captures_alive,
         n.action.ToString(),
-        n.periodic ? fmt::format(" period={} runs={}", n.period, n.runs) : "",
+        n.periodic ? fmt::format(" period={} {} runs={}", n.period,
+                                 MissedName(n.missed), n.runs)
+                   : "",
         n.order_free ? " order-free" : "");
   }
   return s;

@@ -41,14 +41,24 @@
 //     thread; an overdue new deadline is due at the next boundary (the worker
 //     files it, it does not run it at once). False, changing nothing, on any
 //     task that is not pending.
-//   * newPeriodic(initial, period): the first run as newTimeout(initial);
-//     after each run at deadline d, the next deadline is d + period if that is
-//     after the clock, else the first d + k * period after the clock (missed
-//     runs are skipped; a grid time equal to the clock is not "after" it). It
-//     stays pending (and counted once) until cancel(), cancelAll() or stop(),
-//     never reports isExpired(), and is filed again after the pass, like a
-//     child. A periodic task here cancels itself through its own handle in its
-//     n-th run (TaskAction::periodic_runs), so that inputs stay finite.
+//   * newPeriodic(initial, period, missed): the first run as
+//     newTimeout(initial); after each run at deadline d, with the clock at
+//     `now`, the next deadline is d + period if that is after the clock; else
+//     runs were missed (a grid time equal to the clock is not "after" it),
+//     and by the policy `missed` (the timer's MissedRuns):
+//       kSkip   the first d + k * period after the clock;
+//       kBurst  d + period, or with m > kModelMaxBurst grid times in
+//               (d, now], d + (m - kModelMaxBurst + 1) * period: due
+//               already, so it runs again at once, in the same tick, before
+//               anything else (reported with the same tick), until the next
+//               deadline is after the clock;
+//       kDelay  now + period.
+//     A deadline of INT64_MAX (a saturated one) never comes. It stays pending
+//     (and counted once) until cancel(), cancelAll() or stop(), never reports
+//     isExpired(), and is filed again after the pass, like a child. A
+//     periodic task here cancels itself through its own handle in its n-th
+//     run (TaskAction::periodic_runs), so that inputs stay finite; that, a
+//     cancelAll() from it, or a stop() ends a burst.
 //   * Order within a tick: tasks due in the same tick run in acceptance
 //     order, except tasks that were ever reset() and periodic tasks, whose
 //     place in their bucket depends on when the worker filed them again
@@ -94,6 +104,15 @@ enum class Code : int {
 };
 Code CodeOf(const absl::Status& status);
 const char* CodeName(Code code);
+
+// A periodic timeout's policy for missed runs: the timer's MissedRuns
+// (base/missed_runs.h), restated here so that the model does not take it
+// from the code it checks.
+enum class Missed : int { kSkip = 0, kBurst = 1, kDelay = 2 };
+const char* MissedName(Missed missed);
+// Under kBurst, the most missed runs a late run is followed by (the timer's
+// kMaxBurstRuns).
+inline constexpr int64_t kModelMaxBurst = 1024;
 
 // What a task does when it runs. Fixed when the task is scheduled, so that the
 // model knows it as well as the real task does.
@@ -171,7 +190,7 @@ class TimerModel {
   int64_t ScheduleAt(int64_t at, TaskAction action, Code* code);
   // newPeriodic(). A period <= 0 is refused (InvalidArgument).
   int64_t SchedulePeriodic(absl::Duration initial_delay, absl::Duration period,
-                           TaskAction action, Code* code);
+                           TaskAction action, Missed missed, Code* code);
   // True when task `id`, just scheduled or reset, was overdue: its tick had
   // already ended. Then the caller settles the real timer and reports with
   // ResolveOverdue() whether it ran at once.
@@ -243,6 +262,7 @@ class TimerModel {
     bool ran_overdue = false;  // run at once, in its own ended tick
     bool periodic = false;
     int64_t period = 0;
+    Missed missed = Missed::kSkip;
     int64_t runs = 0;
     // Reset or periodic: its place within a tick is not acceptance order.
     bool order_free = false;
@@ -266,10 +286,14 @@ class TimerModel {
       const std::vector<int64_t>& due, int64_t tick,
       const std::vector<Event>* observed) const;
   // Runs pending task `id` in tick `tick` of a pass that ends before tick
-  // `pass_end` (children are due at pass_end at the earliest).
+  // `pass_end` (children are due at pass_end at the earliest), and a kBurst
+  // periodic task's further runs that are due already, at once.
   // `reported_tick` is what metrics().ticks reads inside the task.
   void RunNode(int64_t id, int64_t tick, int64_t pass_end,
                int64_t reported_tick);
+  // One run of RunNode(); true when the task is periodic, still pending,
+  // and its next run has come already (kBurst).
+  bool RunOnce(int64_t id, int64_t pass_end, int64_t reported_tick);
   int64_t RawDueTick(const Node& n) const;
   int64_t DueTick(const Node& n) const;
 

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tickwheel/base/deadline_spec.h"
+#include "tickwheel/base/missed_runs.h"
 #include "tickwheel/base/nanos.h"
 #include "tickwheel/timer/internal/task.h"
 #include "tickwheel/timer/timeout.h"
@@ -37,7 +38,7 @@ absl::Status NanError(const char* call, const char* what);
 // call into its engine: a function goes by its pointer; an empty callable
 // is refused (EmptyTaskError()) before the engine sees it.
 template <typename F, typename Schedule>
-absl::StatusOr<Timeout> ScheduleCallable(F&& task, DeadlineSpec when,
+absl::StatusOr<Timeout> ScheduleCallable(F&& task, const DeadlineSpec& when,
                                          Schedule&& schedule) {
   if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
     return ScheduleCallable(&task, when, schedule);
@@ -49,13 +50,14 @@ absl::StatusOr<Timeout> ScheduleCallable(F&& task, DeadlineSpec when,
   }
 }
 
-// newPeriodic()'s initial delay and period as a DeadlineSpec: each
-// converted as a delay is (base/nanos.h), a period below 1 ns rounded up to
-// 1 ns. InvalidArgument for a NaN count (NanError()) or a period <= 0 or
-// infinite (PeriodError()).
+// newPeriodic()'s initial delay, period and missed-run policy as a
+// DeadlineSpec: each duration converted as a delay is (base/nanos.h), a
+// period below 1 ns rounded up to 1 ns. InvalidArgument for a NaN count
+// (NanError()) or a period <= 0 or infinite (PeriodError()).
 template <TimerDuration D1, TimerDuration D2>
-absl::StatusOr<DeadlineSpec> PeriodicSpec(const D1& initial_delay,
-                                          const D2& period) {
+absl::StatusOr<DeadlineSpec> PeriodicSpec(
+    const D1& initial_delay, const D2& period,
+    MissedRuns missed_runs = MissedRuns::kSkip) {
   const std::optional<absl::Duration> initial = AsDuration(initial_delay);
   const std::optional<absl::Duration> every = AsDuration(period);
   if (!initial.has_value()) return NanError("newPeriodic", "initial delay");
@@ -64,7 +66,8 @@ absl::StatusOr<DeadlineSpec> PeriodicSpec(const D1& initial_delay,
     return PeriodError(*every);
   }
   return DeadlineSpec{.nanos = DelayNanos(*initial),
-                      .period_nanos = std::max<int64_t>(1, DelayNanos(*every))};
+                      .period_nanos = std::max<int64_t>(1, DelayNanos(*every)),
+                      .missed_runs = missed_runs};
 }
 
 }  // namespace tickwheel::internal

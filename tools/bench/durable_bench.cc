@@ -82,57 +82,74 @@ struct Flags {
   }
 };
 
-bool ParseFlags(int argc, char** argv, Flags* f) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    const size_t eq = arg.find('=');
-    if (arg == "--help" || eq == std::string::npos) {
-      fmt::print(
-          "usage: durable_bench [--quick=1] "
-          "[--appendfsync=always|everysec|no]\n"
-          "         [--ceiling_n=N] [--schedule_n=N] [--many_n=N]\n"
-          "         [--deliver_n=N] [--lateness_n=N] [--stats=1]\n"
-          "         "
-          "[--only=ceiling,schedule,schedule_many,deliver,lateness]\n");
-      return arg == "--help" ? (std::exit(0), true) : false;
-    }
-    const std::string name = arg.substr(2, eq - 2);
-    const std::string value = arg.substr(eq + 1);
-    char* end = nullptr;
-    const long n = std::strtol(value.c_str(), &end, 10);
-    const bool numeric = end != nullptr && *end == '\0' && n >= 0;
-    if (name == "quick" && numeric) {
-      f->quick = n != 0;
-    } else if (name == "appendfsync" &&
-               (value == "always" || value == "everysec" || value == "no")) {
-      f->appendfsync = value;
-    } else if (name == "ceiling_n" && numeric && n > 0) {
-      f->ceiling_n = static_cast<int>(n);
-    } else if (name == "schedule_n" && numeric && n > 0) {
-      f->schedule_n = static_cast<int>(n);
-    } else if (name == "many_n" && numeric && n > 0) {
-      f->many_n = static_cast<int>(n);
-    } else if (name == "deliver_n" && numeric && n > 0) {
-      f->deliver_n = static_cast<int>(n);
-    } else if (name == "lateness_n" && numeric && n > 0) {
-      f->lateness_n = static_cast<int>(n);
-    } else if (name == "only") {
-      std::stringstream list(value);
-      std::string w;
-      while (std::getline(list, w, ',')) {
-        if (w != "ceiling" && w != "schedule" && w != "schedule_many" &&
-            w != "deliver" && w != "lateness") {
-          fmt::print(stderr, "durable_bench: unknown workload {}\n", w);
-          return false;
-        }
-      }
-      f->only = value;
-    } else if (name == "stats" && numeric) {
-      f->stats = n != 0;
-    } else {
-      fmt::print(stderr, "durable_bench: bad flag {}\n", arg);
+void PrintUsage() {
+  fmt::print(
+      "usage: durable_bench [--quick=1] "
+      "[--appendfsync=always|everysec|no]\n"
+      "         [--ceiling_n=N] [--schedule_n=N] [--many_n=N]\n"
+      "         [--deliver_n=N] [--lateness_n=N] [--stats=1]\n"
+      "         "
+      "[--only=ceiling,schedule,schedule_many,deliver,lateness]\n");
+}
+
+// --only's value: every name in the list is a workload.
+bool KnownWorkloads(const std::string& list) {
+  std::stringstream names(list);
+  std::string w;
+  while (std::getline(names, w, ',')) {
+    if (w != "ceiling" && w != "schedule" && w != "schedule_many" &&
+        w != "deliver" && w != "lateness") {
+      fmt::print(stderr, "durable_bench: unknown workload {}\n", w);
       return false;
     }
+  }
+  return true;
+}
+
+// One --name=value; false (after saying so) when the name is unknown or the
+// value does not fit it.
+bool SetFlag(const std::string& arg, size_t eq, Flags* f) {
+  const std::string name = arg.substr(2, eq - 2);
+  const std::string value = arg.substr(eq + 1);
+  char* end = nullptr;
+  const long n = std::strtol(value.c_str(), &end, 10);
+  const bool numeric = end != nullptr && *end == '\0' && n >= 0;
+  if (name == "quick" && numeric) {
+    f->quick = n != 0;
+  } else if (name == "appendfsync" &&
+             (value == "always" || value == "everysec" || value == "no")) {
+    f->appendfsync = value;
+  } else if (name == "ceiling_n" && numeric && n > 0) {
+    f->ceiling_n = static_cast<int>(n);
+  } else if (name == "schedule_n" && numeric && n > 0) {
+    f->schedule_n = static_cast<int>(n);
+  } else if (name == "many_n" && numeric && n > 0) {
+    f->many_n = static_cast<int>(n);
+  } else if (name == "deliver_n" && numeric && n > 0) {
+    f->deliver_n = static_cast<int>(n);
+  } else if (name == "lateness_n" && numeric && n > 0) {
+    f->lateness_n = static_cast<int>(n);
+  } else if (name == "only") {
+    if (!KnownWorkloads(value)) return false;
+    f->only = value;
+  } else if (name == "stats" && numeric) {
+    f->stats = n != 0;
+  } else {
+    fmt::print(stderr, "durable_bench: bad flag {}\n", arg);
+    return false;
+  }
+  return true;
+}
+
+bool ParseFlags(int argc, char** argv, Flags* f) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const size_t eq = arg.find('=');
+    if (arg == "--help" || eq == std::string::npos) {
+      PrintUsage();
+      return arg == "--help" ? (std::exit(0), true) : false;
+    }
+    if (!SetFlag(arg, eq, f)) return false;
   }
   if (f->quick) {
     f->ceiling_n = std::min(f->ceiling_n, 2000);
@@ -458,6 +475,158 @@ std::string RedisVersion(RedisServer& redis) {
   return info->str.substr(at + 14, info->str.find('\r', at) - at - 14);
 }
 
+// One run of the workloads that --only names, in order, on one Redis. Each
+// adds its rows to the table and keeps what the goals need; the rates after
+// the ceiling are given over it.
+class Bench {
+ public:
+  Bench(const Flags& flags, RedisServer& redis, std::string dir)
+      : flags_(flags), redis_(redis), dir_(std::move(dir)) {}
+
+  void RunWorkloads() {
+    if (flags_.Runs("ceiling")) RunCeiling();
+    if (flags_.Runs("schedule")) RunSchedule();
+    if (flags_.Runs("schedule_many")) RunScheduleMany();
+    if (flags_.Runs("deliver")) RunDeliver();
+    if (flags_.Runs("lateness")) RunLateness();
+  }
+  void PrintTable() const;
+  void PrintGoals() const;
+
+ private:
+  void RunCeiling();
+  void RunSchedule();
+  void RunScheduleMany();
+  void RunDeliver();
+  void RunLateness();
+  // With --stats=1, after each workload: what Redis spent per command.
+  void PrintStats(const std::string& workload);
+
+  const Flags& flags_;
+  RedisServer& redis_;
+  const std::string dir_;  // the worker processes' logs and event files
+  double ceiling_ = 0;     // 0: not measured
+  double many_ = 0;        // ScheduleMany()'s rate; 0: not measured
+  DeliverResult d3_;       // with 3 worker processes
+  Lateness ahead_, short_notice_;
+};
+
+void Bench::RunCeiling() {
+  ceiling_ = Ceiling(redis_, flags_.ceiling_n, dir_);
+  Flush(redis_);
+  rows.push_back({"redis-benchmark ZADD, 50 clients, pipeline 16 (ceiling)",
+                  ceiling_ > 0 ? Rate(ceiling_) : "n/a (no redis-benchmark)",
+                  ceiling_ > 0 ? "1.00x" : "n/a"});
+  PrintStats("ceiling");
+}
+
+void Bench::RunSchedule() {
+  const double single = ScheduleRate(redis_, flags_.schedule_n, 1);
+  rows.push_back(
+      {"Schedule(), 1 thread", Rate(single), Ratio(single, ceiling_)});
+  const double four = ScheduleRate(redis_, flags_.schedule_n, 4);
+  rows.push_back({"Schedule(), 4 threads", Rate(four), Ratio(four, ceiling_)});
+  PrintStats("schedule");
+}
+
+void Bench::RunScheduleMany() {
+  many_ = ScheduleManyRate(redis_, flags_.many_n);
+  rows.push_back(
+      {"ScheduleMany(), batches of 1000", Rate(many_), Ratio(many_, ceiling_)});
+  PrintStats("schedule_many");
+}
+
+void Bench::RunDeliver() {
+  const double lead_rate = many_ > 0 ? many_ : 10000;
+  const DeliverResult d1 =
+      DeliverRate(redis_, 1, flags_.deliver_n, lead_rate, dir_);
+  rows.push_back(
+      {"deliveries, 1 process", Rate(d1.rate), Ratio(d1.rate, ceiling_)});
+  rows.push_back(
+      {"  CPU per delivery: Redis / worker",
+       fmt::format("{:.1f} / {:.1f} us", d1.redis_cpu_us, d1.worker_cpu_us),
+       ""});
+  PrintStats("deliver, 1 process");
+  d3_ = DeliverRate(redis_, 3, flags_.deliver_n, lead_rate, dir_);
+  rows.push_back(
+      {"deliveries, 3 processes", Rate(d3_.rate), Ratio(d3_.rate, ceiling_)});
+  rows.push_back(
+      {"  CPU per delivery: Redis / workers",
+       fmt::format("{:.1f} / {:.1f} us", d3_.redis_cpu_us, d3_.worker_cpu_us),
+       ""});
+  PrintStats("deliver, 3 processes");
+}
+
+void Bench::RunLateness() {
+  auto ms = [](const Lateness& l) {
+    return fmt::format("{:.1f} / {:.1f} / {:.1f} ms", l.p50_us / 1e3,
+                       l.p99_us / 1e3, l.max_us / 1e3);
+  };
+  ahead_ = MeasureLateness(redis_, flags_.lateness_n, true, dir_);
+  rows.push_back({"lateness p50 / p99 / max, scheduled ahead", ms(ahead_), ""});
+  short_notice_ = MeasureLateness(redis_, flags_.lateness_n, false, dir_);
+  rows.push_back({"lateness p50 / p99 / max, short notice, polled",
+                  ms(short_notice_), ""});
+  PrintStats("lateness");
+}
+
+void Bench::PrintStats(const std::string& workload) {
+  if (!flags_.stats) return;
+  auto info = redis_.Command({"INFO", "commandstats"});
+  if (info.ok()) {
+    std::stringstream lines(info->str);
+    std::string line;
+    fmt::print("[stats {}]\n", workload);
+    while (std::getline(lines, line)) {
+      if (line.rfind("cmdstat_", 0) == 0) fmt::print("  {}\n", line);
+    }
+  }
+  (void)redis_.Command({"CONFIG", "RESETSTAT"});
+}
+
+void Bench::PrintTable() const {
+  size_t width = 0;
+  for (const Row& r : rows) width = std::max(width, r.metric.size());
+  fmt::print("\n{:<{}}  {:>22}  {:>10}\n", "metric", width, "value",
+             "/ceiling");
+  for (const Row& r : rows) {
+    fmt::print("{:<{}}  {:>22}  {:>10}\n", r.metric, width, r.value,
+               r.vs_ceiling);
+  }
+}
+
+void Bench::PrintGoals() const {
+  const int64_t poll_us = 200000;
+  fmt::print("\nGoals\n");
+  auto goal = [](bool met, const std::string& what) {
+    fmt::print("  {}  {}\n", met ? "MET   " : "MISSED", what);
+  };
+  if (flags_.Runs("ceiling") && flags_.Runs("schedule_many")) {
+    goal(ceiling_ > 0 && many_ >= ceiling_ / 2,
+         "ScheduleMany() within 2x of the ZADD ceiling");
+  }
+  if (flags_.Runs("deliver")) {
+    goal(d3_.rate >= 50000, "deliveries >= 50k/s with 3 processes");
+  }
+  if (flags_.Runs("lateness")) {
+    goal(ahead_.p99_us <= poll_us,
+         "lateness p99 <= poll_interval (200 ms), scheduled ahead");
+    goal(short_notice_.p99_us <= poll_us,
+         "lateness p99 <= poll_interval (200 ms), short notice");
+  }
+}
+
+// The correctness checks' verdict: the exit status.
+int ReportChecks() {
+  if (failures.empty()) {
+    fmt::print("\nCorrectness checks: all passed\n");
+    return 0;
+  }
+  fmt::print("\nCorrectness checks: {} FAILED\n", failures.size());
+  for (const std::string& f : failures) fmt::print("  {}\n", f);
+  return 1;
+}
+
 int Main(int argc, char** argv) {
   Flags flags;
   if (!ParseFlags(argc, argv, &flags)) return 2;
@@ -477,116 +646,11 @@ int Main(int argc, char** argv) {
       std::thread::hardware_concurrency(),
       flags.quick ? "; --quick: sizes too small to measure anything" : "");
   std::fflush(stdout);
-
-  // After each workload with --stats=1: what Redis spent per command.
-  auto stats = [&](const std::string& workload) {
-    if (!flags.stats) return;
-    auto info = redis.Command({"INFO", "commandstats"});
-    if (info.ok()) {
-      std::stringstream lines(info->str);
-      std::string line;
-      fmt::print("[stats {}]\n", workload);
-      while (std::getline(lines, line)) {
-        if (line.rfind("cmdstat_", 0) == 0) fmt::print("  {}\n", line);
-      }
-    }
-    (void)redis.Command({"CONFIG", "RESETSTAT"});
-  };
-  double ceiling = 0;
-  if (flags.Runs("ceiling")) {
-    ceiling = Ceiling(redis, flags.ceiling_n, dir);
-    Flush(redis);
-    rows.push_back({"redis-benchmark ZADD, 50 clients, pipeline 16 (ceiling)",
-                    ceiling > 0 ? Rate(ceiling) : "n/a (no redis-benchmark)",
-                    ceiling > 0 ? "1.00x" : "n/a"});
-    stats("ceiling");
-  }
-  if (flags.Runs("schedule")) {
-    const double single = ScheduleRate(redis, flags.schedule_n, 1);
-    rows.push_back(
-        {"Schedule(), 1 thread", Rate(single), Ratio(single, ceiling)});
-    const double four = ScheduleRate(redis, flags.schedule_n, 4);
-    rows.push_back({"Schedule(), 4 threads", Rate(four), Ratio(four, ceiling)});
-    stats("schedule");
-  }
-  double many = 0;
-  if (flags.Runs("schedule_many")) {
-    many = ScheduleManyRate(redis, flags.many_n);
-    rows.push_back(
-        {"ScheduleMany(), batches of 1000", Rate(many), Ratio(many, ceiling)});
-    stats("schedule_many");
-  }
-  DeliverResult d3;
-  if (flags.Runs("deliver")) {
-    const double lead_rate = many > 0 ? many : 10000;
-    const DeliverResult d1 =
-        DeliverRate(redis, 1, flags.deliver_n, lead_rate, dir);
-    rows.push_back(
-        {"deliveries, 1 process", Rate(d1.rate), Ratio(d1.rate, ceiling)});
-    rows.push_back(
-        {"  CPU per delivery: Redis / worker",
-         fmt::format("{:.1f} / {:.1f} us", d1.redis_cpu_us, d1.worker_cpu_us),
-         ""});
-    stats("deliver, 1 process");
-    d3 = DeliverRate(redis, 3, flags.deliver_n, lead_rate, dir);
-    rows.push_back(
-        {"deliveries, 3 processes", Rate(d3.rate), Ratio(d3.rate, ceiling)});
-    rows.push_back(
-        {"  CPU per delivery: Redis / workers",
-         fmt::format("{:.1f} / {:.1f} us", d3.redis_cpu_us, d3.worker_cpu_us),
-         ""});
-    stats("deliver, 3 processes");
-  }
-  Lateness ahead, shortn;
-  if (flags.Runs("lateness")) {
-    ahead = MeasureLateness(redis, flags.lateness_n, true, dir);
-    rows.push_back(
-        {"lateness p50 / p99 / max, scheduled ahead",
-         fmt::format("{:.1f} / {:.1f} / {:.1f} ms", ahead.p50_us / 1e3,
-                     ahead.p99_us / 1e3, ahead.max_us / 1e3),
-         ""});
-    shortn = MeasureLateness(redis, flags.lateness_n, false, dir);
-    rows.push_back(
-        {"lateness p50 / p99 / max, short notice, polled",
-         fmt::format("{:.1f} / {:.1f} / {:.1f} ms", shortn.p50_us / 1e3,
-                     shortn.p99_us / 1e3, shortn.max_us / 1e3),
-         ""});
-    stats("lateness");
-  }
-
-  size_t width = 0;
-  for (const Row& r : rows) width = std::max(width, r.metric.size());
-  fmt::print("\n{:<{}}  {:>22}  {:>10}\n", "metric", width, "value",
-             "/ceiling");
-  for (const Row& r : rows) {
-    fmt::print("{:<{}}  {:>22}  {:>10}\n", r.metric, width, r.value,
-               r.vs_ceiling);
-  }
-  const int64_t poll_us = 200000;
-  fmt::print("\nGoals\n");
-  auto goal = [](bool met, const std::string& what) {
-    fmt::print("  {}  {}\n", met ? "MET   " : "MISSED", what);
-  };
-  if (flags.Runs("ceiling") && flags.Runs("schedule_many")) {
-    goal(ceiling > 0 && many >= ceiling / 2,
-         "ScheduleMany() within 2x of the ZADD ceiling");
-  }
-  if (flags.Runs("deliver")) {
-    goal(d3.rate >= 50000, "deliveries >= 50k/s with 3 processes");
-  }
-  if (flags.Runs("lateness")) {
-    goal(ahead.p99_us <= poll_us,
-         "lateness p99 <= poll_interval (200 ms), scheduled ahead");
-    goal(shortn.p99_us <= poll_us,
-         "lateness p99 <= poll_interval (200 ms), short notice");
-  }
-  if (failures.empty()) {
-    fmt::print("\nCorrectness checks: all passed\n");
-    return 0;
-  }
-  fmt::print("\nCorrectness checks: {} FAILED\n", failures.size());
-  for (const std::string& f : failures) fmt::print("  {}\n", f);
-  return 1;
+  Bench bench(flags, redis, dir);
+  bench.RunWorkloads();
+  bench.PrintTable();
+  bench.PrintGoals();
+  return ReportChecks();
 }
 
 }  // namespace
