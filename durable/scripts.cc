@@ -47,6 +47,32 @@ local function held(ids, vers)
   end
   return out
 end
+-- Gives back every id of `ids` that `h` says is held: ownerless in :state,
+-- out of the leases, due again at when(i, t) with the attempt it returns.
+-- Returns {now, then 1 per id given back and 0 per id no longer held}.
+local function requeue(now, ids, h, when)
+  local out, hset, zadd, zrem = {now}, {}, {}, {}
+  for i = 1, #ids do
+    local t = h[i]
+    if t then
+      local at, attempt = when(i, t)
+      hset[#hset + 1] = ids[i]
+      hset[#hset + 1] = record(t.v, attempt, t.d, t.n, '')
+      zadd[#zadd + 1] = at
+      zadd[#zadd + 1] = ids[i]
+      zrem[#zrem + 1] = ids[i]
+      out[#out + 1] = 1
+    else
+      out[#out + 1] = 0
+    end
+  end
+  if #zrem > 0 then
+    redis.call('HSET', KEYS[4], unpack(hset))
+    redis.call('ZREM', KEYS[2], unpack(zrem))
+    redis.call('ZADD', KEYS[1], unpack(zadd))
+  end
+  return out
+end
 )lua";
 
 constexpr std::string_view kMeta = R"lua(
@@ -234,57 +260,20 @@ constexpr std::string_view kFail = R"lua(
 local now = now_us()
 local base, maxb = tonumber(ARGV[1]), tonumber(ARGV[2])
 local ids, vers = tuples(3, 2)
-local h = held(ids, vers)
-local out, hset, zadd, zrem = {now}, {}, {}, {}
-for i = 1, #ids do
-  local t = h[i]
-  if t then
-    local delay = base * 2 ^ (math.max(t.a, 1) - 1)
-    if delay > maxb then delay = maxb end
-    hset[#hset + 1] = ids[i]
-    hset[#hset + 1] = record(t.v, t.a, t.d, t.n, '')
-    zadd[#zadd + 1] = now + math.floor(delay)
-    zadd[#zadd + 1] = ids[i]
-    zrem[#zrem + 1] = ids[i]
-    out[#out + 1] = 1
-  else
-    out[#out + 1] = 0
-  end
-end
-if #zrem > 0 then
-  redis.call('HSET', KEYS[4], unpack(hset))
-  redis.call('ZREM', KEYS[2], unpack(zrem))
-  redis.call('ZADD', KEYS[1], unpack(zadd))
-end
-return out
+return requeue(now, ids, held(ids, vers), function(i, t)
+  local delay = base * 2 ^ (math.max(t.a, 1) - 1)
+  if delay > maxb then delay = maxb end
+  return now + math.floor(delay), t.a
+end)
 )lua";
 
 constexpr std::string_view kRelease = R"lua(
 local now = now_us()
 local ids, vers = tuples(1, 4)
-local h = held(ids, vers)
-local out, hset, zadd, zrem = {now}, {}, {}, {}
-for i = 1, #ids do
-  local t = h[i]
-  if t then
-    local j = 1 + (i - 1) * 4
-    local a = math.max(t.a - tonumber(ARGV[j + 3]), 0)
-    hset[#hset + 1] = ids[i]
-    hset[#hset + 1] = record(t.v, a, t.d, t.n, '')
-    zadd[#zadd + 1] = tonumber(ARGV[j + 2])
-    zadd[#zadd + 1] = ids[i]
-    zrem[#zrem + 1] = ids[i]
-    out[#out + 1] = 1
-  else
-    out[#out + 1] = 0
-  end
-end
-if #zrem > 0 then
-  redis.call('HSET', KEYS[4], unpack(hset))
-  redis.call('ZREM', KEYS[2], unpack(zrem))
-  redis.call('ZADD', KEYS[1], unpack(zadd))
-end
-return out
+return requeue(now, ids, held(ids, vers), function(i, t)
+  local j = 1 + (i - 1) * 4
+  return tonumber(ARGV[j + 2]), math.max(t.a - tonumber(ARGV[j + 3]), 0)
+end)
 )lua";
 
 constexpr std::string_view kRenew = R"lua(

@@ -75,8 +75,9 @@ TEST(ReservePolicyTest, GrowthAfterAQuietWindowStartsANewRun) {
 }
 
 TEST(ReservePolicyTest, ShortOnlyBelowTheTargetsCells) {
-  const ReservePolicy policy = AfterGrowth(6);  // target 3
+  const ReservePolicy policy = AfterGrowth(6);
   const int64_t now = 1'000'000'005;
+  ASSERT_EQ(policy.TargetChunks(now), 3u);  // six chunks grown in a run
   EXPECT_TRUE(policy.IsShort(3 * kPerChunk - 1, kPerChunk, now));
   EXPECT_FALSE(policy.IsShort(3 * kPerChunk, kPerChunk, now));
   // After the window the target is one chunk.

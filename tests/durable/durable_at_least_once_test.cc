@@ -24,6 +24,7 @@
 #include "tickwheel/durable/durable_timer.h"
 #include "tickwheel/durable/testing/child_process.h"
 #include "tickwheel/durable/testing/redis_server.h"
+#include "tickwheel/durable/testing/redis_test.h"
 #include "tickwheel/durable/testing/test_util.h"
 #include "tickwheel/durable/testing/worker_role.h"
 #include "tickwheel/timer/clock.h"
@@ -39,15 +40,7 @@ using testing::TestOptions;
 using testing::WaitUntil;
 using testing::WorkerConfig;
 
-class DurableAtLeastOnceTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<RedisServer>> r = RedisServer::Start();
-    ASSERT_TRUE(r.ok()) << r.status();
-    redis_ = *std::move(r);
-  }
-  std::unique_ptr<RedisServer> redis_;
-};
+using DurableAtLeastOnceTest = testing::RedisTest;
 
 // The handler's answer by id: "fail*" fails its first attempt, "throw*"
 // throws in it, "thrice" fails its first three; the rest succeed.

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "tickwheel/durable/durable_timer.h"
 #include "tickwheel/durable/testing/redis_server.h"
+#include "tickwheel/durable/testing/redis_test.h"
 #include "tickwheel/durable/testing/test_util.h"
 
 namespace tickwheel::durable {
@@ -24,13 +25,8 @@ using testing::RedisServer;
 using testing::TestOptions;
 using testing::WaitUntil;
 
-class DurableCancelTest : public ::testing::Test {
+class DurableCancelTest : public testing::RedisTest {
  protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<RedisServer>> r = RedisServer::Start();
-    ASSERT_TRUE(r.ok()) << r.status();
-    redis_ = *std::move(r);
-  }
   // Timers held in the leases set of every shard (claimed by someone).
   int64_t Claimed(const std::string& keyspace) {
     int64_t n = 0;
@@ -42,7 +38,6 @@ class DurableCancelTest : public ::testing::Test {
     }
     return n;
   }
-  std::unique_ptr<RedisServer> redis_;
 };
 
 TEST_F(DurableCancelTest, TrueOnceForAScheduledTimerFalseOtherwise) {

@@ -22,6 +22,7 @@
 #include "tickwheel/durable/durable_timer.h"
 #include "tickwheel/durable/testing/child_process.h"
 #include "tickwheel/durable/testing/redis_server.h"
+#include "tickwheel/durable/testing/redis_test.h"
 #include "tickwheel/durable/testing/test_util.h"
 #include "tickwheel/durable/testing/worker_role.h"
 #include "tickwheel/timer/clock.h"
@@ -36,13 +37,8 @@ using testing::RedisServer;
 using testing::TestOptions;
 using testing::WaitUntil;
 
-class DurableLeaseTest : public ::testing::Test {
+class DurableLeaseTest : public testing::RedisTest {
  protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<RedisServer>> r = RedisServer::Start();
-    ASSERT_TRUE(r.ok()) << r.status();
-    redis_ = *std::move(r);
-  }
   // The lease end of `id` in Redis, in us; 0 when not claimed.
   int64_t LeaseOf(const std::string& keyspace, int shards,
                   const std::string& id) {
@@ -56,7 +52,6 @@ class DurableLeaseTest : public ::testing::Test {
     }
     return 0;
   }
-  std::unique_ptr<RedisServer> redis_;
 };
 
 TEST_F(DurableLeaseTest, AHandlerThatOutlivesItsLeaseKeepsTheTimer) {

@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "tickwheel/durable/durable_timer.h"
 #include "tickwheel/durable/testing/redis_server.h"
+#include "tickwheel/durable/testing/redis_test.h"
 #include "tickwheel/durable/testing/test_util.h"
 
 namespace tickwheel::durable {
@@ -83,15 +84,7 @@ void CheckNeverEarly(RedisServer& redis, DurableTimerOptions options, int n) {
   EXPECT_EQ(m.lateness.count(), n);
 }
 
-class DurableNeverEarlyTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<RedisServer>> r = RedisServer::Start();
-    ASSERT_TRUE(r.ok()) << r.status();
-    redis_ = *std::move(r);
-  }
-  std::unique_ptr<RedisServer> redis_;
-};
+using DurableNeverEarlyTest = testing::RedisTest;
 
 // A 50 ms poll interval: most timers are claimed when due.
 TEST_F(DurableNeverEarlyTest, ClaimedWhenDue) {

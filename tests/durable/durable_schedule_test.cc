@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "tickwheel/durable/durable_timer.h"
 #include "tickwheel/durable/testing/redis_server.h"
+#include "tickwheel/durable/testing/redis_test.h"
 #include "tickwheel/durable/testing/test_util.h"
 
 namespace tickwheel::durable {
@@ -24,20 +25,14 @@ using testing::RedisServer;
 using testing::TestOptions;
 using testing::WaitUntil;
 
-class DurableScheduleTest : public ::testing::Test {
+class DurableScheduleTest : public testing::RedisTest {
  protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<RedisServer>> r = RedisServer::Start();
-    ASSERT_TRUE(r.ok()) << r.status();
-    redis_ = *std::move(r);
-  }
   std::unique_ptr<DurableTimer> Connect(DurableTimerOptions o) {
     absl::StatusOr<std::unique_ptr<DurableTimer>> t =
         DurableTimer::Connect(std::move(o));
     EXPECT_TRUE(t.ok()) << t.status();
     return t.ok() ? *std::move(t) : nullptr;
   }
-  std::unique_ptr<RedisServer> redis_;
 };
 
 TEST_F(DurableScheduleTest, ScheduledTimersAreDeliveredOnceWithTheirData) {
