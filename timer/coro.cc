@@ -17,10 +17,16 @@ absl::StatusOr<Timeout> ScheduleOnTimer(void* timer, SleepTask& task,
                                    when);
 }
 
+void ExpediteOnTimer(void* /*timer*/, const Timeout& timeout) {
+  timeout.reset(absl::ZeroDuration());
+}
+
 }  // namespace
 
 SleepTarget SleepTargetOf(Timer& timer) {
-  return {.timer = &timer, .schedule = &ScheduleOnTimer};
+  return {.timer = &timer,
+          .schedule = &ScheduleOnTimer,
+          .expedite = &ExpediteOnTimer};
 }
 
 SleepTask::~SleepTask() {
@@ -77,9 +83,9 @@ absl::Status Awaitable::await_resume() {
 }
 
 void Awaitable::OnStop::operator()() const noexcept {
-  // False when the task has run or is running, or the timer has stopped:
+  // Nothing when the task has run or is running, or the timer has stopped:
   // then the sleep ends that way.
-  sleep->timeout_.reset(absl::ZeroDuration());
+  sleep->target_.expedite(sleep->target_.timer, sleep->timeout_);
 }
 
 void Awaitable::End(absl::Status status) {

@@ -111,16 +111,21 @@ class SleepTask {
   Awaitable* sleep_;
 };
 
-// How a sleep reaches its timer: schedule(timer, task, when) makes `task` a
-// library timeout of `*timer`, due as `when` says (a delay, or a reading of
-// the timer's clock), and returns its handle, or the error of newTimeout(),
-// leaving `task` unmoved. A sleep moves its timeout with Timeout::reset() on
-// a stop request. Any timer whose timeouts are Timeout handles can be slept
-// on through one of these; SleepTargetOf(Timer&) is the Timer's.
+// How a sleep reaches its timer. Any timer whose timeouts are Timeout
+// handles can be slept on through one of these; SleepTargetOf(Timer&) is
+// the Timer's.
 struct SleepTarget {
   void* timer = nullptr;
+  // Makes `task` a library timeout of `*timer`, due as `when` says (a delay,
+  // or a reading of the timer's clock), and returns its handle; or returns
+  // the error of newTimeout(), leaving `task` unmoved.
   absl::StatusOr<Timeout> (*schedule)(void* timer, SleepTask& task,
                                       DeadlineSpec when) = nullptr;
+  // On a stop request, on the requesting thread: has the timer run the
+  // sleep's task promptly, without running it here (the Timer's: reset()
+  // to now, which any thread may call). A no-op when the task has run or
+  // is running, or the timer has stopped.
+  void (*expedite)(void* timer, const Timeout& timeout) = nullptr;
 };
 
 SleepTarget SleepTargetOf(Timer& timer);
@@ -159,8 +164,8 @@ class Awaitable {
  private:
   friend class internal::SleepTask;
 
-  // The stop callback: moves the timeout to now, so that the timer resumes
-  // the coroutine; never resumes it itself.
+  // The stop callback: has the timer run the task now (target_.expedite),
+  // so that the timer resumes the coroutine; never resumes it itself.
   struct OnStop {
     Awaitable* sleep;
     void operator()() const noexcept;
