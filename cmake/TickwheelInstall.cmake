@@ -20,6 +20,11 @@ file(GLOB _tickwheel_public RELATIVE "${PROJECT_SOURCE_DIR}" CONFIGURE_DEPENDS
   "${PROJECT_SOURCE_DIR}/timer/*.h")
 set(_tickwheel_installed_targets tickwheel_timer tickwheel_local_timer
   tickwheel_idle_tracker)
+if(TARGET tickwheel_asio)
+  list(APPEND _tickwheel_installed_targets tickwheel_asio)
+else()
+  list(REMOVE_ITEM _tickwheel_public timer/asio.h)
+endif()
 if(TARGET tickwheel_durable)
   # The one public header of //durable; its internals stay behind it.
   list(APPEND _tickwheel_public durable/durable_timer.h)

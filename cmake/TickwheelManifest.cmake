@@ -5,6 +5,8 @@
 #                      ::idle_tracker or ::durable
 #   skipped durable    tickwheel::durable is not built (no hiredis); the drift
 #                      check then leaves //durable out
+#   skipped asio       tickwheel::asio is not made (no standalone Asio); the
+#                      drift check then leaves timer/asio.h out
 #   test <name>        a test that ctest runs (tests of tests/ by their bare
 #                      name, the others as <folder>/<name>)
 #   bazel_only <name>  a Bazel test that the CMake build leaves out on purpose
@@ -16,6 +18,11 @@ if(TARGET tickwheel_durable)
   list(APPEND _targets tickwheel_durable)
 else()
   string(APPEND _manifest "skipped durable\n")
+endif()
+if(TARGET tickwheel_asio)
+  list(APPEND _targets tickwheel_asio)
+else()
+  string(APPEND _manifest "skipped asio\n")
 endif()
 foreach(_target IN LISTS _targets)
   get_target_property(_sources ${_target} SOURCES)

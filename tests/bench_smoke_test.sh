@@ -2,7 +2,8 @@
 # tests/bench_smoke_test.sh
 # -----------------------------------------------------------------------------
 # Smoke run of //tools/bench:bench with tiny sizes, so that the benchmark
-# cannot rot: every workload on every timer (tickwheel, Boost.Asio, heap), one
+# cannot rot: every workload on every timer (tickwheel, Boost.Asio, heap; the
+# Asio coroutine workload on tickwheel and standalone Asio only), one
 # repetition, each in its own child process; then checks that the program's
 # correctness checks passed (exit status 0: no early run, stop() returned
 # what it should, nothing pending after cancelling, every task ran), that
@@ -24,7 +25,8 @@ fail() {
   exit 1
 }
 
-workloads=(schedule schedule_cancel schedule_depth memory release lateness idle mass_expiry burst)
+workloads=(schedule schedule_cancel schedule_depth memory release lateness idle mass_expiry burst
+           coro_deadline)
 
 # Flags: --help lists every workload and labels the lab flag; an unknown
 # flag, a bad value and an unknown workload exit with 2.
@@ -66,7 +68,8 @@ rows=("schedule, 1 producer: ns per call" "schedule, 2 producers: ns per call"
       "idle, 1 pending: CPU" "idle, 3k pending: wake-ups per second"
       "mass_expiry: expiries per worker CPU second" "mass_expiry: expiries per wall second"
       "mass_expiry: last deadline to last run" "burst, same deadline: lateness max"
-      "burst, same delay: lateness p99")
+      "burst, same delay: lateness p99" "coro_deadline: ns per request"
+      "coro_deadline: io thread CPU per request")
 for row in "${rows[@]}"; do
   grep -qF -- "$row  " "$out/stdout.txt" || fail "table row '$row' missing"
 done
@@ -76,9 +79,10 @@ goals=$(grep -cE "^  (MET   |MISSED|n/a   )  " "$out/stdout.txt" || true)
 [[ $goals -eq 22 ]] || fail "expected 22 goal lines, got $goals"
 grep -qE "^  (MET   |MISSED)  memory: bytes per pending timeout <= 64 B" "$out/stdout.txt" \
   || fail "the memory goal was not judged"
-# One progress line per run: 15 workload variants, 3 timers.
+# One progress line per run: 15 workload variants on 3 timers, and
+# coro_deadline on tickwheel and asio.
 runs=$(grep -c '^\[' "$out/stderr.txt" || true)
-[[ $runs -eq 45 ]] || fail "expected 45 progress lines, got $runs"
+[[ $runs -eq 47 ]] || fail "expected 47 progress lines, got $runs"
 
 [[ -s "$out/bench.json" ]] || fail "no JSON file"
 for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '"notes": [' \
@@ -87,6 +91,7 @@ for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '
            '"memory.bytes_per_pending"' '"release.rss_after_mb"' '"schedule.p1.faults_per_m"' \
            '"lateness.slack0.p99_us"' '"idle.pending1.wakeups_per_s"' \
            '"mass_expiry.per_worker_cpu_mps"' '"burst.same_deadline.max_ms"' \
+           '"coro_deadline.ns_per_request"' \
            '"tickwheel": {' '"asio": {' '"heap": {' '"reason": '; do
   grep -qF -- "$key" "$out/bench.json" || fail "JSON lacks $key"
 done

@@ -1,6 +1,6 @@
 // tests/library_timeouts_test.cc
 // -----------------------------------------------------------------------------
-// Library timeouts (timer/idle/library_timeouts.h), which tickwheel's own
+// Library timeouts (timer/internal/library_timeouts.h), which tickwheel's own
 // components schedule on an application's Timer: they run like any other,
 // the application's cancelAll() passes them by, wherever they are (still
 // queued, filed in the wheel, waiting to be filed again), and the
@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
-#include "tickwheel/timer/idle/library_timeouts.h"
+#include "tickwheel/timer/internal/library_timeouts.h"
 #include "tickwheel/timer/timer.h"
 
 namespace tickwheel {

@@ -2,7 +2,8 @@
 // -----------------------------------------------------------------------------
 // TimerOptions::task_executor, on a ManualClock: the worker hands each
 // expired task to it instead of running it, the timeout reads expired and no
-// longer pending from then on, and the task's captures die with its run. A
+// longer pending from then on, and the task's captures die with its run, or
+// with the closure when the executor drops it unrun, while handles live. A
 // task the executor runs after ~Timer sees timer() == nullptr. An executor
 // that throws is logged and loses only the task it was handed.
 
@@ -69,8 +70,7 @@ TEST(TaskExecutorTest, ExecutorTaskRunAfterTimerDestructionSeesNoTimer) {
 
 // The worker cannot tell whether a throwing executor kept the closure: that
 // task does not run, the throw is logged once, and the next task is handed
-// over as usual. Its captures live as long as a handle does (here none is
-// kept).
+// over as usual. Its captures go with the closure.
 TEST(TaskExecutorTest, ThrowingExecutorIsLoggedAndDropsOnlyThatTask) {
   CapturedLog log;
   int calls = 0;  // worker thread only
@@ -91,6 +91,25 @@ TEST(TaskExecutorTest, ThrowingExecutorIsLoggedAndDropsOnlyThatTask) {
   ASSERT_EQ(log.messages().size(), 1u);
   EXPECT_NE(log.messages()[0].find("executor full"), std::string::npos);
   EXPECT_TRUE(dropped->captures_destroyed.load());
+}
+
+TEST(TaskExecutorTest, DroppedClosureDestroysTheTaskWhileAHandleLives) {
+  std::vector<absl::AnyInvocable<void()>> handed;  // touched by worker only
+  TimerOptions options = Tick(absl::Milliseconds(10));
+  options.task_executor = [&](absl::AnyInvocable<void()> run) {
+    handed.push_back(std::move(run));
+  };
+  ManualTimer t = MakeManualTimer(std::move(options));
+  auto probe = std::make_shared<Probe>();
+  Timeout timeout =
+      t.timer->newTimeout(ProbeTask(probe), absl::Milliseconds(10)).value();
+  t.clock->AdvanceAndSettle(absl::Milliseconds(10));
+  ASSERT_EQ(handed.size(), 1u);
+  EXPECT_FALSE(probe->captures_destroyed.load());
+  handed.clear();  // dropped unrun
+  EXPECT_EQ(probe->runs.load(), 0);
+  EXPECT_TRUE(probe->captures_destroyed.load());
+  EXPECT_TRUE(timeout.isExpired());
 }
 
 }  // namespace

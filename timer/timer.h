@@ -130,6 +130,8 @@ struct TimerOptions {
   std::string thread_name = "tickwheel";
   // When set, each expired task is handed to it instead of running on the
   // worker thread. It is called on the worker thread and should only enqueue.
+  // A closure it destroys without running it (or keeps from a throw)
+  // destroys the task unrun, with its captures.
   std::function<void(absl::AnyInvocable<void()>)> task_executor;
   // tickwheel extension: the time source. Empty means the monotonic real
   // clock (RealClock::Shared()); tests pass a ManualClock
@@ -373,7 +375,7 @@ class Timer {
 
  private:
   // tickwheel's own components that run on an application's Timer (the idle
-  // tracker) schedule through it (timer/idle/library_timeouts.h).
+  // tracker) schedule through it (timer/internal/library_timeouts.h).
   friend class internal::LibraryTimeouts;
 
   Timer(absl::Duration tick, int ticks_per_wheel, absl::Duration slack);

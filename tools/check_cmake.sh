@@ -91,7 +91,7 @@ echo "cmake: ctest: $(grep -E 'tests passed' "$tmp/ctest.log")"
 prefix="$tmp/prefix"
 quiet "install" cmake --install "$build" --prefix "$prefix"
 unexpected=$(cd "$prefix" && find . -type f | sed 's#^\./##' | grep -vE \
-  '^include/tickwheel/(timer|timer/idle|timer/internal|base|worker)/[a-z_]+\.h$|^include/tickwheel/durable/durable_timer\.h$|^lib/libtickwheel_(timer|idle_tracker|durable)\.a$|^lib/cmake/tickwheel/tickwheel[A-Za-z-]+\.cmake$|^lib/pkgconfig/tickwheel(-durable)?\.pc$' || true)
+  '^include/tickwheel/(timer|timer/idle|timer/internal|base)/[a-z_]+\.h$|^include/tickwheel/durable/durable_timer\.h$|^lib/libtickwheel_(timer|local_timer|idle_tracker|durable)\.a$|^lib/cmake/tickwheel/tickwheel[A-Za-z-]+\.cmake$|^lib/pkgconfig/tickwheel(-durable)?\.pc$' || true)
 if [[ -n "$unexpected" ]]; then
   echo "$unexpected"
   echo "check_cmake: FAILED: the install holds files other than tickwheel's headers, libraries and package files"

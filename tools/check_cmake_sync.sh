@@ -3,10 +3,10 @@
 # Bazel build (the primary one) build the same things:
 #   1. the same library files: every source and header of Bazel's cc_library
 #      targets under //timer, //worker, //base and //durable (but the test-only ones)
-#      is in tickwheel::timer, tickwheel::idle_tracker or tickwheel::durable,
-#      and nothing else is (without hiredis, CMake builds no
+#      is in tickwheel::timer, tickwheel::idle_tracker, tickwheel::durable or
+#      tickwheel::asio, and nothing else is (without hiredis, CMake builds no
 #      tickwheel::durable, says so in the manifest, and //durable is left
-#      out);
+#      out; likewise timer/asio.h without standalone Asio);
 #   2. the same tests: every Bazel test (unit tests of //tests, example
 #      programs of //examples) is a ctest test of the same name or is on the
 #      explicit list of Bazel-only tests, TICKWHEEL_BAZEL_ONLY_TESTS in
@@ -55,6 +55,10 @@ query "labels(srcs, $libs) + labels(hdrs, $libs)" |
   sed -E 's#^//([^:]*):(.*)$#\1/\2#' | sort -u >"$tmp/bazel_library"
 if grep -qx 'skipped durable' "$manifest"; then
   grep -v '^durable/' "$tmp/bazel_library" >"$tmp/bazel_library.kept" || true
+  mv "$tmp/bazel_library.kept" "$tmp/bazel_library"
+fi
+if grep -qx 'skipped asio' "$manifest"; then
+  grep -vx 'timer/asio.h' "$tmp/bazel_library" >"$tmp/bazel_library.kept" || true
   mv "$tmp/bazel_library.kept" "$tmp/bazel_library"
 fi
 query 'tests(//...)' | sed -E -e 's#^//tests:##' -e 's#^//([^:]*):#\1/#' |

@@ -88,14 +88,25 @@ void TaskRunner::RunOneShot(TimeoutNode* node, int64_t deadline, int64_t now,
 void TaskRunner::HandToExecutor(TimeoutNode* node) {
   // The closure takes the driver's reference, and keeps the owner (and so
   // the shared state behind Timeout::timer()) alive: an executor may run it
-  // after ~Timer, when timer() then returns nullptr.
+  // after ~Timer, when timer() then returns nullptr. Captures die with the
+  // run, or with the closure when the executor drops it unrun (or throws),
+  // not with the handles: a task whose destructor ends something (a sleep
+  // of timer/coro.h) must not wait for the last handle, which it may hold.
+  struct Claimed {
+    explicit Claimed(TimeoutNode* n) : ref(n) {}
+    Claimed(Claimed&&) noexcept = default;
+    ~Claimed() {
+      if (ref.get() != nullptr) ref.get()->task().Reset();
+    }
+    NodeRef ref;
+  };
   RunLoggingExceptions("the task_executor", "that task did not run", [&] {
-    executor_([ref = NodeRef(node), keep = keep_alive_.lock(),
+    executor_([claimed = Claimed(node), keep = keep_alive_.lock(),
                shared = &shared_, call = call_]() {
+      TimeoutNode* const n = claimed.ref.get();
       RunLoggingExceptions("a timer task", "the timer goes on",
-                           [&] { call(ref.get()->task(), ref.get(), shared); });
-      // Captures die with the run, not with the handles.
-      ref.get()->task().Reset();
+                           [&] { call(n->task(), n, shared); });
+      n->task().Reset();
     });
   });
 }

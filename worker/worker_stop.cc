@@ -14,31 +14,39 @@ absl::StatusOr<Worker::StoppedNodes> Worker::Stop() {
         "task_executor that runs tasks inline); call stop() from another "
         "thread");
   }
-  MutexLock lock(&stop_mu_);
-  if (!shared_.Close()) return StoppedNodes();  // already stopped
-  // After this, no thread can start: StartThread() checks the closed bit
-  // under start_mu_.
-  bool started;
+  StoppedNodes unprocessed;
+  StoppedNodes library;
   {
-    MutexLock start_lock(&start_mu_);
-    started = started_.load(std::memory_order_relaxed);
+    MutexLock lock(&stop_mu_);
+    if (!shared_.Close()) return StoppedNodes();  // already stopped
+    // After this, no thread can start: StartThread() checks the closed bit
+    // under start_mu_.
+    bool started;
+    {
+      MutexLock start_lock(&start_mu_);
+      started = started_.load(std::memory_order_relaxed);
+    }
+    if (started) {
+      shutdown_.store(true, std::memory_order_release);
+      planner_.Wake();
+      thread_.join();
+    }
+    // What the worker left: nothing more is pending.
+    cancel_all_.Serve([this] { return AnswerCancelAll(); });
+    unprocessed = sweeper_.Collect();
+    // Library timeouts (an idle tracker's, a sleep's) are not the caller's:
+    // they are not returned.
+    std::erase_if(unprocessed, [&library](const Stopped& s) {
+      if (!s.node->library()) return false;
+      library.push_back(s);
+      return true;
+    });
+    planner_.DestroySleeper();  // unregisters from a ManualClock
   }
-  if (started) {
-    shutdown_.store(true, std::memory_order_release);
-    planner_.Wake();
-    thread_.join();
-  }
-  // What the worker left: nothing more is pending.
-  cancel_all_.Serve([this] { return AnswerCancelAll(); });
-  StoppedNodes unprocessed = sweeper_.Collect();
-  // Library timeouts (an idle tracker's on this timer) are not the
-  // caller's: their tasks are destroyed here, unrun.
-  std::erase_if(unprocessed, [](const Stopped& s) {
-    if (!s.node->library()) return false;
-    Sweeper::Discard(s.node);
-    return true;
-  });
-  planner_.DestroySleeper();  // unregisters from a ManualClock
+  // Their tasks are destroyed here, unrun, and outside the lock: a sleep's
+  // task ends the sleep in its destructor, which resumes the sleeping
+  // coroutine on this thread, and that coroutine may call the timer again.
+  for (const Stopped& s : library) Sweeper::Discard(s.node);
   return unprocessed;
 }
 

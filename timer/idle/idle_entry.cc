@@ -6,7 +6,7 @@
 #include "tickwheel/base/interleave.h"
 #include "tickwheel/base/logging.h"
 #include "tickwheel/base/nanos.h"
-#include "tickwheel/timer/idle/library_timeouts.h"
+#include "tickwheel/timer/internal/library_timeouts.h"
 
 namespace tickwheel::internal {
 namespace {

@@ -213,7 +213,7 @@ class IdleEntry : public IntrusiveListNode, public IdleStamp {
 
   ~IdleEntry() = default;
 
-  // Arms a library timeout (timer/idle/library_timeouts.h) `delay_nanos`
+  // Arms a library timeout (timer/internal/library_timeouts.h) `delay_nanos`
   // from now with a fresh version. Returns false (and leaves the entry
   // kDormant) if the timer refuses or is null.
   bool ArmLocked(Timer* timer, int64_t delay_nanos)

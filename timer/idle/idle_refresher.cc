@@ -3,7 +3,7 @@
 #include <chrono>
 #include <utility>
 
-#include "tickwheel/timer/idle/library_timeouts.h"
+#include "tickwheel/timer/internal/library_timeouts.h"
 
 namespace tickwheel::internal {
 

@@ -8,8 +8,8 @@
 // the next run refresh_period - tick ahead: the Timer runs it at the first
 // tick end at or after that, which is at most refresh_period ahead, so the
 // ceiling just published holds until then. Each run is a library timeout
-// (timer/idle/library_timeouts.h): an application's cancelAll() passes it by
-// and its stop() destroys it unrun.
+// (timer/internal/library_timeouts.h): an application's cancelAll() passes it
+// by and its stop() destroys it unrun.
 //
 // The refresh pauses while nothing is tracked: a run that finds
 // counters().tracked == 0 publishes nothing and schedules nothing. Resume()

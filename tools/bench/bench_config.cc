@@ -101,7 +101,7 @@ std::string Convert(BenchConfig& c) {
 void ApplyQuick(BenchConfig& c) {
   c.n = std::min<int64_t>(c.n, 3000);
   c.depth_pending = {100, 3000};
-  c.depth_calls = 2000, c.lateness_n = 300;
+  c.depth_calls = 2000, c.lateness_n = 300, c.coro_requests = 2000;
   c.lateness_min_ms = 1, c.lateness_max_ms = 40;
   c.idle_settle_s = 0.1, c.idle_s = 0.2;
   c.release_wait_s = 0.1;

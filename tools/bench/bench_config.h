@@ -32,6 +32,7 @@ struct BenchConfig {
   // Fixed sizes and times, shortened by --quick.
   double far_min_s = 10, far_max_s = 60;  // delays of the far timeouts
   int64_t depth_calls = 200000, lateness_n = 20000;
+  int64_t coro_requests = 200000;  // coro_deadline's requests per run
   double lateness_min_ms = 10, lateness_max_ms = 2000;
   double idle_settle_s = 1, idle_s = 5;
   double release_wait_s = 10;  // after the cancels, before the RSS reading

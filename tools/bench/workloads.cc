@@ -5,6 +5,7 @@
 #include "tools/bench/asio_bench.h"
 #include "tools/bench/heap_bench.h"
 #include "tools/bench/tickwheel_bench.h"
+#include "tools/bench/workloads/coro_deadline.h"
 #include "tools/bench/workloads/idle.h"
 #include "tools/bench/workloads/lateness.h"
 #include "tools/bench/workloads/mass_expiry.h"
@@ -38,6 +39,19 @@ Workload Entry() {
   return w;
 }
 
+// A workload of Asio operations, not of the BenchTimer concept: tickwheel
+// (AsyncSleep) and asio (steady_timer) only.
+Workload CoroDeadlineEntry() {
+  return {
+      CoroDeadline::kName,
+      CoroDeadline::kWhat,
+      {std::begin(CoroDeadline::kMetrics), std::end(CoroDeadline::kMetrics)},
+      "",
+      &OneRun,
+      {{"tickwheel", &CoroDeadline::RunTickwheel},
+       {"asio", &CoroDeadline::RunAsio}}};
+}
+
 }  // namespace
 
 std::vector<Variant> ProducerVariants(const BenchConfig& c) {
@@ -58,9 +72,10 @@ Variant PendingVariant(int64_t n) {
 
 const std::vector<Workload>& Workloads() {
   static const std::vector<Workload> workloads = {
-      Entry<Schedule>(), Entry<ScheduleCancel>(), Entry<ScheduleDepth>(),
-      Entry<Memory>(),   Entry<Release>(),        Entry<Lateness>(),
-      Entry<Idle>(),     Entry<MassExpiry>(),     Entry<Burst>()};
+      Entry<Schedule>(),  Entry<ScheduleCancel>(), Entry<ScheduleDepth>(),
+      Entry<Memory>(),    Entry<Release>(),        Entry<Lateness>(),
+      Entry<Idle>(),      Entry<MassExpiry>(),     Entry<Burst>(),
+      CoroDeadlineEntry()};
   return workloads;
 }
 

@@ -1,0 +1,334 @@
+// timer/asio.h
+// -----------------------------------------------------------------------------
+// An Asio asynchronous operation on a Timer: AsyncSleep(timer, delay, token)
+// completes with void(std::error_code) when `delay` has passed. For
+// standalone Asio 1.19 or later (per-operation cancellation); header-only,
+// it adds no compiled code to tickwheel and links nothing of Asio's.
+// Bazel //timer:asio, CMake tickwheel::asio.
+//
+// Example (an Asio coroutine, with a per-request deadline):
+//
+//   using namespace asio::experimental::awaitable_operators;
+//   auto done = co_await (socket.async_read_some(buf, asio::use_awaitable) ||
+//                         tickwheel::AsyncSleep(timer, 2s,
+//                         asio::use_awaitable));
+//   if (done.index() == 1) socket.close();   // the deadline came first
+//
+// The error code:
+//   {}                              the time came.
+//   asio::error::operation_aborted  cancelled through the handler's
+//                                   cancellation slot, of any type (terminal,
+//                                   partial or total): the timeout is
+//                                   cancelled at once (pendingTimeouts()
+//                                   drops before emit() returns).
+//   asio::error::shut_down          the Timer was stopped (stop() or ~Timer)
+//                                   before the time came, or was stopped at
+//                                   the call; or a task_executor destroyed
+//                                   the sleep's task without running it.
+//   asio::error::try_again          max_pending_timeouts is reached.
+//   asio::error::invalid_argument   a std::chrono delay with a NaN count.
+//
+// Where the handler runs: on its associated executor (asio::bind_executor,
+// a coroutine's own executor with use_awaitable), never inside
+// AsyncSleep() nor inside the cancellation slot's emit(). When the time
+// comes it is dispatched from where the timer's tasks run (the worker
+// thread, or TimerOptions::task_executor): a handler whose executor is the
+// default system_executor (a plain callback, use_future) runs right there,
+// so it must be short and must not throw. A stop() dispatches likewise from
+// the thread that stops the timer.
+//
+// While it is pending the operation holds a work guard on the handler's
+// executor (an io_context's run() does not return for lack of work) and one
+// library timeout (timer/internal/library_timeouts.h): it counts in
+// pendingTimeouts() and against max_pending_timeouts, cancelAll() passes it
+// by, and stop() completes it with shut_down instead of returning it.
+// Its state is one block from the handler's associated allocator, freed
+// before the handler is called; the timeout's task is a pointer to it,
+// stored inside the timeout.
+//
+// Thread-safety: AsyncSleep() may be called from any thread. As with Asio's
+// own operations, the cancellation slot's emit() must not race the
+// handler's executor (emit from that executor, or its strand).
+
+#ifndef TICKWHEEL_TIMER_ASIO_H_
+#define TICKWHEEL_TIMER_ASIO_H_
+
+#if __cplusplus < 202002L
+#error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
+#endif
+
+#include <asio/associated_allocator.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/cancellation_type.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/error.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+#include <asio/version.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tickwheel/base/deadline_spec.h"
+#include "tickwheel/base/nanos.h"
+#include "tickwheel/timer/internal/library_timeouts.h"
+#include "tickwheel/timer/timer.h"
+
+#if ASIO_VERSION < 101900
+#error "tickwheel/timer/asio.h needs standalone Asio 1.19 or later"
+#endif
+
+namespace tickwheel {
+namespace internal {
+
+// The error code for a sleep that could not be scheduled.
+inline std::error_code AsioErrorOf(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kFailedPrecondition:
+      return asio::error::shut_down;
+    case absl::StatusCode::kInvalidArgument:
+      return asio::error::invalid_argument;
+    default:  // ResourceExhausted: the limit, or no memory
+      return asio::error::try_again;
+  }
+}
+
+// One pending AsyncSleep(): the handler, its work guard, the timeout.
+//
+// Ground rules. Three parties touch it: the initiating thread (Start()),
+// the timeout's task (run by the timer, or destroyed unrun by stop() or by
+// the cancellation handler's cancel()), and the handler's executor (the
+// cancellation handler, then the Completion, which frees it). The task ends
+// the operation exactly once, as the timer runs or destroys a task exactly
+// once. Start() and the task each set a bit of state_ with one acq_rel
+// fetch_or (kArmed, kEnded); whichever comes second hands the Completion to
+// the executor, so nothing frees the block while Start() still writes it.
+// The cancellation handler and the Completion both run on the executor, and
+// the Completion disconnects the slot before it frees the block.
+template <typename Handler>
+class AsioSleep {
+ public:
+  using Executor = asio::associated_executor_t<Handler>;
+  using HandlerAllocator = asio::associated_allocator_t<Handler>;
+  using Allocator = typename std::allocator_traits<
+      HandlerAllocator>::template rebind_alloc<AsioSleep>;
+  using Slot = asio::associated_cancellation_slot_t<Handler>;
+
+  // The initiation: completes through the executor whatever happens.
+  static void Start(Timer& timer, Handler handler,
+                    std::optional<DeadlineSpec> when) {
+    AsioSleep* op = Make(std::move(handler));
+    if (!when.has_value()) {
+      op->ec_ = asio::error::invalid_argument;
+      op->Deliver(/*dispatch=*/false);
+      return;
+    }
+    Task task(op);
+    absl::StatusOr<Timeout> timeout =
+        LibraryTimeouts::Schedule(timer, std::move(task), *when);
+    if (!timeout.ok()) {
+      task.Release();
+      op->ec_ = AsioErrorOf(timeout.status());
+      op->Deliver(/*dispatch=*/false);
+      return;
+    }
+    op->timeout_ = *std::move(timeout);
+    Slot slot = asio::get_associated_cancellation_slot(op->handler_);
+    if (slot.is_connected()) {
+      op->slot_ = slot;
+      slot.template emplace<OnCancel>(op);
+    }
+    // Past this RMW the block is the task's and the executor's.
+    if (op->state_.fetch_or(kArmed, std::memory_order_acq_rel) & kEnded) {
+      op->Deliver(/*dispatch=*/false);  // inside the initiation: post
+    }
+  }
+
+ private:
+  static constexpr uint32_t kArmed = 1;
+  static constexpr uint32_t kEnded = 2;
+  static constexpr uint32_t kCancelRequested = 4;
+
+  // The timeout's task: one pointer, moved without throwing, so stored
+  // inside the timeout. Run: the time came. Destroyed unrun: cancelled
+  // through the slot, or the timer stopped.
+  class Task {
+   public:
+    explicit Task(AsioSleep* op) : op_(op) {}
+    Task(Task&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
+    Task& operator=(Task&&) = delete;
+    ~Task() {
+      if (op_ == nullptr) return;
+      AsioSleep* op = std::exchange(op_, nullptr);
+      if (op->state_.load(std::memory_order_acquire) & kCancelRequested) {
+        // Inside the cancellation handler's cancel(): post, never inline.
+        op->End(asio::error::operation_aborted, /*dispatch=*/false);
+      } else {
+        op->End(asio::error::shut_down, /*dispatch=*/true);
+      }
+    }
+    void operator()() {
+      std::exchange(op_, nullptr)->End(std::error_code(), /*dispatch=*/true);
+    }
+    // Forgets the operation, for a task that was never scheduled.
+    void Release() { op_ = nullptr; }
+
+   private:
+    AsioSleep* op_;
+  };
+
+  // The cancellation slot's handler, on the handler's executor.
+  struct OnCancel {
+    AsioSleep* op;
+    void operator()(asio::cancellation_type_t type) const {
+      constexpr asio::cancellation_type_t kHonoured =
+          asio::cancellation_type::terminal | asio::cancellation_type::partial |
+          asio::cancellation_type::total;
+      if ((type & kHonoured) == asio::cancellation_type::none) return;
+      op->state_.fetch_or(kCancelRequested, std::memory_order_acq_rel);
+      // True: the task was destroyed inside, and posted operation_aborted.
+      // False: it has run or the timer stopped, and that completion is on
+      // its way.
+      op->timeout_.cancel();
+    }
+  };
+
+  // Calls the handler on its executor; destroyed uncalled (an executor
+  // that shuts down), it frees the operation without calling it.
+  class Completion {
+   public:
+    using allocator_type = HandlerAllocator;
+    explicit Completion(AsioSleep* op)
+        : op_(op), alloc_(asio::get_associated_allocator(op->handler_)) {}
+    Completion(Completion&& other) noexcept
+        : op_(std::exchange(other.op_, nullptr)), alloc_(other.alloc_) {}
+    Completion& operator=(Completion&&) = delete;
+    ~Completion() {
+      if (op_ == nullptr) return;
+      op_->Disconnect();
+      Destroy(std::exchange(op_, nullptr), alloc_);
+    }
+    allocator_type get_allocator() const noexcept { return alloc_; }
+
+    void operator()() {
+      AsioSleep* op = std::exchange(op_, nullptr);
+      op->Disconnect();
+      Handler handler = std::move(op->handler_);
+      asio::executor_work_guard<Executor> work = std::move(op->work_);
+      const std::error_code ec = op->ec_;
+      // Asio's rule: the block goes back before the upcall, so that the
+      // handler may start the next operation in it.
+      Destroy(op, alloc_);
+      std::move(handler)(ec);
+    }
+
+   private:
+    AsioSleep* op_;
+    HandlerAllocator alloc_;
+  };
+
+  explicit AsioSleep(Handler&& handler)
+      : handler_(std::move(handler)),
+        work_(asio::make_work_guard(asio::get_associated_executor(handler_))) {}
+
+  static AsioSleep* Make(Handler&& handler) {
+    Allocator alloc(asio::get_associated_allocator(handler));
+    AsioSleep* op = std::allocator_traits<Allocator>::allocate(alloc, 1);
+    try {
+      return new (op) AsioSleep(std::move(handler));
+    } catch (...) {
+      std::allocator_traits<Allocator>::deallocate(alloc, op, 1);
+      throw;
+    }
+  }
+
+  static void Destroy(AsioSleep* op, const HandlerAllocator& handler_alloc) {
+    Allocator alloc(handler_alloc);
+    op->~AsioSleep();
+    std::allocator_traits<Allocator>::deallocate(alloc, op, 1);
+  }
+
+  // Called once, by the task: records `ec` and delivers, unless Start() is
+  // still arming (it delivers then).
+  void End(std::error_code ec, bool dispatch) {
+    ec_ = ec;
+    if (state_.fetch_or(kEnded, std::memory_order_acq_rel) & kArmed) {
+      Deliver(dispatch);
+    }
+  }
+
+  // Hands the Completion to the handler's executor. The block may be gone
+  // when this returns.
+  void Deliver(bool dispatch) {
+    Executor executor = asio::get_associated_executor(handler_);
+    if (dispatch) {
+      asio::dispatch(executor, Completion(this));
+    } else {
+      asio::post(executor, Completion(this));
+    }
+  }
+
+  void Disconnect() {
+    if (slot_.is_connected()) slot_.clear();
+  }
+
+  Handler handler_;
+  asio::executor_work_guard<Executor> work_;
+  Timeout timeout_;
+  Slot slot_;
+  std::error_code ec_;
+  std::atomic<uint32_t> state_{0};
+};
+
+struct InitiateAsioSleep {
+  Timer* timer;
+  template <typename Handler>
+  void operator()(Handler&& handler, std::optional<DeadlineSpec> when) const {
+    AsioSleep<std::decay_t<Handler>>::Start(
+        *timer, std::forward<Handler>(handler), when);
+  }
+};
+
+}  // namespace internal
+
+// Waits on `timer` for `delay` (negative counts as zero, rounded up to whole
+// nanoseconds, huge delays saturate as in newTimeout()), then completes with
+// void(std::error_code) as the file comment says. `token` is any Asio
+// completion token: a callback, asio::use_awaitable, asio::use_future,
+// asio::deferred, a handler bound to an executor or a cancellation slot.
+// Cost: one newTimeout() with a small task, one allocation from the
+// handler's allocator, and one dispatch or post to its executor.
+template <typename CompletionToken>
+auto AsyncSleep(Timer& timer, absl::Duration delay, CompletionToken&& token) {
+  return asio::async_initiate<CompletionToken, void(std::error_code)>(
+      internal::InitiateAsioSleep{&timer}, token,
+      std::optional<internal::DeadlineSpec>(
+          internal::DeadlineSpec{.nanos = internal::DelayNanos(delay)}));
+}
+
+// Any std::chrono::duration, converted as newTimeout() converts it
+// (base/nanos.h); a NaN count completes with invalid_argument.
+template <typename Rep, typename Period, typename CompletionToken>
+auto AsyncSleep(Timer& timer, std::chrono::duration<Rep, Period> delay,
+                CompletionToken&& token) {
+  std::optional<internal::DeadlineSpec> when;
+  if (const std::optional<absl::Duration> d = internal::FromChrono(delay)) {
+    when = internal::DeadlineSpec{.nanos = internal::DelayNanos(*d)};
+  }
+  return asio::async_initiate<CompletionToken, void(std::error_code)>(
+      internal::InitiateAsioSleep{&timer}, token, when);
+}
+
+}  // namespace tickwheel
+
+#endif  // TICKWHEEL_TIMER_ASIO_H_

@@ -1,0 +1,243 @@
+// timer/coro.h
+// -----------------------------------------------------------------------------
+// Coroutine sleeps on a Timer: SleepFor() and SleepUntil() return an
+// Awaitable, which any C++20 coroutine can co_await; it yields an
+// absl::Status that says why the sleep ended.
+//
+// Example:
+//
+//   Task Poll(tickwheel::Timer& timer, std::stop_token stop) {  // your type
+//     while (true) {
+//       absl::Status s = co_await tickwheel::SleepFor(timer, 1s, stop);
+//       if (!s.ok()) co_return;   // Cancelled: stop requested; or stopped
+//       Refresh();                // on the timer's worker thread
+//     }
+//   }
+//
+// What co_await yields:
+//   OK                  the time came. The coroutine resumes where the
+//                       timer's tasks run: on its worker thread, or through
+//                       TimerOptions::task_executor.
+//   Cancelled           `stop` was requested first. Requested before the
+//                       co_await: no suspension. Requested while suspended:
+//                       the sleep's timeout is moved to now (reset()), so the
+//                       coroutine resumes as an expired task does, at the
+//                       next tick end (or within TimerOptions::slack), never
+//                       inside request_stop().
+//   FailedPrecondition  the timer is stopped: at the co_await (no
+//                       suspension), or by stop() or ~Timer while suspended:
+//                       the coroutine resumes on the thread that stops the
+//                       timer, before stop() returns, and the sleep is not
+//                       among the timeouts stop() returns. Also when a
+//                       task_executor destroys the sleep's task without
+//                       running it: it resumes there.
+//   ResourceExhausted   max_pending_timeouts is reached (no suspension).
+//   InvalidArgument     a std::chrono delay with a NaN count (no
+//                       suspension).
+//
+// A suspended sleep is one pending timeout, a library timeout
+// (timer/internal/library_timeouts.h): it counts in pendingTimeouts() and
+// against max_pending_timeouts, cancelAll() passes it by, and stop() ends it
+// instead of returning it. Exactly one of the expiry, the stop request and
+// the timer's stop resumes the coroutine, exactly once: the timeout's task
+// resumes it when it runs (OK, or Cancelled when stop was requested), and
+// its destructor when the timer destroys it unrun (FailedPrecondition); the
+// stop callback only moves the deadline.
+//
+// Lifetime and cost. The Awaitable lives in the coroutine frame (as the
+// operand of co_await): a sleep allocates nothing beyond its timeout's node,
+// as newTimeout() with a small task. A coroutine resumed with
+// FailedPrecondition by stop() runs inside stop(): it must not destroy the
+// Timer there. Do not destroy a coroutine that is suspended in a sleep (the
+// timer would resume a frame that is gone). If the sleep ends while co_await
+// is still suspending (a delay of zero on a running worker, or a stop()
+// racing the co_await), the coroutine goes on without suspending, on its own
+// thread.
+//
+// Any coroutine type can await it: it asks nothing of the promise. An Asio
+// coroutine (asio::awaitable), which awaits only Asio operations, uses
+// AsyncSleep() of timer/asio.h instead.
+//
+// Thread-safety: an Awaitable is awaited once, by one coroutine. The timer
+// and the stop source may be used from any thread meanwhile.
+
+#ifndef TICKWHEEL_TIMER_CORO_H_
+#define TICKWHEEL_TIMER_CORO_H_
+
+#if __cplusplus < 202002L
+#error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
+#endif
+
+#include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <optional>
+#include <stop_token>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tickwheel/base/deadline_spec.h"
+#include "tickwheel/base/nanos.h"
+#include "tickwheel/timer/timeout.h"
+#include "tickwheel/timer/timer.h"
+
+namespace tickwheel {
+
+class Awaitable;
+
+namespace internal {
+
+// A sleep's task: the timer runs it when the sleep's time comes, and it ends
+// the sleep (OK, or Cancelled after a stop request); destroyed unrun (by
+// stop(), ~Timer, or a task_executor that drops it), it ends the sleep with
+// FailedPrecondition. One pointer, moved without throwing: it is stored
+// inside the timeout.
+class SleepTask {
+ public:
+  explicit SleepTask(Awaitable* sleep) : sleep_(sleep) {}
+  SleepTask(SleepTask&& other) noexcept
+      : sleep_(std::exchange(other.sleep_, nullptr)) {}
+  SleepTask& operator=(SleepTask&&) = delete;
+  ~SleepTask();
+
+  void operator()();
+  // Forgets the sleep, for a task that was never scheduled.
+  void Release() { sleep_ = nullptr; }
+
+ private:
+  Awaitable* sleep_;
+};
+
+// How a sleep reaches its timer. Any timer whose timeouts are Timeout
+// handles can be slept on through one of these; SleepTargetOf(Timer&) is
+// the Timer's.
+struct SleepTarget {
+  void* timer = nullptr;
+  // Makes `task` a library timeout of `*timer`, due as `when` says (a delay,
+  // or a reading of the timer's clock), and returns its handle; or returns
+  // the error of newTimeout(), leaving `task` unmoved.
+  absl::StatusOr<Timeout> (*schedule)(void* timer, SleepTask& task,
+                                      DeadlineSpec when) = nullptr;
+  // On a stop request, on the requesting thread: has the timer run the
+  // sleep's task promptly, without running it here (the Timer's: reset()
+  // to now, which any thread may call). A no-op when the task has run or
+  // is running, or the timer has stopped.
+  void (*expedite)(void* timer, const Timeout& timeout) = nullptr;
+};
+
+SleepTarget SleepTargetOf(Timer& timer);
+
+}  // namespace internal
+
+// The operand of co_await that SleepFor() and SleepUntil() return.
+class Awaitable {
+ public:
+  // A sleep on `target` until `when`, ended early by `stop`.
+  Awaitable(internal::SleepTarget target, internal::DeadlineSpec when,
+            std::stop_token stop)
+      : target_(target), when_(when), stop_(std::move(stop)) {}
+  // A sleep that ends at the co_await with `error` (not OK), unsuspended.
+  explicit Awaitable(absl::Status error) : status_(std::move(error)) {}
+
+  // Movable until it is awaited, for coroutine libraries that wrap what
+  // they await.
+  Awaitable(Awaitable&& other) noexcept
+      : target_(other.target_),
+        when_(other.when_),
+        stop_(std::move(other.stop_)),
+        status_(std::move(other.status_)) {}
+  Awaitable& operator=(Awaitable&&) = delete;
+  ~Awaitable() = default;
+
+  // True when the sleep ends without suspending: an error made it, or
+  // `stop` is already requested (Cancelled).
+  bool await_ready() noexcept;
+  // Schedules the sleep's timeout and registers the stop callback. False,
+  // not suspending, when scheduling fails or the sleep has already ended.
+  bool await_suspend(std::coroutine_handle<> coroutine);
+  // Why the sleep ended (see the file comment).
+  absl::Status await_resume();
+
+ private:
+  friend class internal::SleepTask;
+
+  // The stop callback: has the timer run the task now (target_.expedite),
+  // so that the timer resumes the coroutine; never resumes it itself.
+  struct OnStop {
+    Awaitable* sleep;
+    void operator()() const noexcept;
+  };
+
+  // state_ bits. kSuspended: await_suspend() is done with this object and
+  // the coroutine is the task's to resume. kEnded: the task has ended the
+  // sleep and written status_.
+  static constexpr uint32_t kSuspended = 1;
+  static constexpr uint32_t kEnded = 2;
+
+  // Called once, by the task: records `status` and resumes the coroutine,
+  // or leaves that to await_suspend() if it has not finished yet.
+  void End(absl::Status status);
+
+  internal::SleepTarget target_;
+  internal::DeadlineSpec when_;
+  std::stop_token stop_;
+  absl::Status status_;
+  std::coroutine_handle<> coroutine_;
+  // Ground rules: the awaiting thread writes coroutine_ before the timeout
+  // is scheduled, and timeout_ and on_stop_ before it sets kSuspended; the
+  // task writes status_ before it sets kEnded. Both set their bit with one
+  // acq_rel fetch_or, and whichever comes second resumes: the task by
+  // resuming the coroutine, await_suspend() by returning false. So the
+  // coroutine resumes once, and only after await_suspend() is done with
+  // this object.
+  std::atomic<uint32_t> state_{0};
+  Timeout timeout_;
+  // Registered after timeout_ is set (the callback reads it); deregistered
+  // in await_resume(), which waits for a callback running on another thread.
+  std::optional<std::stop_callback<OnStop>> on_stop_;
+};
+
+// Sleeps on `timer` for `delay` (negative counts as zero, rounded up to
+// whole nanoseconds, huge delays saturate as in newTimeout()). `stop` may end
+// it early. See the file comment for what co_await yields.
+inline Awaitable SleepFor(Timer& timer, absl::Duration delay,
+                          std::stop_token stop = {}) {
+  return Awaitable(internal::SleepTargetOf(timer),
+                   {.nanos = internal::DelayNanos(delay)}, std::move(stop));
+}
+
+// Any std::chrono::duration, converted as newTimeout() converts it
+// (base/nanos.h); a NaN count ends the sleep with InvalidArgument.
+template <typename Rep, typename Period>
+Awaitable SleepFor(Timer& timer, std::chrono::duration<Rep, Period> delay,
+                   std::stop_token stop = {}) {
+  const std::optional<absl::Duration> d = internal::FromChrono(delay);
+  if (!d.has_value()) {
+    return Awaitable(absl::InvalidArgumentError(
+        "SleepFor: the delay is NaN; pass a number "
+        "of seconds (or of any std::chrono period)"));
+  }
+  return SleepFor(timer, *d, std::move(stop));
+}
+
+// Sleeps on `timer` until `deadline`, a point on the timer's clock
+// (Timer::now()); a deadline in the past is taken as now, as in
+// newTimeoutAt(). A std::chrono::time_point of steady_clock in any coarser
+// unit (milliseconds, seconds) converts to TimePoint as it is passed.
+inline Awaitable SleepUntil(Timer& timer, TimePoint deadline,
+                            std::stop_token stop = {}) {
+  return Awaitable(
+      internal::SleepTargetOf(timer),
+      {.nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    deadline.time_since_epoch())
+                    .count(),
+       .absolute = true},
+      std::move(stop));
+}
+
+}  // namespace tickwheel
+
+#endif  // TICKWHEEL_TIMER_CORO_H_
