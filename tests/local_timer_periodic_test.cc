@@ -2,9 +2,10 @@
 // -----------------------------------------------------------------------------
 // LocalTimer's periodic timeouts and reset(): periodic runs on the grid
 // start + initial_delay + k * period, never early, once per advance(), the
-// missed runs of a late loop skipped; a task may cancel its own periodic
-// timeout. reset() and resetAt() on the owner thread move a deadline either
-// way, and nextWakeup() follows. On a ManualClock.
+// missed runs of a late loop following the policy (skipped by default); a
+// task may cancel its own periodic timeout. reset() and resetAt() on the
+// owner thread move a deadline either way, and nextWakeup() follows. On a
+// ManualClock.
 
 #include <chrono>
 #include <memory>
@@ -166,6 +167,53 @@ TEST(LocalTimerPeriodicTest, ResetMovesAPeriodicTimeoutsGrid) {
   for (int64_t ms = 11; ms <= 33; ++ms) t.AdvanceTo(ms * kMs);
   EXPECT_EQ(Times(log),
             (std::vector<int64_t>{10 * kMs, 13 * kMs, 23 * kMs, 33 * kMs}));
+}
+
+// The missed-run policies of base/missed_runs.h, as on a Timer: a loop that
+// comes back 3.5 periods late.
+TEST(LocalTimerPeriodicTest, BurstRunsEachMissedRunThenTheGrid) {
+  ManualLocalTimer t = MakeLocalTimer(LocalOptions(absl::ZeroDuration()));
+  RunLog log;
+  Timeout periodic =
+      t.timer
+          ->newPeriodic(LogTask(&log, 0, t.clock), absl::Milliseconds(10),
+                        absl::Milliseconds(10), MissedRuns::kBurst)
+          .value();
+  // The runs due at 10, 20, 30 and 40 ms, back to back in one advance() at
+  // 45 ms; then the grid.
+  EXPECT_EQ(t.AdvanceTo(45 * kMs), 4);
+  EXPECT_EQ(Times(log), (std::vector<int64_t>(4, 45 * kMs)));
+  EXPECT_EQ(DeadlineNanos(periodic), 50 * kMs);
+  EXPECT_EQ(t.AdvanceTo(50 * kMs), 1);
+  EXPECT_EQ(t.timer->metrics().expired, 5);
+}
+
+TEST(LocalTimerPeriodicTest, DelayMovesTheGridToAPeriodAfterTheLateRun) {
+  ManualLocalTimer t = MakeLocalTimer(LocalOptions(absl::ZeroDuration()));
+  RunLog log;
+  Timeout periodic =
+      t.timer
+          ->newPeriodic(LogTask(&log, 0, t.clock),
+                        std::chrono::milliseconds(10), absl::Milliseconds(10),
+                        MissedRuns::kDelay)
+          .value();
+  EXPECT_EQ(t.AdvanceTo(45 * kMs), 1);
+  EXPECT_EQ(DeadlineNanos(periodic), 55 * kMs);
+  EXPECT_EQ(t.AdvanceTo(54 * kMs), 0);
+  EXPECT_EQ(t.AdvanceTo(55 * kMs), 1);
+  EXPECT_EQ(Times(log), (std::vector<int64_t>{45 * kMs, 55 * kMs}));
+}
+
+TEST(LocalTimerPeriodicTest, SkipIsTheDefault) {
+  ManualLocalTimer t = MakeLocalTimer(LocalOptions(absl::ZeroDuration()));
+  RunLog log;
+  Timeout periodic =
+      t.timer
+          ->newPeriodic(LogTask(&log, 0, t.clock), absl::Milliseconds(10),
+                        absl::Milliseconds(10), MissedRuns::kSkip)
+          .value();
+  EXPECT_EQ(t.AdvanceTo(45 * kMs), 1);
+  EXPECT_EQ(DeadlineNanos(periodic), 50 * kMs);
 }
 
 }  // namespace

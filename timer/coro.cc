@@ -17,16 +17,16 @@ absl::StatusOr<Timeout> ScheduleOnTimer(void* timer, SleepTask& task,
                                    when);
 }
 
-void ExpediteOnTimer(void* /*timer*/, const Timeout& timeout) {
-  timeout.reset(absl::ZeroDuration());
-}
-
 }  // namespace
 
 SleepTarget SleepTargetOf(Timer& timer) {
   return {.timer = &timer,
           .schedule = &ScheduleOnTimer,
-          .expedite = &ExpediteOnTimer};
+          .expedite = &ExpediteByReset};
+}
+
+void ExpediteByReset(void* /*timer*/, const Timeout& timeout) {
+  timeout.reset(absl::ZeroDuration());
 }
 
 SleepTask::~SleepTask() {

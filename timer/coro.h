@@ -1,7 +1,7 @@
 // timer/coro.h
 // -----------------------------------------------------------------------------
-// Coroutine sleeps on a Timer: SleepFor() and SleepUntil() return an
-// Awaitable, which any C++20 coroutine can co_await; it yields an
+// Coroutine sleeps on a Timer or a LocalTimer: SleepFor() and SleepUntil()
+// return an Awaitable, which any C++20 coroutine can co_await; it yields an
 // absl::Status that says why the sleep ended.
 //
 // Example:
@@ -54,6 +54,19 @@
 // racing the co_await), the coroutine goes on without suspending, on its own
 // thread.
 //
+// On a LocalTimer (timer/local_timer.h) the same, on its owner thread: the
+// co_await schedules (an owner-only call) and the coroutine resumes inside
+// advance() (OK, or Cancelled) on that thread. A stop request from the
+// owner thread resets the sleep's timeout to now, so the loop's next
+// pollTimeoutMs() is 0; one from another thread does the same (the node's
+// reset is safe from any thread), but nothing wakes the loop: the coroutine
+// resumes in the owner's next advance(), as a cross-thread cancel() takes
+// effect there. A loop that waits long and takes stop requests from other
+// threads wakes itself where it requests the stop (an eventfd write, say).
+// stop() and ~LocalTimer end suspended sleeps with FailedPrecondition on
+// the owner thread before they return; after a stop() from a task, when
+// that advance() returns.
+//
 // Any coroutine type can await it: it asks nothing of the promise. An Asio
 // coroutine (asio::awaitable), which awaits only Asio operations, uses
 // AsyncSleep() of timer/asio.h instead.
@@ -70,6 +83,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <concepts>
 #include <coroutine>
 #include <cstdint>
 #include <optional>
@@ -87,6 +101,7 @@
 namespace tickwheel {
 
 class Awaitable;
+class LocalTimer;  // timer/local_timer.h, //timer:local_timer
 
 namespace internal {
 
@@ -129,6 +144,18 @@ struct SleepTarget {
 };
 
 SleepTarget SleepTargetOf(Timer& timer);
+// The LocalTimer's (defined with it, in //timer:local_timer): schedules on
+// the owner thread; a stop request resets the timeout to now from whichever
+// thread it comes, and the owner's next advance() runs the task.
+SleepTarget SleepTargetOf(LocalTimer& timer);
+
+// The expedite of both: Timeout::reset() to now, which only moves the
+// deadline (the node's protocol makes it safe from any thread; the task
+// runs where the timer runs tasks).
+void ExpediteByReset(void* timer, const Timeout& timeout);
+
+template <typename T>
+concept SleepableTimer = std::same_as<T, Timer> || std::same_as<T, LocalTimer>;
 
 }  // namespace internal
 
@@ -208,11 +235,20 @@ inline Awaitable SleepFor(Timer& timer, absl::Duration delay,
   return Awaitable(internal::SleepTargetOf(timer),
                    {.nanos = internal::DelayNanos(delay)}, std::move(stop));
 }
+// On a LocalTimer: awaited on its owner thread (scheduling is an owner-only
+// call); see "On a LocalTimer" in the file comment. Needs
+// //timer:local_timer, as any use of a LocalTimer does.
+inline Awaitable SleepFor(LocalTimer& timer, absl::Duration delay,
+                          std::stop_token stop = {}) {
+  return Awaitable(internal::SleepTargetOf(timer),
+                   {.nanos = internal::DelayNanos(delay)}, std::move(stop));
+}
 
 // Any std::chrono::duration, converted as newTimeout() converts it
-// (base/nanos.h); a NaN count ends the sleep with InvalidArgument.
-template <typename Rep, typename Period>
-Awaitable SleepFor(Timer& timer, std::chrono::duration<Rep, Period> delay,
+// (base/nanos.h); a NaN count ends the sleep with InvalidArgument. On a
+// Timer or a LocalTimer.
+template <internal::SleepableTimer T, typename Rep, typename Period>
+Awaitable SleepFor(T& timer, std::chrono::duration<Rep, Period> delay,
                    std::stop_token stop = {}) {
   const std::optional<absl::Duration> d = internal::FromChrono(delay);
   if (!d.has_value()) {
@@ -223,19 +259,20 @@ Awaitable SleepFor(Timer& timer, std::chrono::duration<Rep, Period> delay,
   return SleepFor(timer, *d, std::move(stop));
 }
 
-// Sleeps on `timer` until `deadline`, a point on the timer's clock
-// (Timer::now()); a deadline in the past is taken as now, as in
-// newTimeoutAt(). A std::chrono::time_point of steady_clock in any coarser
-// unit (milliseconds, seconds) converts to TimePoint as it is passed.
+// Sleeps on `timer` until `deadline`, a point on the timer's clock (its
+// now()); a deadline in the past is taken as now, as in newTimeoutAt(). A
+// std::chrono::time_point of steady_clock in any coarser unit
+// (milliseconds, seconds) converts to TimePoint as it is passed.
 inline Awaitable SleepUntil(Timer& timer, TimePoint deadline,
                             std::stop_token stop = {}) {
-  return Awaitable(
-      internal::SleepTargetOf(timer),
-      {.nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    deadline.time_since_epoch())
-                    .count(),
-       .absolute = true},
-      std::move(stop));
+  return Awaitable(internal::SleepTargetOf(timer),
+                   internal::AbsoluteSpec(deadline), std::move(stop));
+}
+// On a LocalTimer, from its owner thread.
+inline Awaitable SleepUntil(LocalTimer& timer, TimePoint deadline,
+                            std::stop_token stop = {}) {
+  return Awaitable(internal::SleepTargetOf(timer),
+                   internal::AbsoluteSpec(deadline), std::move(stop));
 }
 
 }  // namespace tickwheel

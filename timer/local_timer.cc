@@ -48,7 +48,11 @@ absl::StatusOr<std::unique_ptr<LocalTimer>> LocalTimer::Create(
       shape->ticks_per_wheel, absl::Nanoseconds(shape->slack_nanos)));
 }
 
-LocalTimer::~LocalTimer() = default;
+LocalTimer::~LocalTimer() {
+  // Before the engine goes: a sleep ended here resumes its coroutine, which
+  // may still call this timer (and find it stopped).
+  engine_->Shutdown();
+}
 
 absl::StatusOr<Timeout> LocalTimer::Schedule(
     internal::TaskEmplacer emplace, void* callable,

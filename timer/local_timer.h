@@ -96,6 +96,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tickwheel/base/deadline_spec.h"
+#include "tickwheel/base/missed_runs.h"  // MissedRuns, for newPeriodic()
 #include "tickwheel/base/nanos.h"
 #include "tickwheel/base/task_slot.h"
 #include "tickwheel/timer/clock.h"
@@ -109,6 +110,7 @@
 namespace tickwheel {
 
 namespace internal {
+class LibraryTimeouts;
 class LocalEngine;
 }  // namespace internal
 
@@ -202,29 +204,29 @@ class LocalTimer {
   // newTimeout() otherwise.
   template <TimerTaskCallable F>
   absl::StatusOr<Timeout> newTimeoutAt(F&& task, TimePoint deadline) {
-    return ScheduleTask(
-        std::forward<F>(task),
-        {.nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      deadline.time_since_epoch())
-                      .count(),
-         .absolute = true});
+    return ScheduleTask(std::forward<F>(task),
+                        internal::AbsoluteSpec(deadline));
   }
 
   // Schedules `task` to run at a fixed rate, as Timer::newPeriodic(): at
-  // start + initial_delay + k * period, never early; runs missed by a whole
-  // period or more (a loop that called advance() late) are skipped, the
-  // task runs once and resumes at the next grid time in the future
-  // (MissedRuns::kSkip, the one policy a LocalTimer offers so far). One
-  // advance() runs it once, unless a task reset() it meanwhile (see
-  // advance()). It ends only by cancel(),
+  // start + initial_delay + k * period, never early. Runs missed by a whole
+  // period or more (a loop that called advance() late) follow
+  // `missed_runs`, as on a Timer (base/missed_runs.h): kSkip (the default)
+  // runs once and resumes at the next grid time in the future; kBurst runs
+  // each missed run (at most kMaxBurstRuns, the latest), back to back in
+  // that advance(), then the grid; kDelay runs once and moves the grid to a
+  // period after that run. Otherwise one advance() runs it once, unless a
+  // task reset() it meanwhile (see advance()). It ends only by cancel(),
   // cancelAll() or stop(); each run counts in metrics().expired and in
   // advance()'s result.
   // InvalidArgument: `period` <= 0 or infinite, either duration is NaN, or
   //   `task` is empty; other errors as newTimeout().
   template <TimerTaskCallable F, TimerDuration D1, TimerDuration D2>
-  absl::StatusOr<Timeout> newPeriodic(F&& task, D1 initial_delay, D2 period) {
+  absl::StatusOr<Timeout> newPeriodic(
+      F&& task, D1 initial_delay, D2 period,
+      MissedRuns missed_runs = MissedRuns::kSkip) {
     absl::StatusOr<internal::DeadlineSpec> when =
-        internal::PeriodicSpec(initial_delay, period);
+        internal::PeriodicSpec(initial_delay, period, missed_runs);
     if (!when.ok()) return when.status();
     return ScheduleTask(std::forward<F>(task), *when);
   }
@@ -258,12 +260,21 @@ class LocalTimer {
                   "std::chrono::duration (e.g. absl::Seconds(1), 1s, 250ms)");
     return absl::InternalError("unreachable");
   }
-  template <typename F, typename D1, typename D2>
+  template <typename F, typename D1, typename D2, typename... M>
   requires(TimerTaskCallable<F> && (!TimerDuration<D1> || !TimerDuration<D2>))
-      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&) {
+      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&, M&&...) {
     static_assert(internal::kAlwaysFalse<D1>,
                   "tickwheel: newPeriodic's initial delay and period are "
                   "each an absl::Duration or a std::chrono::duration");
+    return absl::InternalError("unreachable");
+  }
+  template <typename F, typename D1, typename D2, typename M>
+  requires(TimerTaskCallable<F>&& TimerDuration<D1>&& TimerDuration<D2> &&
+           !std::is_same_v<std::remove_cvref_t<M>, MissedRuns>)
+      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&, M&&) {
+    static_assert(internal::kAlwaysFalse<M>,
+                  "tickwheel: newPeriodic's last argument is a "
+                  "tickwheel::MissedRuns (kSkip, kBurst or kDelay)");
     return absl::InternalError("unreachable");
   }
 
@@ -351,6 +362,9 @@ class LocalTimer {
   absl::Duration slack() const { return slack_; }
 
  private:
+  // Schedules the sleeps of timer/coro.h as library timeouts.
+  friend class internal::LibraryTimeouts;
+
   LocalTimer(std::unique_ptr<internal::LocalEngine> engine, absl::Duration tick,
              int ticks_per_wheel, absl::Duration slack);
 

@@ -238,12 +238,8 @@ class Timer {
   // errors and cost.
   template <TimerTaskCallable F>
   absl::StatusOr<Timeout> newTimeoutAt(F&& task, TimePoint deadline) {
-    return ScheduleTask(
-        std::forward<F>(task),
-        {.nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      deadline.time_since_epoch())
-                      .count(),
-         .absolute = true});
+    return ScheduleTask(std::forward<F>(task),
+                        internal::AbsoluteSpec(deadline));
   }
 
   // Schedules `task` to run at a fixed rate: at start + initial_delay +

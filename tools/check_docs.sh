@@ -58,8 +58,9 @@ bazel_target_exists() {  # //pkg or //pkg:name
   grep -qE "\"$name\"" "$pkg/BUILD.bazel"
 }
 
-is_test_name() {  # a test target: its file or its BUILD entry
-  [[ -f "tests/$1.cc" || -f "tests/$1.sh" || -f "examples/$1.cc" ]] ||
+is_test_name() {  # a test target: its file, its example or its BUILD entry
+  [[ -f "tests/$1.cc" || -f "tests/$1.sh" || -f "examples/$1.cc" ||
+     -f "examples/${1%_test}.cc" ]] ||
     grep -qE "\"$1\"" tests/BUILD.bazel examples/BUILD.bazel 2>/dev/null
 }
 

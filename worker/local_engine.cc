@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <new>
 #include <utility>
+#include <vector>
 
 #include "tickwheel/worker/cell_pool.h"
 #include "tickwheel/worker/new_node.h"
@@ -37,7 +38,9 @@ LocalEngine::LocalEngine(LocalEngineConfig config)
   driver_.Start(origin_);
 }
 
-LocalEngine::~LocalEngine() {
+LocalEngine::~LocalEngine() { Shutdown(); }
+
+void LocalEngine::Shutdown() {
   if (in_advance_) {
     std::fprintf(stderr,
                  "tickwheel: a LocalTimer was destroyed by one of its own "
@@ -46,10 +49,28 @@ LocalEngine::~LocalEngine() {
     std::abort();
   }
   shared_.Close();
-  if (collected_) return;
-  for (const Sweeper::Stopped& s : sweeper_.Collect()) {
-    Sweeper::Discard(s.node);
-  }
+  Sweeper::StoppedNodes left = Collect();
+  left.insert(left.end(), stopped_.begin(), stopped_.end());
+  stopped_.clear();
+  for (const Sweeper::Stopped& s : left) Sweeper::Discard(s.node);
+}
+
+Sweeper::StoppedNodes LocalEngine::Collect() {
+  if (collected_) return {};
+  collected_ = true;
+  Sweeper::StoppedNodes nodes = sweeper_.Collect();
+  // Library timeouts (the sleeps of timer/coro.h) are not the caller's:
+  // their tasks are destroyed unrun, which ends each sleep and resumes its
+  // coroutine on this thread. That comes last, once collected_ is set and
+  // the timer closed, since the coroutine may call the timer again.
+  Sweeper::StoppedNodes library;
+  std::erase_if(nodes, [&library](const Sweeper::Stopped& s) {
+    if (!s.node->library()) return false;
+    library.push_back(s);
+    return true;
+  });
+  for (const Sweeper::Stopped& s : library) Sweeper::Discard(s.node);
+  return nodes;
 }
 
 void LocalEngine::CheckOwner(const char* call) {
@@ -135,7 +156,14 @@ int64_t LocalEngine::Advance() {
   // Node memory unused for long enough goes back to the kernel
   // (worker/chunk_policy.h): one relaxed load unless a decay is due.
   if constexpr (TimeoutNode::kPooled) NodePool::Depot().MaybeDecay();
-  return counters_.expired.load(std::memory_order_relaxed) - ran_before;
+  const int64_t ran =
+      counters_.expired.load(std::memory_order_relaxed) - ran_before;
+  // A task stopped the timer: collect now, so that the sleeps end as this
+  // Advance() returns; the next Stop() returns the rest.
+  if (stopping_.load(std::memory_order_relaxed) && !collected_) {
+    stopped_ = Collect();
+  }
+  return ran;
 }
 
 int64_t LocalEngine::NextWakeupNanos() {
@@ -150,7 +178,8 @@ int64_t LocalEngine::CancelAll() {
   CheckOwner("cancelAll");
   // What tasks of a running Advance() scheduled is not in the wheel yet:
   // the sweeper finds it among the nodes waiting to be filed, and leaves
-  // none of it there (a LocalTimer has no library timeouts).
+  // only library timeouts (sleeps) there, which the driver files when its
+  // walk ends.
   std::vector<TimeoutNode*>& refiles = driver_.refiles();
   refiles.insert(refiles.end(), deferred_.begin(), deferred_.end());
   deferred_.clear();
@@ -166,9 +195,9 @@ Sweeper::StoppedNodes LocalEngine::Stop() {
     stopping_.store(true, std::memory_order_relaxed);
     return {};
   }
-  if (collected_) return {};
-  collected_ = true;
-  return sweeper_.Collect();
+  // After a stop() from a task, Advance() collected what was left.
+  if (collected_) return std::exchange(stopped_, {});
+  return Collect();
 }
 
 CountersSnapshot LocalEngine::Counters() const {

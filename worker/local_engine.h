@@ -75,8 +75,7 @@ class LocalEngine final : private BacklogWaker {
   // Reads the clock once: startTime, from which ticks count. Throws
   // std::bad_alloc when the wheel cannot be allocated.
   explicit LocalEngine(LocalEngineConfig config);
-  // Stops if Stop() has not, and destroys the tasks of what is left, unrun.
-  // Aborts with a message when called from a task during Advance().
+  // Shutdown().
   ~LocalEngine();
   LocalEngine(const LocalEngine&) = delete;
   LocalEngine& operator=(const LocalEngine&) = delete;
@@ -105,11 +104,18 @@ class LocalEngine final : private BacklogWaker {
   int64_t CancelAll();
 
   // stop(): closes the timer and returns every pending node, marked
-  // kStopped, earliest deadline first, each with the engine's reference.
-  // From a task during Advance() it closes the timer, ends that Advance()
-  // after the task, and returns nothing: the next Stop() returns them. A
+  // kStopped, earliest deadline first, each with the engine's reference,
+  // but library timeouts (sleeps), whose tasks it destroys unrun after the
+  // others are collected. From a task during Advance() it closes the timer,
+  // ends that Advance() after the task, and returns nothing; that Advance()
+  // collects before it returns, and the next Stop() returns the nodes. A
   // second Stop() after that returns nothing.
   Sweeper::StoppedNodes Stop();
+
+  // ~LocalTimer: stops if Stop() has not, and destroys the tasks of what is
+  // left, unrun. Idempotent; any thread once the owner is done. Aborts with
+  // a message when called from a task during Advance().
+  void Shutdown();
 
   int64_t pending() const {
     return std::max<int64_t>(0, shared_.SumCounts(std::memory_order_relaxed));
@@ -133,6 +139,9 @@ class LocalEngine final : private BacklogWaker {
   void TakeNotices();
   // Files the nodes tasks scheduled during Advance().
   void FileDeferred();
+  // Once: the sweeper's Collect(), with the library timeouts' tasks
+  // destroyed (ending their sleeps) and the rest returned. Empty after.
+  Sweeper::StoppedNodes Collect();
 
   const LocalEngineConfig config_;
   SharedTimerState shared_;
@@ -147,7 +156,10 @@ class LocalEngine final : private BacklogWaker {
   // Nodes scheduled by tasks during Advance(), armed, not yet filed.
   std::vector<TimeoutNode*> deferred_;
   bool in_advance_ = false;  // Advance() is walking the wheel
-  bool collected_ = false;   // Stop() has returned what was pending
+  bool collected_ = false;   // Collect() has run
+  // Collected by an Advance() in which a task called Stop(): for the next
+  // Stop().
+  Sweeper::StoppedNodes stopped_;
   // Debug builds: the owner thread, bound by its first call.
   std::atomic<std::thread::id> owner_{};
 };

@@ -1,9 +1,10 @@
 // timer/internal/library_timeouts.h
 // -----------------------------------------------------------------------------
-// Internal, for tickwheel's own components that run on a Timer the
-// application owns: timeouts that belong to the component, not to the
-// application. The idle tracker (IdleTracker with IdleTrackerOptions::timer)
-// and the sleeps of timer/coro.h and timer/asio.h schedule through it.
+// Internal, for tickwheel's own components that run on a Timer (or a
+// LocalTimer) the application owns: timeouts that belong to the component,
+// not to the application. The idle tracker (IdleTracker with
+// IdleTrackerOptions::timer) and the sleeps of timer/coro.h and timer/asio.h
+// schedule through it.
 //
 // A library timeout is an ordinary timeout in every way but two: the
 // application's cancelAll() passes it by (the component keeps working), and
@@ -33,8 +34,9 @@ class LibraryTimeouts {
  public:
   // Timer::newTimeout(task, delay) for a library timeout: the same task
   // shapes, errors and cost.
-  template <TimerTaskCallable F>
-  static absl::StatusOr<Timeout> NewTimeout(Timer& timer, F&& task,
+  // `TimerT` is Timer or LocalTimer (each makes this class a friend).
+  template <typename TimerT, TimerTaskCallable F>
+  static absl::StatusOr<Timeout> NewTimeout(TimerT& timer, F&& task,
                                             absl::Duration delay) {
     return Schedule(timer, std::forward<F>(task),
                     DeadlineSpec{.nanos = DelayNanos(delay)});
@@ -43,8 +45,8 @@ class LibraryTimeouts {
   // A library timeout due as `when` says: a delay, or with `absolute` a
   // reading of the timer's clock (as Timer::newTimeoutAt()). Errors and cost
   // as Timer::newTimeout(). When it fails, `task` was not moved from.
-  template <TimerTaskCallable F>
-  static absl::StatusOr<Timeout> Schedule(Timer& timer, F&& task,
+  template <typename TimerT, TimerTaskCallable F>
+  static absl::StatusOr<Timeout> Schedule(TimerT& timer, F&& task,
                                           DeadlineSpec when) {
     when.library = true;
     return timer.ScheduleTask(std::forward<F>(task), when);

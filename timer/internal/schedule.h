@@ -10,6 +10,7 @@
 #define TICKWHEEL_TIMER_INTERNAL_SCHEDULE_H_
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <type_traits>
@@ -48,6 +49,15 @@ absl::StatusOr<Timeout> ScheduleCallable(F&& task, const DeadlineSpec& when,
     return schedule(&EmplaceTask<F&&>,
                     const_cast<void*>(static_cast<const void*>(&task)), when);
   }
+}
+
+// newTimeoutAt()'s deadline (a point on the timer's clock) as a
+// DeadlineSpec.
+inline DeadlineSpec AbsoluteSpec(TimePoint deadline) {
+  return {.nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       deadline.time_since_epoch())
+                       .count(),
+          .absolute = true};
 }
 
 // newPeriodic()'s initial delay, period and missed-run policy as a
