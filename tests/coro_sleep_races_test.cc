@@ -2,7 +2,8 @@
 // -----------------------------------------------------------------------------
 // Coroutine sleeps (timer/coro.h) raced from several threads at once: a stop
 // request, the expiry (the ManualClock moving past the deadline), the
-// timer's stop(), and the co_await itself. Whatever the order, the
+// timer's stop(), and the co_await itself; on a LocalTimer, a stop request
+// from another thread racing the owner's advance(). Whatever the order, the
 // coroutine resumes exactly once, never inside request_stop(), and, when it
 // was suspended before stop() was called, before stop() returns. Run under
 // TSan and ASan with interleaving points (tools/test.sh).
@@ -16,14 +17,17 @@
 #include <gtest/gtest.h>
 
 #include "tests/coro_test_util.h"
+#include "tests/local_timer_test_util.h"
 #include "tests/test_util.h"
 #include "tickwheel/timer/coro.h"
+#include "tickwheel/timer/local_timer.h"
 #include "tickwheel/timer/timer.h"
 
 namespace tickwheel {
 namespace {
 
 using ::tickwheel::testing::AwaitSleep;
+using ::tickwheel::testing::LocalOptions;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Outcome;
@@ -140,6 +144,41 @@ TEST(CoroSleepRacesTest, AwaitRacingExpiryStopRequestAndStopResumesOnce) {
     EXPECT_TRUE(IsSleepEnd(out.Status())) << out.Status();
     EXPECT_NE(out.Thread(), requester) << "resumed inside request_stop()";
     EXPECT_EQ(t.timer->pendingTimeouts(), 0);
+  }
+}
+
+// On a LocalTimer: the owner thread moves the clock and calls advance()
+// while another thread requests stop. The sleep resumes once, on the owner
+// thread, inside advance(): OK when the expiry came first, Cancelled when
+// the request did; never inside request_stop().
+TEST(CoroSleepRacesTest, LocalTimerStopRequestRacingAdvanceResumesOnce) {
+  for (int round = 0; round < kRounds; ++round) {
+    testing::ManualLocalTimer t = testing::MakeLocalTimer(LocalOptions());
+    std::stop_source stop;
+    Outcome out;
+    AwaitSleep(SleepFor(*t.timer, kTick, stop.get_token()), &out);
+    std::latch go(2);
+    std::thread request([&] {
+      go.arrive_and_wait();
+      stop.request_stop();
+    });
+    go.arrive_and_wait();
+    int64_t ran = 0;
+    for (int i = 0; i < 4 && out.resumes.load() == 0; ++i) {
+      ran += t.AdvanceTo(t.NowNanos() + kTick / absl::Nanoseconds(1));
+    }
+    request.join();
+    // A request after the expiry finds nothing to do; one before it moved
+    // the deadline to now. Either way the sleep ended by the second tick.
+    ASSERT_EQ(out.resumes.load(), 1) << "round " << round;
+    EXPECT_EQ(ran, 1);
+    EXPECT_TRUE(out.Status().ok() ||
+                out.Status().code() == absl::StatusCode::kCancelled)
+        << out.Status();
+    EXPECT_EQ(out.Thread(), std::this_thread::get_id());
+    EXPECT_EQ(t.timer->pendingTimeouts(), 0);
+    EXPECT_EQ(t.timer->advance(), 0);
+    EXPECT_EQ(out.resumes.load(), 1);
   }
 }
 
