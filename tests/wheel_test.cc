@@ -531,6 +531,42 @@ TEST(WheelTest, MatchesSortedModelOnRandomOperations) {
 // ExpireFiledBy() for the tick in progress hand out every node whose
 // deadline has come, in deadline order (ties in insertion order), and no
 // other.
+// A compaction that makes room for an append can bring a sorted bucket's
+// size back to its size at the sort: the append must still count as one, so
+// an earlier deadline appended after the sort is found and expired first.
+TEST(WheelTest, AnAppendAfterACompactionStillResortsTheTick) {
+  Nodes nodes;
+  constexpr int64_t kTick = 1000;
+  Wheel wheel(8, kTick);
+  wheel.SortEachTick();
+  auto file = [&](int64_t filed) {
+    TimeoutNode* n = nodes.New();
+    n->filed = filed;
+    wheel.Insert(n);
+    return n;
+  };
+  std::vector<TimeoutNode*> got;
+  auto take = [&](TimeoutNode* n) {
+    got.push_back(n);
+    return true;
+  };
+  // Eight slots: three due at 100, three later in the tick, sorted.
+  for (int i = 0; i < 3; ++i) file(100);
+  for (int64_t at : {700, 700, 500}) file(at);
+  ASSERT_EQ(wheel.EarliestFiledAt(0), 100);
+  ASSERT_TRUE(wheel.ExpireFiledBy(100, INT64_MAX, take));
+  ASSERT_EQ(got.size(), 3u);
+  // Three more at 100: the third finds the array full and compacts the
+  // three tombstones out, so the size after it is 6 again.
+  std::vector<TimeoutNode*> early;
+  for (int i = 0; i < 3; ++i) early.push_back(file(100));
+  EXPECT_EQ(wheel.EarliestFiledAt(0), 100);
+  got.clear();
+  ASSERT_TRUE(wheel.ExpireFiledBy(100, INT64_MAX, take));
+  EXPECT_EQ(got, early);
+  EXPECT_EQ(wheel.EarliestFiledAt(0), 500);
+}
+
 TEST(WheelTest, WithinTickExpiryIsInDeadlineOrder) {
   for (int wheel_bits : {0, 2, 6}) {
     std::mt19937_64 rng(wheel_bits + 11);

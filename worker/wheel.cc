@@ -165,7 +165,7 @@ void Wheel::Tidy(Bucket& b, int level, int64_t slot) {
 }
 
 void Wheel::Compact(Bucket& b) {
-  const bool sorted = sorted_bucket_ == &b && sorted_size_ == b.size;
+  // Keeps the order, so a sorted bucket stays sorted.
   uint32_t out = 0;
   for (uint32_t i = b.begin; i < b.size; ++i) {
     TimeoutNode* n = b.slots[i];
@@ -175,11 +175,10 @@ void Wheel::Compact(Bucket& b) {
   }
   b.begin = 0;
   b.size = out;
-  if (sorted) sorted_size_ = out;  // the order is kept
 }
 
 void Wheel::SortBucket(Bucket& b) {
-  if (sorted_bucket_ == &b && sorted_size_ == b.size) return;
+  if (sorted_bucket_ == &b) return;
   Compact(b);
   // By deadline, ties in insertion order: `where` still holds each node's
   // index from before the sort.
@@ -193,7 +192,6 @@ void Wheel::SortBucket(Bucket& b) {
     b.slots[i]->where = (b.slots[i]->where & ~kIndexMask) | i;
   }
   sorted_bucket_ = &b;
-  sorted_size_ = b.size;
 }
 
 int64_t Wheel::EarliestFiledAt(int64_t tick) {

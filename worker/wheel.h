@@ -290,6 +290,8 @@ class Wheel {
       MakeRoom(b, level, slot);
     n->where = static_cast<uint32_t>(code) << kIndexBits | b.size;
     b.slots[b.size++] = n;
+    if (&b == sorted_bucket_) [[unlikely]]
+      sorted_bucket_ = nullptr;
     ++b.live;
     ++size_;
   }
@@ -373,11 +375,12 @@ class Wheel {
   int64_t elapsed_ = 0;
   int64_t size_ = 0;
   int64_t origin_ = 0;
-  // The level-0 bucket EarliestFiledAt() last sorted, and its size then: an
-  // append changes the size (sort again); removals leave the order intact,
-  // a compaction keeps it (Compact() follows), an emptied bucket forgets it.
+  // The level-0 bucket EarliestFiledAt() last sorted, while its order
+  // holds: an append forgets it (sort again), as does an emptied bucket;
+  // removals leave the order intact and a compaction keeps it. (Its size is
+  // no proof that nothing was appended: a compaction that makes room for an
+  // append can bring the size back to what it was at the sort.)
   const Bucket* sorted_bucket_ = nullptr;
-  uint32_t sorted_size_ = 0;
   bool sort_each_tick_ = false;
   // Sorts level-0 bucket `b` by `filed` (ties in insertion order) unless it
   // is sorted already.
@@ -422,7 +425,7 @@ template <typename F>
 bool Wheel::ExpireFiledBy(int64_t deadline, int64_t budget, F&& expire) {
   const int64_t slot = SlotOf(0, elapsed_);
   Bucket& b = levels_[0].buckets[slot];
-  assert(sorted_bucket_ == &b && sorted_size_ == b.size);
+  assert(sorted_bucket_ == &b);
   int64_t ops = 0;
   for (uint32_t i = b.begin; i < b.size; ++i) {
     TimeoutNode* n = b.slots[i];
