@@ -23,7 +23,7 @@ void WheelDriver::NoteExpiringTick(int64_t tick, int64_t now) {
   expiring_tick_ = tick;
   counters_.ticks.store(tick, std::memory_order_relaxed);
   if (SaturatingSub(now, origin_) >=
-      SaturatingMul(tick + 2, shape_.tick_nanos)) {
+      SaturatingMul(SaturatingAdd(tick, 2), shape_.tick_nanos)) {
     TimerCounters::Bump(counters_.catch_up_ticks);
   }
 }
