@@ -16,8 +16,8 @@
 #   7. the CMake build (tools/check_cmake.sh, docs/CMAKE.md): the drift check
 #      against Bazel, ctest, the install, and its add_subdirectory,
 #      FetchContent, find_package and pkg-config consumers;
-#   8. a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the real timer
-#      against the reference model.
+#   8. a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the real Timer
+#      and of the LocalTimer against their reference models.
 # --quick, a short check while working (CI runs everything): steps 1 and 2,
 # and step 3 with the plain build only; no sanitizer builds, and none of steps
 # 4 to 8 (interleaving, thread-safety annotations, consumer workspace, CMake,
@@ -114,7 +114,7 @@ if ! $quick; then
   tools/check_cmake.sh
   passed=$((passed + 1))
 
-  echo "== fuzz (fixed seed, corpus in tests/fuzz_corpus)"
+  echo "== fuzz (fixed seed, corpora in tests/fuzz_corpus and tests/local_timer_fuzz_corpus)"
   tools/fuzz.sh
   passed=$((passed + 1))
 fi

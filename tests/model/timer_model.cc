@@ -22,15 +22,15 @@ int64_t SatSub(int64_t a, int64_t b) {
   return static_cast<int64_t>(diff);
 }
 
-// Rounded up to whole nanoseconds, as every entry point does.
-int64_t DelayNanos(absl::Duration d) {
+}  // namespace
+
+int64_t ModelDelayNanos(absl::Duration d) {
   return std::max<int64_t>(
       0, absl::ToInt64Nanoseconds(absl::Ceil(d, absl::Nanoseconds(1))));
 }
 
-// The next run of a periodic task whose run was due at `due`, with the clock
-// at `now`, by its policy (the header's rules).
-int64_t NextRun(Missed policy, int64_t due, int64_t period, int64_t now) {
+int64_t NextPeriodicRun(Missed policy, int64_t due, int64_t period,
+                        int64_t now) {
   const int64_t next = SatAdd(due, period);
   if (next > now) return next;
   // Grid times in (due, now]: at least one, since due + period <= now; up
@@ -52,8 +52,6 @@ int64_t NextRun(Missed policy, int64_t due, int64_t period, int64_t now) {
   }
   return run > INT64_MAX ? INT64_MAX : static_cast<int64_t>(run);
 }
-
-}  // namespace
 
 Code CodeOf(const absl::Status& status) {
   switch (status.code()) {
@@ -162,8 +160,8 @@ int64_t TimerModel::DueTick(const Node& n) const {
 
 int64_t TimerModel::Accept(bool empty_task, absl::Duration delay,
                            TaskAction action, int64_t first_tick, Code* code) {
-  return Accept(empty_task, When::kDelay, DelayNanos(delay), action, first_tick,
-                code);
+  return Accept(empty_task, When::kDelay, ModelDelayNanos(delay), action,
+                first_tick, code);
 }
 
 void TimerModel::SetDeadline(int64_t id, int64_t clock_deadline) {
@@ -227,7 +225,7 @@ int64_t TimerModel::SchedulePeriodic(absl::Duration initial_delay,
   if (*code == Code::kOk) {
     nodes_[id].periodic = true;
     nodes_[id].order_free = true;
-    nodes_[id].period = std::max<int64_t>(1, DelayNanos(period));
+    nodes_[id].period = std::max<int64_t>(1, ModelDelayNanos(period));
     nodes_[id].missed = missed;
   }
   return id;
@@ -247,7 +245,7 @@ int64_t TimerModel::CancelAllExcept(const std::vector<int64_t>& stopped) {
 }
 
 int64_t TimerModel::ResetDeadline(absl::Duration delay) const {
-  return SatAdd(now_, DelayNanos(delay));
+  return SatAdd(now_, ModelDelayNanos(delay));
 }
 
 bool TimerModel::Reset(int64_t id, absl::Duration delay) {
@@ -355,7 +353,8 @@ bool TimerModel::RunOnce(int64_t id, int64_t pass_end, int64_t reported_tick) {
   if (periodic && n.state == State::kPending) {
     // Its next run: at once if it has come (a burst), else filed again
     // after the pass.
-    const int64_t next = NextRun(n.missed, n.clock_deadline, n.period, now_);
+    const int64_t next =
+        NextPeriodicRun(n.missed, n.clock_deadline, n.period, now_);
     SetDeadline(id, next);
     n.first_tick = pass_end;
     n.filed_tick = DueTick(n);

@@ -114,6 +114,15 @@ const char* MissedName(Missed missed);
 // kMaxBurstRuns).
 inline constexpr int64_t kModelMaxBurst = 1024;
 
+// The next run of a periodic timeout whose run was due at the clock reading
+// `due`, with the clock at `now`, by `policy` (the rules of TimerModel's
+// newPeriodic() below); INT64_MAX when it never comes.
+int64_t NextPeriodicRun(Missed policy, int64_t due, int64_t period,
+                        int64_t now);
+// A delay as every entry point takes it: rounded up to whole nanoseconds,
+// negative as zero, saturated.
+int64_t ModelDelayNanos(absl::Duration d);
+
 // What a task does when it runs. Fixed when the task is scheduled, so that the
 // model knows it as well as the real task does.
 struct TaskAction {
