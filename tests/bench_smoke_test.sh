@@ -2,16 +2,16 @@
 # tests/bench_smoke_test.sh
 # -----------------------------------------------------------------------------
 # Smoke run of //tools/bench:bench with tiny sizes, so that the benchmark
-# cannot rot: every workload on every timer (tickwheel, Boost.Asio, heap; the
-# Asio coroutine workload on tickwheel and standalone Asio only), one
-# repetition, each in its own child process; then checks that the program's
-# correctness checks passed (exit status 0: no early run, stop() returned
-# what it should, nothing pending after cancelling, every task ran), that
-# every table row, every goal line and the JSON keys are there, that flag
-# errors exit with 2, that the in-process path and the lab mode (--prime_mb)
-# work, and that the lab's pool-reuse check runs. It never asserts on a
-# duration or a rate: the sizes are far too small to measure anything, and it
-# runs under ASan, TSan and UBSan too.
+# cannot rot: every workload on every timer (tickwheel, Boost.Asio, heap,
+# libuv, libevent; the Asio coroutine workload on tickwheel and standalone
+# Asio only), one repetition, each in its own child process; then checks that
+# the program's correctness checks passed (exit status 0: no early run,
+# stop() returned what it should, nothing pending after cancelling, every
+# task ran), that every table row, every goal line and the JSON keys are
+# there, that flag errors exit with 2, that the in-process path and the lab
+# mode (--prime_mb) work, and that the lab's pool-reuse check runs. It never
+# asserts on a duration or a rate: the sizes are far too small to measure
+# anything, and it runs under ASan, TSan and UBSan too.
 set -euo pipefail
 
 bench="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/bench"
@@ -73,16 +73,17 @@ rows=("schedule, 1 producer: ns per call" "schedule, 2 producers: ns per call"
 for row in "${rows[@]}"; do
   grep -qF -- "$row  " "$out/stdout.txt" || fail "table row '$row' missing"
 done
-grep -q "tw/asio  *tw/heap" "$out/stdout.txt" || fail "ratio columns missing"
+grep -qE "tickwheel  +asio  +heap  +libuv  +libevent  +tw/asio  +tw/heap  +tw/libuv  +tw/libevent$" \
+  "$out/stdout.txt" || fail "timer or ratio columns missing"
 grep -q "^Goals for tickwheel" "$out/stdout.txt" || fail "goals missing"
 goals=$(grep -cE "^  (MET   |MISSED|n/a   )  " "$out/stdout.txt" || true)
 [[ $goals -eq 22 ]] || fail "expected 22 goal lines, got $goals"
 grep -qE "^  (MET   |MISSED)  memory: bytes per pending timeout <= 64 B" "$out/stdout.txt" \
   || fail "the memory goal was not judged"
-# One progress line per run: 15 workload variants on 3 timers, and
+# One progress line per run: 15 workload variants on 5 timers, and
 # coro_deadline on tickwheel and asio.
 runs=$(grep -c '^\[' "$out/stderr.txt" || true)
-[[ $runs -eq 47 ]] || fail "expected 47 progress lines, got $runs"
+[[ $runs -eq 77 ]] || fail "expected 77 progress lines, got $runs"
 
 [[ -s "$out/bench.json" ]] || fail "no JSON file"
 for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '"notes": [' \
@@ -92,7 +93,7 @@ for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '
            '"lateness.slack0.p99_us"' '"idle.pending1.wakeups_per_s"' \
            '"mass_expiry.per_worker_cpu_mps"' '"burst.same_deadline.max_ms"' \
            '"coro_deadline.ns_per_request"' \
-           '"tickwheel": {' '"asio": {' '"heap": {' '"reason": '; do
+           '"tickwheel": {' '"asio": {' '"heap": {' '"libuv": {' '"libevent": {' '"reason": '; do
   grep -qF -- "$key" "$out/bench.json" || fail "JSON lacks $key"
 done
 if command -v python3 > /dev/null; then

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -16,7 +17,8 @@ struct Flag {
 const Flag kFlags[] = {
     {"reps", "5", "repetitions of each run"},
     {"only", "", "comma-separated workloads to run; empty: all"},
-    {"impls", "tickwheel,asio,heap", "comma-separated timers to run"},
+    {"impls", "tickwheel,asio,heap,libuv,libevent",
+     "comma-separated timers to run"},
     {"seed", "42", "seed of the random delays"},
     {"warmup", "10000",
      "timeouts run and cancelled on a throwaway timer before each run"},
@@ -92,7 +94,8 @@ std::string Convert(BenchConfig& c) {
     if (name == "json") c.json_path = text;
   }
   for (const std::string& i : c.impls) {
-    if (i != "tickwheel" && i != "asio" && i != "heap")
+    if (std::find(std::begin(kTimers), std::end(kTimers), i) ==
+        std::end(kTimers))
       err = "unknown timer " + i;
   }
   return err;
@@ -146,9 +149,10 @@ std::string ParseFlags(int argc, char** argv, BenchConfig& c) {
 std::string Usage() {
   std::string out =
       "Usage: bench [--flag=value ...]\n"
-      "Runs each workload on tickwheel, Boost.Asio and a heap timer thread, R "
-      "times in\n"
-      "turns, and prints median [min-max] per timer and the goals' "
+      "Runs each workload on tickwheel, Boost.Asio, a heap timer thread, "
+      "libuv and\n"
+      "libevent, R times in turns, and prints median [min-max] per timer and "
+      "the goals'\n"
       "verdicts.\n\n";
   for (const Flag& f : kFlags) {
     out += fmt::format("  --{:<14} {}{}\n", f.name, f.help,

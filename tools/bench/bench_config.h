@@ -18,6 +18,11 @@
 
 namespace tickwheel::bench {
 
+// Every timer --impls may name, in the report's column order: tickwheel, then
+// the baselines.
+inline constexpr const char* kTimers[] = {"tickwheel", "asio", "heap", "libuv",
+                                          "libevent"};
+
 struct BenchConfig {
   // Flags (defaults: --help).
   int64_t reps = 0, seed = 0, warmup = 0, n = 0, prime_mb = 0;

@@ -1,8 +1,8 @@
 // tools/bench/bench_main.cc
 // -----------------------------------------------------------------------------
-// //tools/bench:bench: tickwheel side by side with Boost.Asio and a heap timer
-// thread in one invocation; docs/BENCHMARKS.md says what each workload
-// measures and how to read the output.
+// //tools/bench:bench: tickwheel side by side with Boost.Asio, a heap timer
+// thread, libuv and libevent in one invocation; docs/BENCHMARKS.md says what
+// each workload measures and how to read the output.
 //
 // Order: workload by workload (workloads.h), variant by variant, repetition
 // by repetition, and within a repetition each timer once, so that the timers
@@ -93,7 +93,7 @@ int Main(int argc, char** argv) {
   if (!err.empty()) return err == "help" ? 0 : 2;
 
   std::vector<std::string> impls;  // tickwheel first, then the baselines
-  for (const char* name : {"tickwheel", "asio", "heap"}) {
+  for (const char* name : kTimers) {
     if (config.Uses(name)) impls.push_back(name);
   }
   Results results(Rows(config), impls);

@@ -23,7 +23,7 @@ namespace tickwheel::bench {
 struct Goal {
   const char* workload;  // "schedule_depth"
   const char* metric;    // "pending1000000.ns_per_call"
-  const char* baseline;  // "", "heap" or "asio"
+  const char* baseline;  // "" or a timer of kTimers: "heap", "libuv", ...
   bool at_most;          // value <= bound; else value >= bound
   double bound;
   const char* unit;  // of the bound: "ns", "x", ...

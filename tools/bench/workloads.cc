@@ -3,8 +3,10 @@
 #include <iterator>
 
 #include "tools/bench/asio_bench.h"
+#include "tools/bench/event_bench.h"
 #include "tools/bench/heap_bench.h"
 #include "tools/bench/tickwheel_bench.h"
+#include "tools/bench/uv_bench.h"
 #include "tools/bench/workloads/coro_deadline.h"
 #include "tools/bench/workloads/idle.h"
 #include "tools/bench/workloads/lateness.h"
@@ -33,7 +35,9 @@ Workload Entry() {
              &OneRun,
              {{"tickwheel", &WarmThenRun<W, TickwheelBench>},
               {"asio", &WarmThenRun<W, AsioBench>},
-              {"heap", &WarmThenRun<W, HeapBench>}}};
+              {"heap", &WarmThenRun<W, HeapBench>},
+              {"libuv", &WarmThenRun<W, UvBench>},
+              {"libevent", &WarmThenRun<W, EventBench>}}};
   if constexpr (requires { W::kRatioMetric; }) w.ratio_metric = W::kRatioMetric;
   if constexpr (requires { &W::Variants; }) w.variants = &W::Variants;
   return w;
