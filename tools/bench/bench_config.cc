@@ -23,10 +23,11 @@ const Flag kFlags[] = {
     {"warmup", "10000",
      "timeouts run and cancelled on a throwaway timer before each run"},
     {"tick_ms", "1",
-     "tickwheel's tick in lateness, idle, mass_expiry and burst"},
+     "tickwheel's tick in lateness, idle, mass_expiry, burst and "
+     "owner_mass_expiry"},
     {"n", "1000000",
      "timeouts per run of schedule, schedule_cancel, memory, release, idle, "
-     "mass_expiry, burst"},
+     "mass_expiry, burst, owner_schedule_cancel, owner_mass_expiry"},
     {"producers", "1,2",
      "producer threads of schedule and schedule_cancel, a run each"},
     {"depth_pending", "1000,1000000",

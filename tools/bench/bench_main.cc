@@ -52,9 +52,9 @@ void RunAll(const BenchConfig& c, const std::vector<std::string>& impls,
   int total = 0, done = 0;
   for (const Workload& w : Workloads()) {
     if (!c.Runs(w.name)) continue;
-    for (const std::string& impl : impls) {
-      if (w.run.count(impl))
-        total += static_cast<int>(w.variants(c).size()) * c.reps;
+    for (const Variant& v : w.variants(c)) {
+      for (const std::string& impl : impls)
+        total += w.Runs(v, impl) ? c.reps : 0;
     }
   }
   for (const Workload& w : Workloads()) {
@@ -63,7 +63,7 @@ void RunAll(const BenchConfig& c, const std::vector<std::string>& impls,
       for (int rep = 1; rep <= c.reps; ++rep) {
         const uint64_t seed = static_cast<uint64_t>(c.seed + 1000 * rep);
         for (const std::string& impl : impls) {
-          if (!w.run.count(impl)) continue;  // a workload without this timer
+          if (!w.Runs(v, impl)) continue;  // a run without this timer
           const int64_t t0 = NowNanos();
           const RepOutput out =
               RunIsolated(c, [&] { return w.run.at(impl)(c, v.value, seed); });
