@@ -9,11 +9,11 @@
 # child process; then checks that the program's correctness checks passed
 # (exit status 0: no early run, stop() returned what it should, nothing
 # pending after cancelling, every task ran), that every table row, every
-# goal line and the JSON keys are there, that flag errors exit with 2, that
-# the in-process path and the lab mode (--prime_mb) work, and that the lab's
-# pool-reuse check runs. It never asserts on a duration or a rate: the sizes
-# are far too small to measure anything, and it runs under ASan, TSan and
-# UBSan too.
+# goal line, the JSON keys and the Markdown table are there, that flag
+# errors exit with 2, that the in-process path and the lab mode (--prime_mb)
+# work, and that the lab's pool-reuse check runs. It never asserts on a
+# duration or a rate: the sizes are far too small to measure anything, and it
+# runs under ASan, TSan and UBSan too.
 set -euo pipefail
 
 bench="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/bench"
@@ -48,7 +48,8 @@ tiny=(--quick=1 --reps=1 --warmup=100)
 
 # The tiny run, defaults otherwise: child processes, no priming.
 set +e
-"$bench" "${tiny[@]}" --json="$out/bench.json" > "$out/stdout.txt" 2> "$out/stderr.txt"
+"$bench" "${tiny[@]}" --json="$out/bench.json" --markdown="$out/bench.md" \
+  > "$out/stdout.txt" 2> "$out/stderr.txt"
 status=$?
 set -e
 [[ $status -eq 0 ]] || fail "bench exited with status $status"
@@ -113,6 +114,10 @@ for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '
            '"tickwheel": {' '"asio": {' '"heap": {' '"libuv": {' '"libevent": {' '"reason": '; do
   grep -qF -- "$key" "$out/bench.json" || fail "JSON lacks $key"
 done
+grep -qF "| metric | unit | better | tickwheel | asio | heap | libuv | libevent | tw/asio |" \
+  "$out/bench.md" || fail "Markdown table header: $(head -c 400 "$out/bench.md")"
+grep -qE "^\| owner_mass_expiry, owner thread: expiries per second \| M/s \| higher \| [0-9.]+ \| - \| - \| [0-9.]+ \| [0-9.]+ \|" \
+  "$out/bench.md" || fail "Markdown table lacks the owner-thread row"
 if command -v python3 > /dev/null; then
   python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out/bench.json" \
     || fail "JSON does not parse"

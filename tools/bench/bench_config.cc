@@ -40,6 +40,7 @@ const Flag kFlags[] = {
     {"quick", "0",
      "1: tiny sizes and short waits, to check the program, not to measure it"},
     {"json", "", "write the results to this file as JSON"},
+    {"markdown", "", "write the table to this file as a Markdown table"},
 };
 
 std::vector<std::string> Split(std::string_view s) {
@@ -93,6 +94,7 @@ std::string Convert(BenchConfig& c) {
     if (name == "only") c.only = Split(text);
     if (name == "impls") c.impls = Split(text);
     if (name == "json") c.json_path = text;
+    if (name == "markdown") c.markdown_path = text;
   }
   for (const std::string& i : c.impls) {
     if (std::find(std::begin(kTimers), std::end(kTimers), i) ==
@@ -167,7 +169,7 @@ std::vector<std::string> NonDefaultFlags(const BenchConfig& c) {
   for (size_t i = 0; i < c.flags.size(); ++i) {
     const auto& [name, text] = c.flags[i];
     if (name != "only" && name != "impls" && name != "seed" && name != "json" &&
-        text != kFlags[i].value) {
+        name != "markdown" && text != kFlags[i].value) {
       out.push_back(fmt::format("--{}={}", name, text));
     }
   }

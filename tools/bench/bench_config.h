@@ -30,7 +30,7 @@ struct BenchConfig {
   bool isolate = true, quick = false;
   std::vector<std::string> only, impls;  // only: empty runs every workload
   std::vector<int64_t> producers, depth_pending;
-  std::string json_path, command_line;
+  std::string json_path, markdown_path, command_line;
   std::vector<std::pair<std::string, std::string>>
       flags;  // every flag's text, table order
 

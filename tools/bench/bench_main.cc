@@ -109,6 +109,11 @@ int Main(int argc, char** argv) {
     fmt::print(stderr, "bench: cannot write {}\n", config.json_path);
     return 1;
   }
+  if (!config.markdown_path.empty() &&
+      !WriteMarkdown(config.markdown_path, results, config, info)) {
+    fmt::print(stderr, "bench: cannot write {}\n", config.markdown_path);
+    return 1;
+  }
   return results.failures().empty() ? 0 : 1;
 }
 
