@@ -2,12 +2,14 @@
 # tests/bench_smoke_test.sh
 # -----------------------------------------------------------------------------
 # Smoke run of //tools/bench:bench with tiny sizes, so that the benchmark
-# cannot rot: every workload on every timer (tickwheel, Boost.Asio, heap; the
-# Asio coroutine workload on tickwheel and standalone Asio only), one
-# repetition, each in its own child process; then checks that the program's
-# correctness checks passed (exit status 0: no early run, stop() returned
-# what it should, nothing pending after cancelling, every task ran), that
-# every table row, every goal line and the JSON keys are there, that flag
+# cannot rot: every workload on every timer (tickwheel, Boost.Asio, heap,
+# libuv, libevent; the Asio coroutine workload on tickwheel and standalone
+# Asio only; the owner-thread workloads on LocalTimer, libuv and libevent,
+# and on Timer in their producer variant), one repetition, each in its own
+# child process; then checks that the program's correctness checks passed
+# (exit status 0: no early run, stop() returned what it should, nothing
+# pending after cancelling, every task ran), that every table row, every
+# goal line, the JSON keys and the Markdown table are there, that flag
 # errors exit with 2, that the in-process path and the lab mode (--prime_mb)
 # work, and that the lab's pool-reuse check runs. It never asserts on a
 # duration or a rate: the sizes are far too small to measure anything, and it
@@ -26,7 +28,7 @@ fail() {
 }
 
 workloads=(schedule schedule_cancel schedule_depth memory release lateness idle mass_expiry burst
-           coro_deadline)
+           coro_deadline owner_schedule_cancel owner_mass_expiry)
 
 # Flags: --help lists every workload and labels the lab flag; an unknown
 # flag, a bad value and an unknown workload exit with 2.
@@ -46,7 +48,8 @@ tiny=(--quick=1 --reps=1 --warmup=100)
 
 # The tiny run, defaults otherwise: child processes, no priming.
 set +e
-"$bench" "${tiny[@]}" --json="$out/bench.json" > "$out/stdout.txt" 2> "$out/stderr.txt"
+"$bench" "${tiny[@]}" --json="$out/bench.json" --markdown="$out/bench.md" \
+  > "$out/stdout.txt" 2> "$out/stderr.txt"
 status=$?
 set -e
 [[ $status -eq 0 ]] || fail "bench exited with status $status"
@@ -69,20 +72,34 @@ rows=("schedule, 1 producer: ns per call" "schedule, 2 producers: ns per call"
       "mass_expiry: expiries per worker CPU second" "mass_expiry: expiries per wall second"
       "mass_expiry: last deadline to last run" "burst, same deadline: lateness max"
       "burst, same delay: lateness p99" "coro_deadline: ns per request"
-      "coro_deadline: io thread CPU per request")
+      "coro_deadline: io thread CPU per request"
+      "owner_schedule_cancel, owner thread: ns per schedule+cancel"
+      "owner_schedule_cancel, Timer, one producer: ns per schedule+cancel"
+      "owner_schedule_cancel, Timer, one producer / owner thread: ns per schedule+cancel"
+      "owner_schedule_cancel, owner thread: thread CPU per pair"
+      "owner_mass_expiry, owner thread: deadline to last run"
+      "owner_mass_expiry, Timer, one producer: expiries per second")
 for row in "${rows[@]}"; do
   grep -qF -- "$row  " "$out/stdout.txt" || fail "table row '$row' missing"
 done
-grep -q "tw/asio  *tw/heap" "$out/stdout.txt" || fail "ratio columns missing"
+grep -qE "tickwheel  +asio  +heap  +libuv  +libevent  +tw/asio  +tw/heap  +tw/libuv  +tw/libevent$" \
+  "$out/stdout.txt" || fail "timer or ratio columns missing"
+# The owner-thread rows have LocalTimer, libuv and libevent cells, and no
+# asio or heap cell.
+grep -qE "^owner_schedule_cancel, owner thread: ns per schedule\+cancel +ns +lower +[0-9.]+ +- +- +[0-9.]+ +[0-9.]+ " \
+  "$out/stdout.txt" || fail "owner_schedule_cancel cells"
 grep -q "^Goals for tickwheel" "$out/stdout.txt" || fail "goals missing"
 goals=$(grep -cE "^  (MET   |MISSED|n/a   )  " "$out/stdout.txt" || true)
-[[ $goals -eq 22 ]] || fail "expected 22 goal lines, got $goals"
+[[ $goals -eq 31 ]] || fail "expected 31 goal lines, got $goals"
+grep -qE "^  (MET   |MISSED)  owner_mass_expiry: libevent / tickwheel expiries per second <= 1x" \
+  "$out/stdout.txt" || fail "the owner-thread goals against libevent were not judged"
 grep -qE "^  (MET   |MISSED)  memory: bytes per pending timeout <= 64 B" "$out/stdout.txt" \
   || fail "the memory goal was not judged"
-# One progress line per run: 15 workload variants on 3 timers, and
-# coro_deadline on tickwheel and asio.
+# One progress line per run: 15 workload variants on 5 timers, coro_deadline
+# on tickwheel and asio, and the 2 owner-thread workloads on 3 timers plus
+# their producer variant on tickwheel.
 runs=$(grep -c '^\[' "$out/stderr.txt" || true)
-[[ $runs -eq 47 ]] || fail "expected 47 progress lines, got $runs"
+[[ $runs -eq 85 ]] || fail "expected 85 progress lines, got $runs"
 
 [[ -s "$out/bench.json" ]] || fail "no JSON file"
 for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '"notes": [' \
@@ -91,10 +108,16 @@ for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '
            '"memory.bytes_per_pending"' '"release.rss_after_mb"' '"schedule.p1.faults_per_m"' \
            '"lateness.slack0.p99_us"' '"idle.pending1.wakeups_per_s"' \
            '"mass_expiry.per_worker_cpu_mps"' '"burst.same_deadline.max_ms"' \
-           '"coro_deadline.ns_per_request"' \
-           '"tickwheel": {' '"asio": {' '"heap": {' '"reason": '; do
+           '"coro_deadline.ns_per_request"' '"owner_schedule_cancel.owner.ns_per_pair"' \
+           '"owner_schedule_cancel.producer_over_owner.ns_per_pair"' \
+           '"owner_mass_expiry.producer.last_run_ms"' \
+           '"tickwheel": {' '"asio": {' '"heap": {' '"libuv": {' '"libevent": {' '"reason": '; do
   grep -qF -- "$key" "$out/bench.json" || fail "JSON lacks $key"
 done
+grep -qF "| metric | unit | better | tickwheel | asio | heap | libuv | libevent | tw/asio |" \
+  "$out/bench.md" || fail "Markdown table header: $(head -c 400 "$out/bench.md")"
+grep -qE "^\| owner_mass_expiry, owner thread: expiries per second \| M/s \| higher \| [0-9.]+ \| - \| - \| [0-9.]+ \| [0-9.]+ \|" \
+  "$out/bench.md" || fail "Markdown table lacks the owner-thread row"
 if command -v python3 > /dev/null; then
   python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out/bench.json" \
     || fail "JSON does not parse"

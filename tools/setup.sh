@@ -2,11 +2,11 @@
 # Installs what tickwheel needs on Debian 12, and nothing when it is present.
 #
 # Everything comes from Debian's archive: Bazel 4.2.3 (bazel-bootstrap), Abseil,
-# fmt, GoogleTest/GoogleMock, Google Benchmark, Boost (Asio, for the benchmark's
-# baseline), standalone Asio (libasio-dev, for timer/asio.h), clang 14 with
-# its sanitizer/libFuzzer runtime, clang-format (the style check), CMake,
-# Ninja, pkg-config and make for the CMake build and its consumers
-# (tools/check_cmake.sh), and redis-server (with redis-tools'
+# fmt, GoogleTest/GoogleMock, Google Benchmark, Boost (Asio), libuv and
+# libevent (the benchmark's baselines), standalone Asio (libasio-dev, for
+# timer/asio.h), clang 14 with its sanitizer/libFuzzer runtime, clang-format
+# (the style check), CMake, Ninja, pkg-config and make for the CMake build and
+# its consumers (tools/check_cmake.sh), and redis-server (with redis-tools'
 # redis-benchmark) and libhiredis-dev for the durable timers (durable/), whose
 # tests start redis-servers of their own. Debian may start a Redis service on
 # port 6379 when it installs redis-server; nothing of tickwheel uses it. Safe
@@ -23,6 +23,8 @@ packages=(
   libbenchmark-dev
   libboost-dev
   libasio-dev
+  libuv1-dev
+  libevent-dev
   clang
   clang-format
   libclang-rt-14-dev

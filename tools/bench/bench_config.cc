@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -16,15 +17,17 @@ struct Flag {
 const Flag kFlags[] = {
     {"reps", "5", "repetitions of each run"},
     {"only", "", "comma-separated workloads to run; empty: all"},
-    {"impls", "tickwheel,asio,heap", "comma-separated timers to run"},
+    {"impls", "tickwheel,asio,heap,libuv,libevent",
+     "comma-separated timers to run"},
     {"seed", "42", "seed of the random delays"},
     {"warmup", "10000",
      "timeouts run and cancelled on a throwaway timer before each run"},
     {"tick_ms", "1",
-     "tickwheel's tick in lateness, idle, mass_expiry and burst"},
+     "tickwheel's tick in lateness, idle, mass_expiry, burst and "
+     "owner_mass_expiry"},
     {"n", "1000000",
      "timeouts per run of schedule, schedule_cancel, memory, release, idle, "
-     "mass_expiry, burst"},
+     "mass_expiry, burst, owner_schedule_cancel, owner_mass_expiry"},
     {"producers", "1,2",
      "producer threads of schedule and schedule_cancel, a run each"},
     {"depth_pending", "1000,1000000",
@@ -37,6 +40,7 @@ const Flag kFlags[] = {
     {"quick", "0",
      "1: tiny sizes and short waits, to check the program, not to measure it"},
     {"json", "", "write the results to this file as JSON"},
+    {"markdown", "", "write the table to this file as a Markdown table"},
 };
 
 std::vector<std::string> Split(std::string_view s) {
@@ -90,9 +94,11 @@ std::string Convert(BenchConfig& c) {
     if (name == "only") c.only = Split(text);
     if (name == "impls") c.impls = Split(text);
     if (name == "json") c.json_path = text;
+    if (name == "markdown") c.markdown_path = text;
   }
   for (const std::string& i : c.impls) {
-    if (i != "tickwheel" && i != "asio" && i != "heap")
+    if (std::find(std::begin(kTimers), std::end(kTimers), i) ==
+        std::end(kTimers))
       err = "unknown timer " + i;
   }
   return err;
@@ -146,9 +152,10 @@ std::string ParseFlags(int argc, char** argv, BenchConfig& c) {
 std::string Usage() {
   std::string out =
       "Usage: bench [--flag=value ...]\n"
-      "Runs each workload on tickwheel, Boost.Asio and a heap timer thread, R "
-      "times in\n"
-      "turns, and prints median [min-max] per timer and the goals' "
+      "Runs each workload on tickwheel, Boost.Asio, a heap timer thread, "
+      "libuv and\n"
+      "libevent, R times in turns, and prints median [min-max] per timer and "
+      "the goals'\n"
       "verdicts.\n\n";
   for (const Flag& f : kFlags) {
     out += fmt::format("  --{:<14} {}{}\n", f.name, f.help,
@@ -162,7 +169,7 @@ std::vector<std::string> NonDefaultFlags(const BenchConfig& c) {
   for (size_t i = 0; i < c.flags.size(); ++i) {
     const auto& [name, text] = c.flags[i];
     if (name != "only" && name != "impls" && name != "seed" && name != "json" &&
-        text != kFlags[i].value) {
+        name != "markdown" && text != kFlags[i].value) {
       out.push_back(fmt::format("--{}={}", name, text));
     }
   }

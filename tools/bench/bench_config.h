@@ -18,6 +18,11 @@
 
 namespace tickwheel::bench {
 
+// Every timer --impls may name, in the report's column order: tickwheel, then
+// the baselines.
+inline constexpr const char* kTimers[] = {"tickwheel", "asio", "heap", "libuv",
+                                          "libevent"};
+
 struct BenchConfig {
   // Flags (defaults: --help).
   int64_t reps = 0, seed = 0, warmup = 0, n = 0, prime_mb = 0;
@@ -25,7 +30,7 @@ struct BenchConfig {
   bool isolate = true, quick = false;
   std::vector<std::string> only, impls;  // only: empty runs every workload
   std::vector<int64_t> producers, depth_pending;
-  std::string json_path, command_line;
+  std::string json_path, markdown_path, command_line;
   std::vector<std::pair<std::string, std::string>>
       flags;  // every flag's text, table order
 

@@ -1,8 +1,8 @@
 // tools/bench/bench_main.cc
 // -----------------------------------------------------------------------------
-// //tools/bench:bench: tickwheel side by side with Boost.Asio and a heap timer
-// thread in one invocation; docs/BENCHMARKS.md says what each workload
-// measures and how to read the output.
+// //tools/bench:bench: tickwheel side by side with Boost.Asio, a heap timer
+// thread, libuv and libevent in one invocation; docs/BENCHMARKS.md says what
+// each workload measures and how to read the output.
 //
 // Order: workload by workload (workloads.h), variant by variant, repetition
 // by repetition, and within a repetition each timer once, so that the timers
@@ -52,9 +52,9 @@ void RunAll(const BenchConfig& c, const std::vector<std::string>& impls,
   int total = 0, done = 0;
   for (const Workload& w : Workloads()) {
     if (!c.Runs(w.name)) continue;
-    for (const std::string& impl : impls) {
-      if (w.run.count(impl))
-        total += static_cast<int>(w.variants(c).size()) * c.reps;
+    for (const Variant& v : w.variants(c)) {
+      for (const std::string& impl : impls)
+        total += w.Runs(v, impl) ? c.reps : 0;
     }
   }
   for (const Workload& w : Workloads()) {
@@ -63,7 +63,7 @@ void RunAll(const BenchConfig& c, const std::vector<std::string>& impls,
       for (int rep = 1; rep <= c.reps; ++rep) {
         const uint64_t seed = static_cast<uint64_t>(c.seed + 1000 * rep);
         for (const std::string& impl : impls) {
-          if (!w.run.count(impl)) continue;  // a workload without this timer
+          if (!w.Runs(v, impl)) continue;  // a run without this timer
           const int64_t t0 = NowNanos();
           const RepOutput out =
               RunIsolated(c, [&] { return w.run.at(impl)(c, v.value, seed); });
@@ -93,7 +93,7 @@ int Main(int argc, char** argv) {
   if (!err.empty()) return err == "help" ? 0 : 2;
 
   std::vector<std::string> impls;  // tickwheel first, then the baselines
-  for (const char* name : {"tickwheel", "asio", "heap"}) {
+  for (const char* name : kTimers) {
     if (config.Uses(name)) impls.push_back(name);
   }
   Results results(Rows(config), impls);
@@ -107,6 +107,11 @@ int Main(int argc, char** argv) {
   if (!config.json_path.empty() &&
       !WriteJson(config.json_path, results, goals, config, info)) {
     fmt::print(stderr, "bench: cannot write {}\n", config.json_path);
+    return 1;
+  }
+  if (!config.markdown_path.empty() &&
+      !WriteMarkdown(config.markdown_path, results, config, info)) {
+    fmt::print(stderr, "bench: cannot write {}\n", config.markdown_path);
     return 1;
   }
   return results.failures().empty() ? 0 : 1;

@@ -4,7 +4,10 @@
 // metric (workload + the rest of its key), a comparison, a bound, what the
 // goal means and why a user cares. With a baseline the value is the
 // baseline's median over tickwheel's ("heap / tickwheel >= 3x": three times
-// cheaper than the heap timer of the same run); without, tickwheel's median.
+// cheaper than the heap timer of the same run; for a rate, "libuv /
+// tickwheel <= 1x": at least as fast); without, tickwheel's median. In the
+// owner-thread workloads tickwheel is its LocalTimer, and in their
+// "producer" variant its Timer, so a ratio row compares the two.
 // Every goal is judged alike; one whose metric this run did not measure is
 // neither met nor missed. The goals are stated for the default flags and an
 // optimised build; the report says when a run differs.
@@ -23,7 +26,7 @@ namespace tickwheel::bench {
 struct Goal {
   const char* workload;  // "schedule_depth"
   const char* metric;    // "pending1000000.ns_per_call"
-  const char* baseline;  // "", "heap" or "asio"
+  const char* baseline;  // "" or a timer of kTimers: "heap", "libuv", ...
   bool at_most;          // value <= bound; else value >= bound
   double bound;
   const char* unit;  // of the bound: "ns", "x", ...

@@ -49,7 +49,8 @@ void PrintHeader(std::FILE* out, const BenchConfig& c, const RunInfo& info) {
       c.warmup, info.elapsed_s);
 }
 
-void PrintTable(std::FILE* out, const Results& r) {
+// The table as cells: a header row, then a row per metric.
+std::vector<std::vector<std::string>> TableCells(const Results& r) {
   std::vector<std::string> others(
       r.impls().begin() + (r.impls()[0] == "tickwheel"), r.impls().end());
   if (others.size() == r.impls().size())
@@ -67,6 +68,11 @@ void PrintTable(std::FILE* out, const Results& r) {
                                   r.Summarize(o, d.key), d.better));
     }
   }
+  return rows;
+}
+
+void PrintTable(std::FILE* out, const Results& r) {
+  const std::vector<std::vector<std::string>> rows = TableCells(r);
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows) {
     for (size_t i = 0; i < row.size(); ++i)
@@ -209,6 +215,26 @@ void PrintReport(std::FILE* out, const Results& r,
     fmt::print(out, "  FAILED {}, {}, rep {}: {}\n", f.run, f.impl, f.rep,
                f.message);
   }
+}
+
+bool WriteMarkdown(const std::string& path, const Results& r,
+                   const BenchConfig& c, const RunInfo& info) {
+  std::ofstream out(path);
+  out << fmt::format(
+      "`{}`: {}; {}; load average {} at start, {} at end; median [min-max] "
+      "of {}.\n\n",
+      c.command_line, info.host, info.compiler, info.load_start, info.load_end,
+      c.reps);
+  const std::vector<std::vector<std::string>> rows = TableCells(r);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    out << "| " << fmt::format("{}", fmt::join(rows[k], " | ")) << " |\n";
+    if (k == 0) {
+      std::string rule = "|";
+      for (size_t i = 0; i < rows[0].size(); ++i) rule += "---|";
+      out << rule << "\n";
+    }
+  }
+  return static_cast<bool>(out.flush());
 }
 
 bool WriteJson(const std::string& path, const Results& r,

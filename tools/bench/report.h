@@ -5,6 +5,8 @@
 // plus "tw/<other>", tickwheel's median over the other's from the same run
 // (for "lower" rows below 1.00x favours tickwheel, for "higher" rows above
 // 1.00x does); the goals' verdicts; notes; the correctness checks.
+// WriteMarkdown: a line on how the run was made and the table as a Markdown
+// (GitHub) table, as docs/BENCHMARKS.md shows it.
 // WriteJson: the same as one JSON object with the members
 // run {host, compiler, memory, memory_primed_mib, load_average_start/end,
 // elapsed_s, command, flags}, metrics [{key, workload, label, unit, better,
@@ -36,6 +38,9 @@ std::string PrimingText(const BenchConfig& config);  // "" unless in lab mode
 void PrintReport(std::FILE* out, const Results& results,
                  const std::vector<GoalResult>& goals,
                  const BenchConfig& config, const RunInfo& info);
+bool WriteMarkdown(const std::string& path, const Results& results,
+                   const BenchConfig& config,
+                   const RunInfo& info);  // false if it cannot be written
 bool WriteJson(const std::string& path, const Results& results,
                const std::vector<GoalResult>& goals, const BenchConfig& config,
                const RunInfo& info);  // false if the file cannot be written

@@ -1,15 +1,19 @@
 #include "tools/bench/workloads.h"
 
+#include <algorithm>
 #include <iterator>
 
 #include "tools/bench/asio_bench.h"
+#include "tools/bench/event_bench.h"
 #include "tools/bench/heap_bench.h"
 #include "tools/bench/tickwheel_bench.h"
+#include "tools/bench/uv_bench.h"
 #include "tools/bench/workloads/coro_deadline.h"
 #include "tools/bench/workloads/idle.h"
 #include "tools/bench/workloads/lateness.h"
 #include "tools/bench/workloads/mass_expiry.h"
 #include "tools/bench/workloads/memory.h"
+#include "tools/bench/workloads/owner_thread.h"
 #include "tools/bench/workloads/schedule.h"
 
 namespace tickwheel::bench {
@@ -33,7 +37,9 @@ Workload Entry() {
              &OneRun,
              {{"tickwheel", &WarmThenRun<W, TickwheelBench>},
               {"asio", &WarmThenRun<W, AsioBench>},
-              {"heap", &WarmThenRun<W, HeapBench>}}};
+              {"heap", &WarmThenRun<W, HeapBench>},
+              {"libuv", &WarmThenRun<W, UvBench>},
+              {"libevent", &WarmThenRun<W, EventBench>}}};
   if constexpr (requires { W::kRatioMetric; }) w.ratio_metric = W::kRatioMetric;
   if constexpr (requires { &W::Variants; }) w.variants = &W::Variants;
   return w;
@@ -52,7 +58,28 @@ Workload CoroDeadlineEntry() {
        {"asio", &CoroDeadline::RunAsio}}};
 }
 
+// The owner-thread workloads: tickwheel (LocalTimer, or Timer in the
+// producer variant), libuv and libevent.
+template <typename W>
+Workload OwnerEntry() {
+  Workload w{W::kName,
+             W::kWhat,
+             {std::begin(W::kMetrics), std::end(W::kMetrics)},
+             "",
+             &OwnerVariants,
+             {{"tickwheel", &W::RunTickwheel},
+              {"libuv", &W::RunUv},
+              {"libevent", &W::RunEvent}}};
+  if constexpr (requires { W::kRatioMetric; }) w.ratio_metric = W::kRatioMetric;
+  return w;
+}
+
 }  // namespace
+
+bool Variant::Runs(const std::string& impl) const {
+  return impls.empty() ||
+         std::find(impls.begin(), impls.end(), impl) != impls.end();
+}
 
 std::vector<Variant> ProducerVariants(const BenchConfig& c) {
   std::vector<Variant> v;
@@ -72,10 +99,18 @@ Variant PendingVariant(int64_t n) {
 
 const std::vector<Workload>& Workloads() {
   static const std::vector<Workload> workloads = {
-      Entry<Schedule>(),  Entry<ScheduleCancel>(), Entry<ScheduleDepth>(),
-      Entry<Memory>(),    Entry<Release>(),        Entry<Lateness>(),
-      Entry<Idle>(),      Entry<MassExpiry>(),     Entry<Burst>(),
-      CoroDeadlineEntry()};
+      Entry<Schedule>(),
+      Entry<ScheduleCancel>(),
+      Entry<ScheduleDepth>(),
+      Entry<Memory>(),
+      Entry<Release>(),
+      Entry<Lateness>(),
+      Entry<Idle>(),
+      Entry<MassExpiry>(),
+      Entry<Burst>(),
+      CoroDeadlineEntry(),
+      OwnerEntry<OwnerScheduleCancel>(),
+      OwnerEntry<OwnerMassExpiry>()};
   return workloads;
 }
 

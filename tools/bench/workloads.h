@@ -10,6 +10,10 @@
 //   Variants(config)     optional: its runs (per producer count, depth, ...);
 //                        without, one run and no variant in keys and labels
 //   Run<T>(config, variant, seed)  one repetition on a fresh timer T
+// The owner-thread workloads (workloads/owner_thread.h) have no Run<T>: a
+// function per timer instead, as coro_deadline. A variant may be limited to
+// some of the workload's timers (Variant::impls); the others have no cell in
+// its rows.
 // Keys are "<workload>.<variant>.<metric>" ("schedule.p2.ns_per_call"), or
 // "<workload>.<metric>" without variants; labels "<workload>, <variant>:
 // <metric>" ("schedule, 2 producers: ns per call"). A ratio row divides the
@@ -38,6 +42,8 @@ struct Metric {
 struct Variant {
   std::string key, label;  // "p2", "2 producers"; "" without variants
   int64_t value;           // what Run() receives
+  std::vector<std::string> impls = {};  // empty: every timer of the workload
+  bool Runs(const std::string& impl) const;
 };
 
 std::vector<Variant> ProducerVariants(const BenchConfig& c);
@@ -52,6 +58,9 @@ struct Workload {
   std::string ratio_metric;
   std::vector<Variant> (*variants)(const BenchConfig&);
   std::map<std::string, RunFn> run;  // by timer name; warms up first
+  bool Runs(const Variant& v, const std::string& impl) const {
+    return run.count(impl) > 0 && v.Runs(impl);
+  }
 };
 
 struct Row {
