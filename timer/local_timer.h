@@ -330,9 +330,10 @@ class LocalTimer {
   // is nullopt. A second call returns an empty vector. Owner thread only.
   // From a task during advance(): the timer stops (scheduling fails,
   // nothing more runs) and that advance() ends after the task, but the
-  // call returns an empty vector, since the wheel is being walked; the
-  // next stop(), after advance() has returned, returns what was pending
-  // (the destructor destroys it otherwise).
+  // call returns an empty vector, since the wheel is being walked. As that
+  // advance() returns, what was pending is stopped (pendingTimeouts() 0,
+  // each handle isCancelled(), a cancel() false, a coroutine sleep ended);
+  // the next stop() returns it (the destructor destroys it otherwise).
   // Cost: O(pending log pending); waits for cancel() calls in progress on
   // other threads.
   std::vector<Timeout> stop();

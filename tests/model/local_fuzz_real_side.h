@@ -38,11 +38,8 @@
 namespace tickwheel::model {
 
 // Whether bit 4 of byte 1 gives the LocalTimer a slack of 0 (below the
-// tick). Off: with it, the fuzzer finds at once the two failures that
-// local_timer_slack_order_test and local_timer_never_due_test pin (their
-// DISABLED_ tests); once the engine passes them, setting this to true is
-// the one change needed.
-inline constexpr bool kFuzzLocalSlackBelowTick = false;
+// tick). On: local_timer_slack_order_test pins the failure it found first.
+inline constexpr bool kFuzzLocalSlackBelowTick = true;
 
 // Whether deadlines may come near the end of the clock's range. Off: the
 // clock starts at a reading at or above zero (DecodeConfig()'s negated
@@ -66,10 +63,10 @@ struct LocalFuzzConfig {
 LocalFuzzConfig DecodeLocalConfig(Reader& in);
 
 // Whether the fuzzer gives LocalTimer::newPeriodic() the decoded missed-run
-// policy. Until LocalTimer takes one, its periodic timeouts skip missed runs
-// (kSkip) and the model does the same; once it does, setting this to true
-// is the one change needed, provided the model's rules for the policies
-// (TimerModel's, through NextPeriodicRun()) are LocalTimer's contract too.
+// policy. Off until the model learns kBurst: LocalTimer runs a burst's
+// missed runs back to back in one advance(), where the model allows one run
+// of a periodic timeout per advance() (kSkip and kDelay never have a next
+// run that is already due). local_timer_periodic_test covers the policies.
 inline constexpr bool kFuzzLocalMissedRuns = false;
 
 // LocalTimer::newPeriodic() takes a MissedRuns as its last argument.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -201,15 +203,22 @@ int64_t LocalTimerModel::Advance(const std::vector<Event>* observed,
   ticks_ = std::max<int64_t>(
       ticks_, static_cast<int64_t>(std::min<__int128>(ended, INT64_MAX)));
   in_advance_ = true;
+  bool stopped = false;
   for (int64_t id : order) {
     // A task that ran earlier in this advance() may have cancelled it.
     if (nodes_[id].state != State::kPending || nodes_[id].deferred) continue;
     ++ran;
-    if (RunOnce(id, cancel_in_run, at_run_start))
-      break;  // stop() from the task
+    if (RunOnce(id, cancel_in_run, at_run_start)) {
+      stopped = true;  // stop() from the task
+      break;
+    }
   }
   in_advance_ = false;
   for (Node& n : nodes_) n.deferred = false;  // filed once the walk is over
+  // A task stopped the timer: what is pending is collected as this
+  // advance() returns (so that sleeps end then), and the next stop()
+  // returns it.
+  if (stopped && !collected_) collected_by_advance_ = Stop();
   return ran;
 }
 
@@ -284,7 +293,7 @@ bool LocalTimerModel::RunOnce(int64_t id, int64_t cancel_in_run,
 std::vector<int64_t> LocalTimerModel::Stop() {
   std::vector<int64_t> result;
   closed_ = true;
-  if (collected_) return result;
+  if (collected_) return std::exchange(collected_by_advance_, {});
   collected_ = true;
   for (int64_t id = 0; id < next_id(); ++id) {
     Node& n = nodes_[id];

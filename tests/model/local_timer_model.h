@@ -185,7 +185,10 @@ class LocalTimerModel {
   bool in_advance_ = false;
   bool cancelled_in_run_ = false;
   bool closed_ = false;     // stop() was called (from a task or not)
-  bool collected_ = false;  // stop() outside advance() returned the rest
+  bool collected_ = false;  // what was pending is stopped (kStopped)
+  // Collected by an advance() in which a task called stop(): for the next
+  // Stop().
+  std::vector<int64_t> collected_by_advance_;
   bool destroyed_ = false;
   std::vector<Event> events_;
 };
