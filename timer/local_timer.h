@@ -282,9 +282,14 @@ class LocalTimer {
   // reading, in deadline order (ties in the order they were scheduled);
   // returns how many ran (a task that threw counts: it ran). A timeout that
   // a task schedules while advance() runs is filed but runs in a later
-  // advance(), never in this one, even when it is due already. (A reset()
-  // by a task acts as the walk goes on: a timeout it moves to a deadline
-  // that has passed may still run in this advance(), out of that order.)
+  // advance(), never in this one, even when it is due already. Two
+  // exceptions to the order: a reset() by a task acts as the walk goes on,
+  // so a timeout it moves to a deadline that has passed may still run in
+  // this advance(), out of order; and a timeout reset() to a later deadline
+  // stays filed by the old one until the walk reaches it, so when its new
+  // deadline has come too (in the same tick) it runs there, before those
+  // due between its old and new deadlines. A kBurst periodic timeout runs
+  // each of its missed runs in this advance().
   // Timeouts cancelled from other threads are unlinked first. Owner thread
   // only; 0 from a task (the running advance() goes on), and 0 after
   // stop().
