@@ -63,13 +63,9 @@ Sweeper::StoppedNodes LocalEngine::Collect() {
   // their tasks are destroyed unrun, which ends each sleep and resumes its
   // coroutine on this thread. That comes last, once collected_ is set and
   // the timer closed, since the coroutine may call the timer again.
-  Sweeper::StoppedNodes library;
-  std::erase_if(nodes, [&library](const Sweeper::Stopped& s) {
-    if (!s.node->library()) return false;
-    library.push_back(s);
-    return true;
-  });
-  for (const Sweeper::Stopped& s : library) Sweeper::Discard(s.node);
+  for (const Sweeper::Stopped& s : Sweeper::TakeLibrary(nodes)) {
+    Sweeper::Discard(s.node);
+  }
   return nodes;
 }
 

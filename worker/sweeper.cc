@@ -73,6 +73,16 @@ void Sweeper::Discard(TimeoutNode* node) {
   node->Unref();
 }
 
+Sweeper::StoppedNodes Sweeper::TakeLibrary(StoppedNodes& nodes) {
+  StoppedNodes library;
+  std::erase_if(nodes, [&library](const Stopped& s) {
+    if (!s.node->library()) return false;
+    library.push_back(s);
+    return true;
+  });
+  return library;
+}
+
 int64_t Sweeper::CancelAll() {
   int64_t count = 0;
   // pending -> kCancelled, without a notice: the engine itself unlinks and

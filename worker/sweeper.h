@@ -80,6 +80,11 @@ class Sweeper {
   // Destroys the task of a node Collect() returned, unrun, and drops its
   // reference.
   static void Discard(TimeoutNode* node);
+  // Moves the library timeouts (an idle tracker's, a sleep's) out of
+  // `nodes` and returns them: they are not the caller's, and their tasks
+  // are to be Discard()ed, once nothing the timer's calls need is held,
+  // since a sleep's task resumes its coroutine, which may call the timer.
+  static StoppedNodes TakeLibrary(StoppedNodes& nodes);
 
  private:
   SharedTimerState& shared_;

@@ -34,13 +34,7 @@ absl::StatusOr<Worker::StoppedNodes> Worker::Stop() {
     // What the worker left: nothing more is pending.
     cancel_all_.Serve([this] { return AnswerCancelAll(); });
     unprocessed = sweeper_.Collect();
-    // Library timeouts (an idle tracker's, a sleep's) are not the caller's:
-    // they are not returned.
-    std::erase_if(unprocessed, [&library](const Stopped& s) {
-      if (!s.node->library()) return false;
-      library.push_back(s);
-      return true;
-    });
+    library = Sweeper::TakeLibrary(unprocessed);
     planner_.DestroySleeper();  // unregisters from a ManualClock
   }
   // Their tasks are destroyed here, unrun, and outside the lock: a sleep's
