@@ -126,6 +126,14 @@ bool CancelTakenBack(TimeoutNode* node, TimeoutNode::LaneCellPtr cell,
 bool Timeout::cancel() const {
   if (node_ == nullptr) return false;
   SharedTimerState* shared = shared_;
+  // A LocalTimer's owner thread: outside advance() the engine settles the
+  // node on the spot (worker/local_engine.h). Only then is `shared` touched
+  // before a claim is won: the owner thread's own engine is alive.
+  if (node_->OwnedByThisThread()) {
+    using Outcome = internal::OwnerCanceller::Outcome;
+    const Outcome outcome = shared->owner_canceller->CancelOnOwner(node_);
+    if (outcome != Outcome::kElsewhere) return outcome == Outcome::kWon;
+  }
   const int shard = SharedTimerState::ThisThreadShard();
   // Still in its lane (the request-timeout pattern): take it back before
   // the worker sees it, then claim it, dropping the worker's reference in

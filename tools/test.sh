@@ -86,6 +86,7 @@ concurrency=(//tests:stress_test //tests:races_on_shared_handles_test
              //tests:idle_tracker_concurrency_test
              //tests:never_early_test //tests:timeout_claim_test
              //tests:local_timer_cancel_race_test
+             //tests:local_timer_owner_cancel_test
              //tests:coro_sleep_races_test)
 if ! $quick; then
   for cfg in asan tsan; do

@@ -10,6 +10,7 @@
 
 #include "tickwheel/worker/cell_pool.h"
 #include "tickwheel/worker/new_node.h"
+#include "tickwheel/worker/wheel.h"
 
 namespace tickwheel::internal {
 namespace {
@@ -32,6 +33,7 @@ LocalEngine::LocalEngine(LocalEngineConfig config)
   // so Timeout::timer() answers nullptr.
   shared_.limited = config_.max_pending_timeouts > 0;
   shared_.waker = this;
+  shared_.owner_canceller = this;
   shared_.clock = config_.clock.get();
   shared_.monotonic_clock = config_.monotonic_clock;
   origin_ = shared_.NowNanos();
@@ -89,14 +91,48 @@ void LocalEngine::CheckOwner(const char* call) {
 #endif
 }
 
+OwnerCanceller::Outcome LocalEngine::CancelOnOwner(TimeoutNode* node) {
+  // Called on the owner thread (the node carries its tag, set by
+  // Schedule()), so in_advance_ and `where`, the owner's own fields, may be
+  // read.
+  if (in_advance_ || !Wheel::Linked(node)) return Outcome::kElsewhere;
+  switch (node->ClaimCancelOnOwner()) {
+    case TimeoutNode::OwnerClaim::kLost:
+      return Outcome::kLost;
+    case TimeoutNode::OwnerClaim::kElsewhere:
+      return Outcome::kElsewhere;
+    case TimeoutNode::OwnerClaim::kWon:
+      break;
+  }
+  driver_.Unlink(node);
+  owner_cancels_.store(owner_cancels_.load(std::memory_order_relaxed) + 1,
+                       std::memory_order_relaxed);
+  // The task's destructor may call this timer again (a sleep's resumes its
+  // coroutine): the wheel is whole by now. The slot goes back last, as
+  // every winning cancel() gives it (worker/shared_state.h).
+  node->task().Reset();
+  std::atomic<int64_t>& count = shared_.CountWord(0);
+  if (SingleWriterCount()) {
+    count.store(count.load(std::memory_order_relaxed) - SharedTimerState::kOne,
+                std::memory_order_release);
+  } else {
+    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+  }
+  return Outcome::kWon;
+}
+
 absl::StatusOr<TimeoutNode*> LocalEngine::Schedule(TaskEmplacer emplace,
                                                    void* callable,
                                                    const DeadlineSpec& when) {
   CheckOwner("newTimeout");
   const int64_t now = shared_.NowNanos();
   std::atomic<int64_t>& count = shared_.CountWord(0);
-  if (absl::Status s = ReserveSlot(count, config_.max_pending_timeouts);
-      !s.ok()) {
+  if (SingleWriterCount()) {
+    const int64_t word = count.load(std::memory_order_relaxed);
+    if (word & SharedTimerState::kClosed) return StoppedError("newTimeout");
+    count.store(word + SharedTimerState::kOne, std::memory_order_relaxed);
+  } else if (absl::Status s = ReserveSlot(count, config_.max_pending_timeouts);
+             !s.ok()) {
     return s;
   }
   absl::StatusOr<TimeoutNode*> node =
@@ -104,7 +140,9 @@ absl::StatusOr<TimeoutNode*> LocalEngine::Schedule(TaskEmplacer emplace,
   if (!node.ok()) return node;
   // No other thread can reach the node before the handle is returned, so
   // it goes straight from kQueued to kArmed, never through a lane.
-  (*node)->Arm();
+  (*node)->ArmUnpublished();
+  // So that a cancel() on this thread settles it at once (CancelOnOwner()).
+  (*node)->next.store(TimeoutNode::OwnerTag(), std::memory_order_relaxed);
   if (!in_advance_) {
     driver_.FileForLater(*node);
     return node;
@@ -199,7 +237,8 @@ Sweeper::StoppedNodes LocalEngine::Stop() {
 CountersSnapshot LocalEngine::Counters() const {
   CountersSnapshot c = counters_.Snapshot();
   c.pending = pending();
-  c.cancelled += shared_.CancelCount();
+  c.cancelled +=
+      shared_.CancelCount() + owner_cancels_.load(std::memory_order_relaxed);
   return c;
 }
 

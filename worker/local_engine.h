@@ -9,6 +9,8 @@
 //                                  WheelDriver::Advance(now) ──► TaskRunner
 //                   NextWakeupNanos() ──► WheelDriver::PlanWake()
 //                   CancelAll(), Stop() ──► Sweeper
+//   owner thread:   Timeout::cancel() ──► CancelOnOwner(): unlinked at
+//                   once (inside Advance(): as from any thread)
 //   any thread:     Timeout::cancel() ──► a shard's notice queue
 //
 // What differs from the worker, and why:
@@ -29,6 +31,26 @@
 //     (worker/timeout_node.h): a node in the wheel goes on its canceller's
 //     shard's notice queue, drained at the start of Advance() and of
 //     NextWakeupNanos(); exactly one of cancel() and the owner's claim wins.
+//   * A cancel() on the owner thread outside Advance() settles the node
+//     itself (OwnerCanceller): the claim's CAS also drops the engine's
+//     reference, the node leaves the wheel at once, no queue. So a bucket
+//     holds no cancelled nodes between two Advance() calls, and a loop
+//     that schedules and cancels many timeouts per turn (the
+//     request-deadline pattern) does not grow buckets by the cancelled
+//     ones, only to empty and free them at the next Advance(). cancel()
+//     knows it runs on the owner thread without touching the engine: the
+//     node carries the tag of the thread that scheduled it
+//     (TimeoutNode::OwnerTag()). Only that thread touches the wheel, so the
+//     unlink needs no ordering beyond the claim's CAS, which a racing
+//     cancel() from another thread loses.
+//   * Single-writer counting. Without max_pending_timeouts, the owner is
+//     the only thread that writes its pending word (shard 0's:
+//     cross-thread cancels count in their shards' cancel words, runs in
+//     the worker word), so Schedule() reserves and CancelOnOwner() gives
+//     back with a load and a store instead of an RMW, and the owner's
+//     cancels are counted in owner_cancels_, which only it writes. With a
+//     limit every cancel() gives its slot back in that word, and the owner
+//     uses RMWs as every thread does.
 //
 // Thread-safety: Schedule(), Advance(), NextWakeupNanos(), CancelAll() and
 // Stop() on the owner thread only (the first thread that calls one of them;
@@ -70,7 +92,7 @@ struct LocalEngineConfig {
   bool monotonic_clock = false;
 };
 
-class LocalEngine final : private BacklogWaker {
+class LocalEngine final : private BacklogWaker, private OwnerCanceller {
  public:
   // Reads the clock once: startTime, from which ticks count. Throws
   // std::bad_alloc when the wheel cannot be allocated.
@@ -130,6 +152,12 @@ class LocalEngine final : private BacklogWaker {
   // Nobody sleeps in this engine (see above).
   void WakeForBacklog() override {}
   void WakeIfSleepingPast(int64_t) override {}
+  // Timeout::cancel() on the owner thread of an armed node it scheduled:
+  // kElsewhere inside Advance()'s walk or when the wheel does not hold
+  // `node` as plainly armed.
+  Outcome CancelOnOwner(TimeoutNode* node) override;
+  // Whether the owner alone writes its pending word (see above).
+  bool SingleWriterCount() const { return !shared_.limited; }
 
   // Debug builds: binds the owner thread on the first call, and aborts with
   // a message naming `call` when another thread calls.
@@ -160,6 +188,9 @@ class LocalEngine final : private BacklogWaker {
   // Collected by an Advance() in which a task called Stop(): for the next
   // Stop().
   Sweeper::StoppedNodes stopped_;
+  // Cancels won by CancelOnOwner(), for metrics(): written by the owner
+  // alone (load and store), read from any thread.
+  std::atomic<int64_t> owner_cancels_{0};
   // Debug builds: the owner thread, bound by its first call.
   std::atomic<std::thread::id> owner_{};
 };

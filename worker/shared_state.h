@@ -35,6 +35,26 @@ class BacklogWaker {
   ~BacklogWaker() = default;
 };
 
+// A cancel() on the thread that drives the engine (a LocalTimer's owner,
+// worker/local_engine.h) can settle the node itself: out of the wheel at
+// once, with no notice queue and no RMW beyond the claim's CAS. The engine
+// implements it; the facade's cancel() tries it first when the node carries
+// the calling thread's tag (TimeoutNode::OwnedByThisThread()).
+class OwnerCanceller {
+ public:
+  enum class Outcome {
+    kWon,        // cancelled: unlinked, task destroyed, slot given back
+    kLost,       // it was no longer pending (run, cancelled or stopped)
+    kElsewhere,  // not the owner thread, inside a walk of the wheel, or a
+                 // node the wheel does not hold as plainly armed: use the
+                 // protocol every thread uses
+  };
+  virtual Outcome CancelOnOwner(TimeoutNode* node) = 0;
+
+ protected:
+  ~OwnerCanceller() = default;
+};
+
 // The producer side of a timer: what newTimeout() and Timeout::cancel() touch.
 // Owned by the timer's worker object; outlives every cancel() that can still
 // reach it (worker/timeout_node.h, ground rules).
@@ -169,6 +189,10 @@ struct SharedTimerState {
   // Wakes the worker when a backlog calls for it (the worker itself); called
   // only while the caller holds a pending slot, which keeps it alive.
   BacklogWaker* waker = nullptr;
+  // Set by an engine that its owner thread drives (LocalEngine), null for a
+  // Timer's worker: see OwnerCanceller. Reached only through a node that
+  // carries the calling thread's tag.
+  OwnerCanceller* owner_canceller = nullptr;
   // The timer's clock, for Timeout::reset(): reached only under the same
   // keep-alive as `waker`. `monotonic_clock`: it is CLOCK_MONOTONIC, read
   // inline (MonotonicNanos()).

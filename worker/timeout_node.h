@@ -299,8 +299,31 @@ struct TimeoutNode {
 
   // Pending-queue link; while the node sits in a fast lane, its cell's
   // address, tagged (LaneCell()); once the worker has armed the node, the
-  // notice queue's link.
+  // notice queue's link. A LocalTimer's node holds its owner thread's tag
+  // (OwnerTag()) from Schedule() until a notice first takes it through the
+  // queue.
   std::atomic<TimeoutNode*> next{nullptr};
+
+  // The calling thread's tag for `next`: the address of a thread-local
+  // object, with bit 0 set. No node, stub or lane cell is at that address,
+  // so it never equals a link or a tagged cell, and no two live threads
+  // share it. A cancel() that finds its own thread's tag in an armed node
+  // runs on that node's LocalTimer's owner thread (worker/local_engine.h).
+  static TimeoutNode* OwnerTag() {
+    static thread_local char tag;
+    return reinterpret_cast<TimeoutNode*>(reinterpret_cast<uintptr_t>(&tag) |
+                                          1);
+  }
+  // Whether this thread drives the LocalTimer of this armed node: `next`
+  // holds its tag and the state is kArmed (a relaxed look; the claim
+  // decides). Then the engine is alive: only its owner could have
+  // destroyed it on this thread, and that would have stopped the node
+  // first.
+  bool OwnedByThisThread() const {
+    return next.load(std::memory_order_relaxed) == OwnerTag() &&
+           StateOf(refs_state.load(std::memory_order_relaxed)) ==
+               TimeoutState::kArmed;
+  }
 
   // The callable, in 24 bytes (base/task_slot.h).
   TaskSlot task_slot;
@@ -566,6 +589,44 @@ struct TimeoutNode {
         return {true, left, push};
       }
     }
+  }
+
+  // cancel() on a LocalTimer's owner thread, outside advance(), of a node
+  // its wheel holds (worker/local_engine.h): kArmed -> kCancelled, dropping
+  // the engine's reference in the same CAS, since the caller unlinks the
+  // node at once. Only a plainly armed node: with kNoticed a notice is on
+  // its way and holds that reference; kBusy cannot be held by another
+  // thread (reset() is an owner call, periodic runs happen in advance()),
+  // but is left to the general path all the same. The caller's handle
+  // holds a reference, so the count stays above zero. kElsewhere: nothing
+  // done, use ClaimCancel().
+  enum class OwnerClaim { kWon, kLost, kElsewhere };
+  OwnerClaim ClaimCancelOnOwner() {
+    uint32_t w = refs_state.load(std::memory_order_relaxed);
+    for (;;) {
+      const TimeoutState state = StateOf(w);
+      if (!Pending(state)) {
+        std::atomic_thread_fence(std::memory_order_acquire);
+        return OwnerClaim::kLost;
+      }
+      if (state != TimeoutState::kArmed || (w & (kNoticed | kBusy))) {
+        return OwnerClaim::kElsewhere;
+      }
+      TICKWHEEL_INTERLEAVE_POINT();
+      if (refs_state.compare_exchange_weak(
+              w, WithState(w, TimeoutState::kCancelled) - 1,
+              std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        return OwnerClaim::kWon;
+      }
+    }
+  }
+
+  // A LocalTimer's Schedule(), before the handle is returned: no other
+  // thread can reach the node, so kQueued -> kArmed is a plain store.
+  void ArmUnpublished() {
+    const uint32_t w = refs_state.load(std::memory_order_relaxed);
+    refs_state.store(WithState(w, TimeoutState::kArmed),
+                     std::memory_order_relaxed);
   }
 
   // cancelAll() on the worker: a pending state -> kCancelled, without a
