@@ -152,7 +152,12 @@ struct TimerOptions {
   // not in deadline order. The tick and ticks_per_wheel still decide where
   // a timeout is filed (and so the cost of scheduling and cancelling, which
   // does not change with the slack); the slack decides only when the worker
-  // wakes. With nothing due it still never wakes. Must be >= 0.
+  // wakes. With nothing due it still never wakes. On the real clock, a
+  // slack below Linux's default timer slack (50 us) also becomes the worker
+  // thread's kernel timer slack (prctl(PR_SET_TIMERSLACK); 1 ns for 0), so
+  // that the kernel does not end the worker's sleeps later than the timer
+  // allows; that costs the batching of wake-ups the kernel would otherwise
+  // do. Must be >= 0.
   std::optional<absl::Duration> slack;
 };
 

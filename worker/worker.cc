@@ -4,6 +4,7 @@
 #include "tickwheel/worker/worker.h"
 
 #include <pthread.h>
+#include <sys/prctl.h>
 
 #include <algorithm>
 #include <string>
@@ -45,6 +46,18 @@ void Worker::Run() {
   {
     std::string name = config_.thread_name.substr(0, 15);
     pthread_setname_np(pthread_self(), name.c_str());
+  }
+  // The kernel may end a timed sleep late by the thread's timer slack, 50 us
+  // by default, so that it can batch wake-ups. A timer asked for less
+  // (slack 0: each deadline on its own) gets the same from the kernel, on
+  // the real clock, whose sleeps are the kernel's. 0 would restore the
+  // default: 1 ns is the least.
+  if (config_.monotonic_clock &&
+      config_.shape.slack_nanos < kKernelSlackNanos) {
+    prctl(PR_SET_TIMERSLACK,
+          static_cast<unsigned long>(
+              std::max<int64_t>(1, config_.shape.slack_nanos)),
+          0, 0, 0);
   }
   running_worker = this;
   start_nanos_ = config_.clock->NowNanos();

@@ -93,6 +93,10 @@ struct WorkerConfig {
 
 class Worker final : public std::enable_shared_from_this<Worker> {
  public:
+  // Linux's default timer slack of a thread (prctl(PR_SET_TIMERSLACK)): a
+  // worker whose timer allows less sets its own to the timer's slack.
+  static constexpr int64_t kKernelSlackNanos = 50'000;
+
   // Use std::make_shared: the thread keeps the Worker alive.
   explicit Worker(WorkerConfig config);
   ~Worker();
