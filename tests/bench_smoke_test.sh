@@ -93,15 +93,21 @@ goals=$(grep -cE "^  (MET   |MISSED|n/a   )  " "$out/stdout.txt" || true)
 [[ $goals -eq 33 ]] || fail "expected 33 goal lines, got $goals"
 grep -qE "^  (MET   |MISSED)  owner_mass_expiry: libevent / tickwheel expiries per second <= 1x" \
   "$out/stdout.txt" || fail "the owner-thread goals against libevent were not judged"
+grep -qE "^  (MET   |MISSED)  owner_schedule_cancel: Timer / LocalTimer ns per pair >= 2.5x" \
+  "$out/stdout.txt" || fail "the Timer / LocalTimer goal was not judged"
 grep -qE "^  (MET   |MISSED)  lateness, slack 0: libevent / tickwheel p50 >= 1x" \
   "$out/stdout.txt" || fail "the slack-0 goal against libevent was not judged"
+# The libuv reference row of owner_schedule_cancel: a libuv cell only.
+grep -qE "^owner_schedule_cancel, libuv, clock read per start: ns per schedule\+cancel +ns +lower +- +- +- +[0-9.]+ +- " \
+  "$out/stdout.txt" || fail "owner_schedule_cancel's libuv clock-read row"
 grep -qE "^  (MET   |MISSED)  memory: bytes per pending timeout <= 56 B" "$out/stdout.txt" \
   || fail "the memory goal was not judged"
 # One progress line per run: 15 workload variants on 5 timers, coro_deadline
 # on tickwheel and asio, and the 2 owner-thread workloads on 3 timers plus
-# their producer variant on tickwheel.
+# their producer variant on tickwheel and owner_schedule_cancel's clock-read
+# variant on libuv.
 runs=$(grep -c '^\[' "$out/stderr.txt" || true)
-[[ $runs -eq 85 ]] || fail "expected 85 progress lines, got $runs"
+[[ $runs -eq 86 ]] || fail "expected 86 progress lines, got $runs"
 
 [[ -s "$out/bench.json" ]] || fail "no JSON file"
 for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '"notes": [' \

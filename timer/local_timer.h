@@ -57,6 +57,10 @@
 //   returns; the timeout's memory goes at the owner's next advance() or
 //   nextWakeup(). cancel() does not wake the loop: a loop that planned its
 //   wait for a timeout cancelled meanwhile wakes and finds nothing to run.
+//   On the owner thread, outside advance(), a winning cancel() settles the
+//   timeout before it returns: its memory goes too, and nextWakeup() no
+//   longer counts it (cost: one atomic compare-and-swap and the unlink from
+//   its bucket, O(1)).
 //
 //   Inside a task (during advance()) the task may schedule, cancel, reset
 //   and cancelAll() on its LocalTimer. What it schedules is filed, but runs

@@ -130,7 +130,10 @@ class UvOwner {
     UvOwner* owner;
   };
 
-  UvOwner() {
+  // `read_clock`: uv_update_time() before each uv_timer_start() of Pair(),
+  // so that a timeout counts from the call rather than from the loop's
+  // cached time.
+  explicit UvOwner(bool read_clock) : read_clock_(read_clock) {
     UvCheck(uv_loop_init(&loop_), "uv_loop_init");
     loop_.data = this;
   }
@@ -146,6 +149,7 @@ class UvOwner {
   }
 
   bool Pair(int64_t delay_ns, CountingTask task) {
+    if (read_clock_) uv_update_time(&loop_);
     Entry* e = Start(task, static_cast<uint64_t>(delay_ns) / 1'000'000);
     uv_timer_stop(&e->timer);
     --pending_;
@@ -182,6 +186,7 @@ class UvOwner {
   static void OnClose(uv_handle_t* h) { delete static_cast<Entry*>(h->data); }
 
   uv_loop_t loop_;
+  const bool read_clock_;
   int64_t pending_ = 0;
 };
 

@@ -55,6 +55,7 @@ using RunFn = RepOutput (*)(const BenchConfig& config, int64_t variant,
 struct Workload {
   std::string name, what;
   std::vector<Metric> metrics;
+  // A metric also reported as the second variant's over the first's.
   std::string ratio_metric;
   std::vector<Variant> (*variants)(const BenchConfig&);
   std::map<std::string, RunFn> run;  // by timer name; warms up first

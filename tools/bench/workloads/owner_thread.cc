@@ -106,9 +106,15 @@ RepOutput OwnerScheduleCancel::RunTickwheel(const BenchConfig& c,
   return producer ? SchedulePairs<TimerProducer>(c, seed, NoTick())
                   : SchedulePairs<LocalOwner>(c, seed, NoTick());
 }
-RepOutput OwnerScheduleCancel::RunUv(const BenchConfig& c, int64_t,
+std::vector<Variant> OwnerScheduleCancel::Variants(const BenchConfig& c) {
+  std::vector<Variant> v = OwnerVariants(c);
+  v.push_back({"owner_clock", "libuv, clock read per start", 2, {"libuv"}});
+  return v;
+}
+
+RepOutput OwnerScheduleCancel::RunUv(const BenchConfig& c, int64_t read_clock,
                                      uint64_t seed) {
-  return SchedulePairs<UvOwner>(c, seed);
+  return SchedulePairs<UvOwner>(c, seed, read_clock == 2);
 }
 RepOutput OwnerScheduleCancel::RunEvent(const BenchConfig& c, int64_t,
                                         uint64_t seed) {
@@ -122,7 +128,7 @@ RepOutput OwnerMassExpiry::RunTickwheel(const BenchConfig& c, int64_t producer,
                   : MassAtOnce<LocalOwner>(c, tick);
 }
 RepOutput OwnerMassExpiry::RunUv(const BenchConfig& c, int64_t, uint64_t) {
-  return MassAtOnce<UvOwner>(c);
+  return MassAtOnce<UvOwner>(c, false);
 }
 RepOutput OwnerMassExpiry::RunEvent(const BenchConfig& c, int64_t, uint64_t) {
   return MassAtOnce<EventOwner>(c);

@@ -29,7 +29,12 @@ std::vector<Variant> OwnerVariants(const BenchConfig& c);
 // advance(), uv_run(UV_RUN_NOWAIT), event_base_loop(EVLOOP_NONBLOCK); none
 // for the Timer), which frees what the cancels left to the loop. Timed
 // whole: wall time and the thread's CPU per pair. Every cancel must succeed
-// and nothing may stay pending or run.
+// and nothing may stay pending or run. A third variant runs libuv with
+// uv_update_time() before each uv_timer_start(): libuv counts a timeout
+// from the loop's cached time, read once per turn, so by default its
+// timeouts run early by however long the turn has run; this is the same
+// loop paying the clock read that a LocalTimer's newTimeout() makes to
+// count from the call (a reference row, not a goal).
 struct OwnerScheduleCancel {
   static constexpr const char* kName = "owner_schedule_cancel";
   static constexpr const char* kWhat =
@@ -38,11 +43,14 @@ struct OwnerScheduleCancel {
       {"ns_per_pair", "ns per schedule+cancel", "ns", Better::kLower, 1},
       {"cpu_per_pair", "thread CPU per pair", "ns", Better::kLower, 1}};
   static constexpr const char* kRatioMetric = "ns_per_pair";
+  static std::vector<Variant> Variants(const BenchConfig& c);
 
   // One repetition; `producer` picks Timer over LocalTimer.
   static RepOutput RunTickwheel(const BenchConfig& c, int64_t producer,
                                 uint64_t seed);
-  static RepOutput RunUv(const BenchConfig& c, int64_t, uint64_t seed);
+  // `read_clock`: the uv_update_time() variant.
+  static RepOutput RunUv(const BenchConfig& c, int64_t read_clock,
+                         uint64_t seed);
   static RepOutput RunEvent(const BenchConfig& c, int64_t, uint64_t seed);
 };
 
