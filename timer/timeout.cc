@@ -130,9 +130,9 @@ bool Timeout::cancel() const {
   // node on the spot (worker/local_engine.h). Only then is `shared` touched
   // before a claim is won: the owner thread's own engine is alive.
   if (node_->OwnedByThisThread()) {
-    using Outcome = internal::OwnerCanceller::Outcome;
-    const Outcome outcome = shared->owner_canceller->CancelOnOwner(node_);
-    if (outcome != Outcome::kElsewhere) return outcome == Outcome::kWon;
+    using Claim = TimeoutNode::OwnerClaim;
+    const Claim claim = shared->owner_canceller->CancelOnOwner(node_);
+    if (claim != Claim::kElsewhere) return claim == Claim::kWon;
   }
   const int shard = SharedTimerState::ThisThreadShard();
   // Still in its lane (the request-timeout pattern): take it back before

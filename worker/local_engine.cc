@@ -91,18 +91,14 @@ void LocalEngine::CheckOwner(const char* call) {
 #endif
 }
 
-OwnerCanceller::Outcome LocalEngine::CancelOnOwner(TimeoutNode* node) {
+TimeoutNode::OwnerClaim LocalEngine::CancelOnOwner(TimeoutNode* node) {
+  using Claim = TimeoutNode::OwnerClaim;
   // Called on the owner thread (the node carries its tag, set by
   // Schedule()), so in_advance_ and `where`, the owner's own fields, may be
   // read.
-  if (in_advance_ || !Wheel::Linked(node)) return Outcome::kElsewhere;
-  switch (node->ClaimCancelOnOwner()) {
-    case TimeoutNode::OwnerClaim::kLost:
-      return Outcome::kLost;
-    case TimeoutNode::OwnerClaim::kElsewhere:
-      return Outcome::kElsewhere;
-    case TimeoutNode::OwnerClaim::kWon:
-      break;
+  if (in_advance_ || !Wheel::Linked(node)) return Claim::kElsewhere;
+  if (const Claim claim = node->ClaimCancelOnOwner(); claim != Claim::kWon) {
+    return claim;
   }
   driver_.Unlink(node);
   owner_cancels_.store(owner_cancels_.load(std::memory_order_relaxed) + 1,
@@ -111,14 +107,27 @@ OwnerCanceller::Outcome LocalEngine::CancelOnOwner(TimeoutNode* node) {
   // coroutine): the wheel is whole by now. The slot goes back last, as
   // every winning cancel() gives it (worker/shared_state.h).
   node->task().Reset();
+  ReleaseOwnSlot();
+  return Claim::kWon;
+}
+
+absl::Status LocalEngine::ReserveOwnSlot() {
   std::atomic<int64_t>& count = shared_.CountWord(0);
-  if (SingleWriterCount()) {
+  if (shared_.limited) return ReserveSlot(count, config_.max_pending_timeouts);
+  const int64_t word = count.load(std::memory_order_relaxed);
+  if (word & SharedTimerState::kClosed) return StoppedError("newTimeout");
+  count.store(word + SharedTimerState::kOne, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+void LocalEngine::ReleaseOwnSlot() {
+  std::atomic<int64_t>& count = shared_.CountWord(0);
+  if (shared_.limited) {
+    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+  } else {
     count.store(count.load(std::memory_order_relaxed) - SharedTimerState::kOne,
                 std::memory_order_release);
-  } else {
-    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
   }
-  return Outcome::kWon;
 }
 
 absl::StatusOr<TimeoutNode*> LocalEngine::Schedule(TaskEmplacer emplace,
@@ -126,15 +135,8 @@ absl::StatusOr<TimeoutNode*> LocalEngine::Schedule(TaskEmplacer emplace,
                                                    const DeadlineSpec& when) {
   CheckOwner("newTimeout");
   const int64_t now = shared_.NowNanos();
+  if (absl::Status s = ReserveOwnSlot(); !s.ok()) return s;
   std::atomic<int64_t>& count = shared_.CountWord(0);
-  if (SingleWriterCount()) {
-    const int64_t word = count.load(std::memory_order_relaxed);
-    if (word & SharedTimerState::kClosed) return StoppedError("newTimeout");
-    count.store(word + SharedTimerState::kOne, std::memory_order_relaxed);
-  } else if (absl::Status s = ReserveSlot(count, config_.max_pending_timeouts);
-             !s.ok()) {
-    return s;
-  }
   absl::StatusOr<TimeoutNode*> node =
       NewNode(emplace, callable, DeadlineFor(now, origin_, when), when, count);
   if (!node.ok()) return node;
@@ -152,7 +154,7 @@ absl::StatusOr<TimeoutNode*> LocalEngine::Schedule(TaskEmplacer emplace,
   } catch (const std::bad_alloc&) {
     (*node)->task().Reset();
     delete *node;
-    count.fetch_sub(SharedTimerState::kOne, std::memory_order_release);
+    ReleaseOwnSlot();
     return absl::ResourceExhaustedError(
         "newTimeout: out of memory for the timeout");
   }

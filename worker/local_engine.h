@@ -155,9 +155,12 @@ class LocalEngine final : private BacklogWaker, private OwnerCanceller {
   // Timeout::cancel() on the owner thread of an armed node it scheduled:
   // kElsewhere inside Advance()'s walk or when the wheel does not hold
   // `node` as plainly armed.
-  Outcome CancelOnOwner(TimeoutNode* node) override;
-  // Whether the owner alone writes its pending word (see above).
-  bool SingleWriterCount() const { return !shared_.limited; }
+  TimeoutNode::OwnerClaim CancelOnOwner(TimeoutNode* node) override;
+  // The owner's slot in its pending word (shard 0's), taken by Schedule()
+  // and given back by CancelOnOwner(): a load and a store without a limit,
+  // since the owner alone writes that word then (see above), else RMWs.
+  absl::Status ReserveOwnSlot();
+  void ReleaseOwnSlot();
 
   // Debug builds: binds the owner thread on the first call, and aborts with
   // a message naming `call` when another thread calls.

@@ -42,14 +42,12 @@ class BacklogWaker {
 // the calling thread's tag (TimeoutNode::OwnedByThisThread()).
 class OwnerCanceller {
  public:
-  enum class Outcome {
-    kWon,        // cancelled: unlinked, task destroyed, slot given back
-    kLost,       // it was no longer pending (run, cancelled or stopped)
-    kElsewhere,  // not the owner thread, inside a walk of the wheel, or a
-                 // node the wheel does not hold as plainly armed: use the
-                 // protocol every thread uses
-  };
-  virtual Outcome CancelOnOwner(TimeoutNode* node) = 0;
+  // TimeoutNode::OwnerClaim: kWon, the node is cancelled, unlinked, its
+  // task destroyed and its slot given back; kLost, it was no longer
+  // pending; kElsewhere, nothing done (inside a walk of the wheel, or a
+  // node the wheel does not hold as plainly armed): use the protocol every
+  // thread uses.
+  virtual TimeoutNode::OwnerClaim CancelOnOwner(TimeoutNode* node) = 0;
 
  protected:
   ~OwnerCanceller() = default;

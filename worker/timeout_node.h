@@ -305,8 +305,9 @@ struct TimeoutNode {
   std::atomic<TimeoutNode*> next{nullptr};
 
   // The calling thread's tag for `next`: the address of a thread-local
-  // object, with bit 0 set. No node, stub or lane cell is at that address,
-  // so it never equals a link or a tagged cell, and no two live threads
+  // object, with bit 0 set. No node (a queue's own sentinel included) and
+  // no lane cell is at that address, so it never equals a link or a tagged
+  // cell, and no two live threads
   // share it. A cancel() that finds its own thread's tag in an armed node
   // runs on that node's LocalTimer's owner thread (worker/local_engine.h).
   static TimeoutNode* OwnerTag() {
