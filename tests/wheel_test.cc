@@ -567,6 +567,46 @@ TEST(WheelTest, AnAppendAfterACompactionStillResortsTheTick) {
   EXPECT_EQ(wheel.EarliestFiledAt(0), 500);
 }
 
+// A tick's bucket filed in deadline order needs no sort, and one that got a
+// deadline earlier than the last one's is sorted, ties in insertion order,
+// also after the bucket emptied and filled again.
+TEST(WheelTest, ATicksBucketRunsInDeadlineOrderWhateverTheAppendOrder) {
+  Nodes nodes;
+  constexpr int64_t kTick = 1000;
+  Wheel wheel(8, kTick);
+  wheel.SortEachTick();
+  auto file = [&](int64_t filed) {
+    TimeoutNode* n = nodes.New();
+    n->filed = filed;
+    wheel.Insert(n);
+    return n;
+  };
+  std::vector<TimeoutNode*> got;
+  auto take = [&](TimeoutNode* n) {
+    got.push_back(n);
+    return true;
+  };
+  for (int round = 0; round < 2; ++round) {
+    // In order, with ties: insertion order.
+    std::vector<TimeoutNode*> in_order = {file(100), file(100), file(300),
+                                          file(300)};
+    EXPECT_EQ(wheel.EarliestFiledAt(0), 100);
+    got.clear();
+    ASSERT_TRUE(wheel.ExpireFiledBy(999, INT64_MAX, take));
+    EXPECT_EQ(got, in_order);
+    // Out of order: the earlier deadlines first, ties as inserted.
+    TimeoutNode* late = file(500);
+    TimeoutNode* early1 = file(200);
+    TimeoutNode* early2 = file(200);
+    TimeoutNode* middle = file(400);
+    EXPECT_EQ(wheel.EarliestFiledAt(0), 200);
+    got.clear();
+    ASSERT_TRUE(wheel.ExpireFiledBy(999, INT64_MAX, take));
+    EXPECT_EQ(got, (std::vector<TimeoutNode*>{early1, early2, middle, late}));
+    EXPECT_EQ(wheel.EarliestFiledAt(0), Wheel::kNever);
+  }
+}
+
 TEST(WheelTest, WithinTickExpiryIsInDeadlineOrder) {
   for (int wheel_bits : {0, 2, 6}) {
     std::mt19937_64 rng(wheel_bits + 11);

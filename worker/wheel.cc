@@ -152,6 +152,7 @@ void Wheel::Remove(TimeoutNode* node) {
 void Wheel::Tidy(Bucket& b, int level, int64_t slot) {
   if (b.live == 0) {
     b.size = b.begin = 0;
+    b.last_filed = INT64_MIN;
     if (sorted_bucket_ == &b) sorted_bucket_ = nullptr;
     if (b.capacity > kKeptSlots) {
       FreeSlots(b);
@@ -165,6 +166,10 @@ void Wheel::Tidy(Bucket& b, int level, int64_t slot) {
 }
 
 void Wheel::Compact(Bucket& b) {
+  // Without tombstones every node's index is its position already: nothing
+  // to move, and no node to touch (a bucket of a million would cost a cache
+  // miss each).
+  if (b.begin == 0 && b.live == b.size) return;
   // Keeps the order, so a sorted bucket stays sorted.
   uint32_t out = 0;
   for (uint32_t i = b.begin; i < b.size; ++i) {
@@ -179,16 +184,22 @@ void Wheel::Compact(Bucket& b) {
 
 void Wheel::SortBucket(Bucket& b) {
   if (sorted_bucket_ == &b) return;
+  // Appended in order since it was last empty or sorted: sorted already,
+  // with no node to touch.
+  if (b.last_filed != kOutOfOrder) {
+    sorted_bucket_ = &b;
+    return;
+  }
   Compact(b);
   // After Compact() each node's index is its position, so a bucket whose
   // deadlines never decrease from front to back is in the order the sort
-  // would give it, ties included. That is the common case (a burst for one
-  // instant, deadlines that grow with the calls): one pass over the
-  // nodes' first 16 bytes instead of a sort.
+  // would give it, ties included: one pass over the nodes' first 16 bytes
+  // instead of a sort.
   if (std::is_sorted(b.slots, b.slots + b.size,
                      [](const TimeoutNode* x, const TimeoutNode* y) {
                        return x->filed < y->filed;
                      })) {
+    b.last_filed = b.slots[b.size - 1]->filed;
     sorted_bucket_ = &b;
     return;
   }
@@ -203,6 +214,7 @@ void Wheel::SortBucket(Bucket& b) {
   for (uint32_t i = 0; i < b.size; ++i) {
     b.slots[i]->where = (b.slots[i]->where & ~kIndexMask) | i;
   }
+  b.last_filed = b.slots[b.size - 1]->filed;
   sorted_bucket_ = &b;
 }
 

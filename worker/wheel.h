@@ -251,9 +251,21 @@ class Wheel {
   // Nodes are prefetched this many slots ahead of the one being handled.
   static constexpr uint32_t kPrefetchDistance = 8;
 
+  // A bucket's `last_filed` while every append came at or after the one
+  // before it; kOutOfOrder once one came before (or at the very end of the
+  // range, which only costs SortBucket() a pass).
+  static constexpr int64_t kOutOfOrder = INT64_MAX;
+
   struct Bucket {
     TimeoutNode** slots = nullptr;  // malloc'd; nullptr entries are tombstones
-    uint32_t size = 0;              // slots in use, tombstones included
+    // The latest `filed` appended since the bucket was last empty or sorted
+    // (as of the sort: the last node's), or kOutOfOrder: while it is not,
+    // the live slots are in deadline order, ties in insertion order, which
+    // is what SortBucket() needs, so it need not look at the nodes. Appends
+    // in order (a burst for one instant, deadlines that grow with the calls)
+    // are the common case. Zero in a calloc'd bucket: conservative only.
+    int64_t last_filed = 0;
+    uint32_t size = 0;  // slots in use, tombstones included
     uint32_t capacity = 0;
     uint32_t live = 0;   // non-null slots
     uint32_t begin = 0;  // every slot before it is a tombstone
@@ -290,6 +302,7 @@ class Wheel {
       MakeRoom(b, level, slot);
     n->where = static_cast<uint32_t>(code) << kIndexBits | b.size;
     b.slots[b.size++] = n;
+    b.last_filed = n->filed >= b.last_filed ? n->filed : kOutOfOrder;
     if (&b == sorted_bucket_) [[unlikely]]
       sorted_bucket_ = nullptr;
     ++b.live;
