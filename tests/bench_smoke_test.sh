@@ -3,17 +3,19 @@
 # -----------------------------------------------------------------------------
 # Smoke run of //tools/bench:bench with tiny sizes, so that the benchmark
 # cannot rot: every workload on every timer (tickwheel, Boost.Asio, heap,
-# libuv, libevent; the Asio coroutine workload on tickwheel and standalone
-# Asio only; the owner-thread workloads on LocalTimer, libuv and libevent,
-# and on Timer in their producer variant), one repetition, each in its own
-# child process; then checks that the program's correctness checks passed
-# (exit status 0: no early run, stop() returned what it should, nothing
-# pending after cancelling, every task ran), that every table row, every
-# goal line, the JSON keys and the Markdown table are there, that flag
-# errors exit with 2, that the in-process path and the lab mode (--prime_mb)
-# work, and that the lab's pool-reuse check runs. It never asserts on a
-# duration or a rate: the sizes are far too small to measure anything, and it
-# runs under ASan, TSan and UBSan too.
+# libuv, libevent, and Netty's HashedWheelTimer in a JVM; the Asio coroutine
+# workload on tickwheel and standalone Asio only; the owner-thread workloads
+# on LocalTimer, libuv and libevent, and on Timer in their producer variant),
+# one repetition, each in its own child process; then checks that the
+# program's correctness checks passed (exit status 0: no early run, stop()
+# returned what it should, nothing pending after cancelling, every task ran),
+# that every table row, every goal line, the JSON keys and the Markdown table
+# are there, that flag errors exit with 2, that the in-process path and the
+# lab mode (--prime_mb) work, that a missing Netty jar leaves its cells empty
+# with a note rather than failing, and that the lab's pool-reuse check runs.
+# Netty needs java, javac and Debian's libnetty-java, which tools/setup.sh
+# installs. It never asserts on a duration or a rate: the sizes are far too
+# small to measure anything, and it runs under ASan, TSan and UBSan too.
 set -euo pipefail
 
 bench="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/bench"
@@ -82,8 +84,14 @@ rows=("schedule, 1 producer: ns per call" "schedule, 2 producers: ns per call"
 for row in "${rows[@]}"; do
   grep -qF -- "$row  " "$out/stdout.txt" || fail "table row '$row' missing"
 done
-grep -qE "tickwheel  +asio  +heap  +libuv  +libevent  +tw/asio  +tw/heap  +tw/libuv  +tw/libevent$" \
+grep -qE "tickwheel  +asio  +heap  +libuv  +libevent  +netty  +tw/asio  +tw/heap  +tw/libuv  +tw/libevent  +tw/netty$" \
   "$out/stdout.txt" || fail "timer or ratio columns missing"
+if grep -q "netty not run" "$out/stdout.txt"; then fail "netty did not run (tools/setup.sh installs it)"; fi
+# Netty runs the workloads of the timer concept: its cells are filled.
+grep -qE "^schedule, 1 producer: ns per call +ns +lower( +[0-9.]+){6} " "$out/stdout.txt" \
+  || fail "schedule has no netty cell"
+grep -qE "^burst, same delay: lateness max +ms +lower( +[0-9.]+){6} " "$out/stdout.txt" \
+  || fail "burst has no netty cell"
 # The owner-thread rows have LocalTimer, libuv and libevent cells, and no
 # asio or heap cell.
 grep -qE "^owner_schedule_cancel, owner thread: ns per schedule\+cancel +ns +lower +[0-9.]+ +- +- +[0-9.]+ +[0-9.]+ " \
@@ -102,12 +110,12 @@ grep -qE "^owner_schedule_cancel, libuv, clock read per start: ns per schedule\+
   "$out/stdout.txt" || fail "owner_schedule_cancel's libuv clock-read row"
 grep -qE "^  (MET   |MISSED)  memory: bytes per pending timeout <= 56 B" "$out/stdout.txt" \
   || fail "the memory goal was not judged"
-# One progress line per run: 15 workload variants on 5 timers, coro_deadline
+# One progress line per run: 15 workload variants on 6 timers, coro_deadline
 # on tickwheel and asio, and the 2 owner-thread workloads on 3 timers plus
 # their producer variant on tickwheel and owner_schedule_cancel's clock-read
 # variant on libuv.
 runs=$(grep -c '^\[' "$out/stderr.txt" || true)
-[[ $runs -eq 86 ]] || fail "expected 86 progress lines, got $runs"
+[[ $runs -eq 101 ]] || fail "expected 101 progress lines, got $runs"
 
 [[ -s "$out/bench.json" ]] || fail "no JSON file"
 for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '"notes": [' \
@@ -119,10 +127,11 @@ for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '
            '"coro_deadline.ns_per_request"' '"owner_schedule_cancel.owner.ns_per_pair"' \
            '"owner_schedule_cancel.producer_over_owner.ns_per_pair"' \
            '"owner_mass_expiry.producer.last_run_ms"' \
-           '"tickwheel": {' '"asio": {' '"heap": {' '"libuv": {' '"libevent": {' '"reason": '; do
+           '"tickwheel": {' '"asio": {' '"heap": {' '"libuv": {' '"libevent": {' '"netty": {' \
+           '"reason": '; do
   grep -qF -- "$key" "$out/bench.json" || fail "JSON lacks $key"
 done
-grep -qF "| metric | unit | better | tickwheel | asio | heap | libuv | libevent | tw/asio |" \
+grep -qF "| metric | unit | better | tickwheel | asio | heap | libuv | libevent | netty | tw/asio |" \
   "$out/bench.md" || fail "Markdown table header: $(head -c 400 "$out/bench.md")"
 grep -qE "^\| owner_mass_expiry, owner thread: expiries per second \| M/s \| higher \| [0-9.]+ \| - \| - \| [0-9.]+ \| [0-9.]+ \|" \
   "$out/bench.md" || fail "Markdown table lacks the owner-thread row"
@@ -144,6 +153,17 @@ set -e
 grep -q "Correctness checks: all passed" "$out/inprocess.txt" || fail "--isolate=0 checks"
 [[ $status_lab -eq 0 ]] || fail "--prime_mb run exited with status $status_lab"
 grep -q "^memory primed: 16 MiB .*(lab mode" "$out/lab.txt" || fail "lab mode not labelled"
+
+# Without its jar, netty's cells stay empty with a note, and nothing fails.
+set +e
+"$bench" "${tiny[@]}" --only=memory --impls=tickwheel,netty --netty_jar=/no/such.jar \
+  > "$out/nojar.txt" 2>> "$out/stderr.txt"
+status_nojar=$?
+set -e
+[[ $status_nojar -eq 0 ]] || fail "the run without a Netty jar exited with status $status_nojar"
+grep -q "netty not run: no /no/such.jar" "$out/nojar.txt" || fail "no note on the missing Netty jar"
+grep -qE "^memory: bytes per pending timeout +B +lower +[0-9.]+ +- +-$" "$out/nojar.txt" \
+  || fail "netty cells without a jar: $(grep '^memory:' "$out/nojar.txt")"
 
 # The lab's pool-reuse check, tiny: every round runs and reports.
 "$pool_reuse" 2000 2 > "$out/pool_reuse.txt" 2>> "$out/stderr.txt" \

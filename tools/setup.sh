@@ -3,7 +3,9 @@
 #
 # Everything comes from Debian's archive: Bazel 4.2.3 (bazel-bootstrap), Abseil,
 # fmt, GoogleTest/GoogleMock, Google Benchmark, Boost (Asio), libuv and
-# libevent (the benchmark's baselines), standalone Asio (libasio-dev, for
+# libevent (the benchmark's baselines), a JDK and Netty 4.1 (libnetty-java:
+# the benchmark's Netty HashedWheelTimer, compiled and run in a JVM by
+# tools/bench/netty_bench.cc), standalone Asio (libasio-dev, for
 # timer/asio.h), clang 14 with its sanitizer/libFuzzer runtime, clang-format
 # (the style check), CMake, Ninja, pkg-config and make for the CMake build and
 # its consumers (tools/check_cmake.sh), and redis-server (with redis-tools'
@@ -25,6 +27,8 @@ packages=(
   libasio-dev
   libuv1-dev
   libevent-dev
+  default-jdk-headless
+  libnetty-java
   clang
   clang-format
   libclang-rt-14-dev

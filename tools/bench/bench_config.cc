@@ -17,7 +17,7 @@ struct Flag {
 const Flag kFlags[] = {
     {"reps", "5", "repetitions of each run"},
     {"only", "", "comma-separated workloads to run; empty: all"},
-    {"impls", "tickwheel,asio,heap,libuv,libevent",
+    {"impls", "tickwheel,asio,heap,libuv,libevent,netty",
      "comma-separated timers to run"},
     {"seed", "42", "seed of the random delays"},
     {"warmup", "10000",
@@ -36,9 +36,13 @@ const Flag kFlags[] = {
      "1: each run in a fresh child process; 0: all in this one"},
     {"prime_mb", "0",
      "LAB MODE: MiB touched and freed before each child, so that it finds "
-     "host-backed pages on a VM; 0: off, as for a user's process"},
+     "host-backed pages on a VM, and netty's JVM touches its heap at start "
+     "(-XX:+AlwaysPreTouch); 0: off, as for a user's process"},
     {"quick", "0",
      "1: tiny sizes and short waits, to check the program, not to measure it"},
+    {"netty_jar", "/usr/share/java/netty-common.jar",
+     "the jar that holds Netty's io.netty.util.HashedWheelTimer (Debian's "
+     "libnetty-java); the netty timer runs in a JVM (java and javac on PATH)"},
     {"json", "", "write the results to this file as JSON"},
     {"markdown", "", "write the table to this file as a Markdown table"},
 };
@@ -95,6 +99,7 @@ std::string Convert(BenchConfig& c) {
     if (name == "impls") c.impls = Split(text);
     if (name == "json") c.json_path = text;
     if (name == "markdown") c.markdown_path = text;
+    if (name == "netty_jar") c.netty_jar = text;
   }
   for (const std::string& i : c.impls) {
     if (std::find(std::begin(kTimers), std::end(kTimers), i) ==
@@ -153,10 +158,10 @@ std::string Usage() {
   std::string out =
       "Usage: bench [--flag=value ...]\n"
       "Runs each workload on tickwheel, Boost.Asio, a heap timer thread, "
-      "libuv and\n"
-      "libevent, R times in turns, and prints median [min-max] per timer and "
-      "the goals'\n"
-      "verdicts.\n\n";
+      "libuv,\n"
+      "libevent and Netty's HashedWheelTimer, R times in turns, and prints "
+      "median\n"
+      "[min-max] per timer and the goals' verdicts.\n\n";
   for (const Flag& f : kFlags) {
     out += fmt::format("  --{:<14} {}{}\n", f.name, f.help,
                        *f.value ? fmt::format(" (default: {})", f.value) : "");

@@ -19,9 +19,9 @@
 namespace tickwheel::bench {
 
 // Every timer --impls may name, in the report's column order: tickwheel, then
-// the baselines.
-inline constexpr const char* kTimers[] = {"tickwheel", "asio", "heap", "libuv",
-                                          "libevent"};
+// the baselines. "netty" runs in a JVM of its own (netty_bench.h).
+inline constexpr const char* kTimers[] = {"tickwheel", "asio",     "heap",
+                                          "libuv",     "libevent", "netty"};
 
 struct BenchConfig {
   // Flags (defaults: --help).
@@ -31,6 +31,7 @@ struct BenchConfig {
   std::vector<std::string> only, impls;  // only: empty runs every workload
   std::vector<int64_t> producers, depth_pending;
   std::string json_path, markdown_path, command_line;
+  std::string netty_jar;  // Netty's common jar, HashedWheelTimer's
   std::vector<std::pair<std::string, std::string>>
       flags;  // every flag's text, table order
 
@@ -43,6 +44,10 @@ struct BenchConfig {
   double release_wait_s = 10;  // after the cancels, before the RSS reading
   double mass_expiry_window_ms = 100, mass_expiry_lead_ms = 3000;
   double burst_lead_ms = 1500, burst_delay_ms = 200;
+
+  // Set by PrepareNetty() before the runs (netty_bench.h): the folder of the
+  // compiled Netty harness, or, empty, netty_skipped says why netty cannot run.
+  std::string netty_classes, netty_skipped;
 
   bool Runs(const std::string& workload) const;
   bool Uses(const std::string& impl) const;

@@ -1,8 +1,9 @@
 // tools/bench/bench_main.cc
 // -----------------------------------------------------------------------------
 // //tools/bench:bench: tickwheel side by side with Boost.Asio, a heap timer
-// thread, libuv and libevent in one invocation; docs/BENCHMARKS.md says what
-// each workload measures and how to read the output.
+// thread, libuv, libevent and Netty's HashedWheelTimer in one invocation;
+// docs/BENCHMARKS.md says what each workload measures and how to read the
+// output.
 //
 // Order: workload by workload (workloads.h), variant by variant, repetition
 // by repetition, and within a repetition each timer once, so that the timers
@@ -23,6 +24,7 @@
 #include "tools/bench/bench_config.h"
 #include "tools/bench/goals.h"
 #include "tools/bench/isolation.h"
+#include "tools/bench/netty_bench.h"
 #include "tools/bench/proc_stats.h"
 #include "tools/bench/report.h"
 #include "tools/bench/results.h"
@@ -54,7 +56,7 @@ void RunAll(const BenchConfig& c, const std::vector<std::string>& impls,
     if (!c.Runs(w.name)) continue;
     for (const Variant& v : w.variants(c)) {
       for (const std::string& impl : impls)
-        total += w.Runs(v, impl) ? c.reps : 0;
+        total += w.Runs(v, impl) && Available(c, impl) ? c.reps : 0;
     }
   }
   for (const Workload& w : Workloads()) {
@@ -63,7 +65,8 @@ void RunAll(const BenchConfig& c, const std::vector<std::string>& impls,
       for (int rep = 1; rep <= c.reps; ++rep) {
         const uint64_t seed = static_cast<uint64_t>(c.seed + 1000 * rep);
         for (const std::string& impl : impls) {
-          if (!w.Runs(v, impl)) continue;  // a run without this timer
+          // A run without this timer, or netty without a JVM.
+          if (!w.Runs(v, impl) || !Available(c, impl)) continue;
           const int64_t t0 = NowNanos();
           const RepOutput out =
               RunIsolated(c, [&] { return w.run.at(impl)(c, v.value, seed); });
@@ -99,7 +102,16 @@ int Main(int argc, char** argv) {
   Results results(Rows(config), impls);
   RunInfo info = CollectRunInfo();
   const int64_t start = NowNanos();
+  bool netty_runs = false;  // some workload of this run has a netty cell
+  for (const Workload& w : Workloads())
+    netty_runs |= config.Runs(w.name) && w.run.count("netty") > 0;
+  if (netty_runs) PrepareNetty(config);
+  if (!config.netty_skipped.empty()) {
+    fmt::print(stderr, "bench: netty not run: {}\n", config.netty_skipped);
+    results.AddNote("netty not run: " + config.netty_skipped);
+  }
   RunAll(config, impls, results);
+  CleanUpNetty(config);
   info.elapsed_s = static_cast<double>(NowNanos() - start) / 1e9;
   info.load_end = LoadAverage();
   const std::vector<GoalResult> goals = EvaluateGoals(results);

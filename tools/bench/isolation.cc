@@ -27,7 +27,23 @@ std::string Serialize(const RepOutput& out) {
   return s;
 }
 
-RepOutput Deserialize(const std::string& text) {
+// Lab mode: touches `mb` MiB advised for huge pages, as tickwheel's node pool
+// maps its chunks, and gives it back, so the next process gets pages the host
+// still backs.
+void PrimeMemory(int64_t mb) {
+  const size_t bytes = static_cast<size_t>(mb) << 20;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;  // best effort
+  madvise(p, bytes, MADV_HUGEPAGE);
+  for (size_t off = 0; off < bytes; off += 4096)
+    static_cast<volatile char*>(p)[off] = 1;
+  munmap(p, bytes);
+}
+
+}  // namespace
+
+RepOutput ParseRepOutput(const std::string& text) {
   RepOutput out;
   std::istringstream in(text);
   for (std::string kind, rest;
@@ -47,28 +63,12 @@ RepOutput Deserialize(const std::string& text) {
   return out;
 }
 
-// Lab mode: touches `mb` MiB advised for huge pages, as tickwheel's node pool
-// maps its chunks, and gives it back, so the next process gets pages the host
-// still backs.
-void PrimeMemory(int64_t mb) {
-  const size_t bytes = static_cast<size_t>(mb) << 20;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return;  // best effort
-  madvise(p, bytes, MADV_HUGEPAGE);
-  for (size_t off = 0; off < bytes; off += 4096)
-    static_cast<volatile char*>(p)[off] = 1;
-  munmap(p, bytes);
-}
-
-}  // namespace
-
 RepOutput RunIsolated(const BenchConfig& config,
                       const std::function<RepOutput()>& run) {
   if (!config.isolate) return run();
   if (config.prime_mb > 0) PrimeMemory(config.prime_mb);
   int fds[2];
-  if (pipe(fds) != 0) return Deserialize("F\tpipe() failed\n");
+  if (pipe(fds) != 0) return ParseRepOutput("F\tpipe() failed\n");
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
@@ -93,10 +93,10 @@ RepOutput RunIsolated(const BenchConfig& config,
   while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (pid <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Deserialize(
+    return ParseRepOutput(
         fmt::format("F\tthe child process failed (status {})\n", status));
   }
-  return Deserialize(text);
+  return ParseRepOutput(text);
 }
 
 }  // namespace tickwheel::bench

@@ -18,11 +18,17 @@
 #define TICKWHEEL_TOOLS_BENCH_ISOLATION_H_
 
 #include <functional>
+#include <string>
 
 #include "tools/bench/bench_config.h"
 #include "tools/bench/workload_common.h"
 
 namespace tickwheel::bench {
+
+// A child's output, "V\t<name>\t<value>", "F\t<failure>", "N\t<note>" one a
+// line; a line of another kind becomes a failure. The Netty harness
+// (netty_bench.h) writes the same.
+RepOutput ParseRepOutput(const std::string& text);
 
 // Runs `run` as configured (in a child by default); a child that fails or
 // reports garbage yields a RepOutput with a failure.

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -55,6 +56,9 @@ class Results {
       notes_.push_back(fmt::format("{}, {}, rep {}: {}", run, impl, rep, n));
     }
   }
+
+  // A note on the whole run rather than on one repetition.
+  void AddNote(std::string note) { notes_.push_back(std::move(note)); }
 
   std::vector<double> Samples(const std::string& impl,
                               const std::string& key) const {

@@ -6,6 +6,7 @@
 #include "tools/bench/asio_bench.h"
 #include "tools/bench/event_bench.h"
 #include "tools/bench/heap_bench.h"
+#include "tools/bench/netty_bench.h"
 #include "tools/bench/tickwheel_bench.h"
 #include "tools/bench/uv_bench.h"
 #include "tools/bench/workloads/coro_deadline.h"
@@ -26,6 +27,17 @@ RepOutput WarmThenRun(const BenchConfig& config, int64_t variant,
   return W::template Run<T>(config, variant, seed);
 }
 
+// Netty runs the workload's Java twin in a JVM, which warms up as WarmUp()
+// does and then some (NettyBench.java), on the delays Run<T> would get.
+template <typename W>
+RepOutput RunOnNetty(const BenchConfig& config, int64_t variant,
+                     uint64_t seed) {
+  std::vector<std::vector<int64_t>> delays;
+  if constexpr (requires { &W::Delays; })
+    delays = W::Delays(config, variant, seed);
+  return RunNetty(config, W::kName, variant, delays);
+}
+
 std::vector<Variant> OneRun(const BenchConfig&) { return {{"", "", 0}}; }
 
 template <typename W>
@@ -39,7 +51,8 @@ Workload Entry() {
               {"asio", &WarmThenRun<W, AsioBench>},
               {"heap", &WarmThenRun<W, HeapBench>},
               {"libuv", &WarmThenRun<W, UvBench>},
-              {"libevent", &WarmThenRun<W, EventBench>}}};
+              {"libevent", &WarmThenRun<W, EventBench>},
+              {"netty", &RunOnNetty<W>}}};
   if constexpr (requires { W::kRatioMetric; }) w.ratio_metric = W::kRatioMetric;
   if constexpr (requires { &W::Variants; }) w.variants = &W::Variants;
   return w;

@@ -9,7 +9,12 @@
 //   kRatioMetric         optional: a metric also shown as last / first variant
 //   Variants(config)     optional: its runs (per producer count, depth, ...);
 //                        without, one run and no variant in keys and labels
+//   Delays(config, variant, seed)  optional: the run's random delays (ns), one
+//                        part per producer; Run<T> schedules these, and the
+//                        Netty harness (netty_bench.h) receives the same
 //   Run<T>(config, variant, seed)  one repetition on a fresh timer T
+// Each such workload runs on Netty too: its Java twin in
+// tools/bench/netty/NettyBench.java, in a JVM of its own.
 // The owner-thread workloads (workloads/owner_thread.h) have no Run<T>: a
 // function per timer instead, as coro_deadline. A variant may be limited to
 // some of the workload's timers (Variant::impls); the others have no cell in

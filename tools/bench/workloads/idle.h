@@ -26,14 +26,18 @@ struct Idle {
     if (c.n == 1) return {PendingVariant(1)};
     return {PendingVariant(1), PendingVariant(c.n)};
   }
+  static std::vector<std::vector<int64_t>> Delays(const BenchConfig& c,
+                                                  int64_t n, uint64_t seed) {
+    if (n == 1) return {{Seconds(3600).count()}};
+    return FarDelays(c, n, 1, seed);
+  }
 
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t n, uint64_t seed) {
     RepOutput out;
     const int64_t earliest =
         (n == 1 ? Seconds(3600) : Seconds(c.far_min_s)).count();
-    const auto delays =
-        n == 1 ? std::vector<int64_t>{earliest} : FarDelays(c, n, 1, seed)[0];
+    const auto delays = Delays(c, n, seed)[0];
     std::atomic<int64_t> runs{0};
     T timer(TickOptions(c));
     const int64_t t0 = NowNanos();

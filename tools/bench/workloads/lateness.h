@@ -92,12 +92,16 @@ struct Lateness {
   static std::vector<Variant> Variants(const BenchConfig&) {
     return {{"tick", "default slack", 0}, {"slack0", "slack 0", 1}};
   }
+  static std::vector<std::vector<int64_t>> Delays(const BenchConfig& c, int64_t,
+                                                  uint64_t seed) {
+    return RandomDelays(c.lateness_n, 1, Ms(c.lateness_min_ms),
+                        Ms(c.lateness_max_ms), seed);
+  }
 
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t slack0, uint64_t seed) {
     RepOutput out;
-    const auto delays = RandomDelays(c.lateness_n, 1, Ms(c.lateness_min_ms),
-                                     Ms(c.lateness_max_ms), seed)[0];
+    const auto delays = Delays(c, slack0, seed)[0];
     RunTimes times(delays.size());
     BenchTimerOptions options = TickOptions(c);
     if (slack0 != 0) options.slack = std::chrono::nanoseconds(0);

@@ -43,11 +43,16 @@ struct MassExpiry {
     }
   };
 
+  // The offsets of the deadlines into the window.
+  static std::vector<std::vector<int64_t>> Delays(const BenchConfig& c, int64_t,
+                                                  uint64_t seed) {
+    return RandomDelays(c.n, 1, {}, Ms(c.mass_expiry_window_ms), seed);
+  }
+
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t, uint64_t seed) {
     RepOutput out;
-    const auto offsets =
-        RandomDelays(c.n, 1, {}, Ms(c.mass_expiry_window_ms), seed)[0];
+    const auto offsets = Delays(c, 0, seed)[0];
     Record r;
     r.n = c.n;
     T timer(TickOptions(c));

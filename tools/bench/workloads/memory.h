@@ -21,11 +21,15 @@ struct Memory {
   static constexpr Metric kMetrics[] = {{"bytes_per_pending",
                                          "bytes per pending timeout", "B",
                                          Better::kLower, 1}};
+  static std::vector<std::vector<int64_t>> Delays(const BenchConfig& c, int64_t,
+                                                  uint64_t seed) {
+    return FarDelays(c, c.n, 1, seed);
+  }
 
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t, uint64_t seed) {
     RepOutput out;
-    const auto delays = FarDelays(c, c.n, 1, seed)[0];
+    const auto delays = Delays(c, 0, seed)[0];
     std::atomic<int64_t> runs{0};
     const int64_t rss0 = TrimmedResidentBytes();
     T timer(BenchTimerOptions{});
@@ -51,11 +55,15 @@ struct Release {
   static constexpr Metric kMetrics[] = {
       {"rss_peak_mb", "RSS above baseline, N pending", "MB", Better::kLower, 1},
       {"rss_after_mb", "RSS above baseline, later", "MB", Better::kLower, 1}};
+  static std::vector<std::vector<int64_t>> Delays(const BenchConfig& c, int64_t,
+                                                  uint64_t seed) {
+    return FarDelays(c, c.n, 1, seed);
+  }
 
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t, uint64_t seed) {
     RepOutput out;
-    const auto delays = FarDelays(c, c.n, 1, seed)[0];
+    const auto delays = Delays(c, 0, seed)[0];
     std::atomic<int64_t> runs{0};
     const int64_t rss0 = TrimmedResidentBytes();
     T timer(BenchTimerOptions{});

@@ -32,11 +32,16 @@ struct Schedule {
   static std::vector<Variant> Variants(const BenchConfig& c) {
     return ProducerVariants(c);
   }
+  static std::vector<std::vector<int64_t>> Delays(const BenchConfig& c,
+                                                  int64_t producers,
+                                                  uint64_t seed) {
+    return FarDelays(c, c.n, static_cast<int>(producers), seed);
+  }
 
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t producers, uint64_t seed) {
     RepOutput out;
-    const auto delays = FarDelays(c, c.n, static_cast<int>(producers), seed);
+    const auto delays = Delays(c, producers, seed);
     std::atomic<int64_t> runs{0};
     T timer(BenchTimerOptions{});
     const double cpu0 = ProcessCpuSeconds();
@@ -73,11 +78,16 @@ struct ScheduleCancel {
   static std::vector<Variant> Variants(const BenchConfig& c) {
     return ProducerVariants(c);
   }
+  static std::vector<std::vector<int64_t>> Delays(const BenchConfig& c,
+                                                  int64_t producers,
+                                                  uint64_t seed) {
+    return FarDelays(c, c.n, static_cast<int>(producers), seed);
+  }
 
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t producers, uint64_t seed) {
     RepOutput out;
-    const auto delays = FarDelays(c, c.n, static_cast<int>(producers), seed);
+    const auto delays = Delays(c, producers, seed);
     std::atomic<int64_t> runs{0}, cancelled{0};
     const int64_t rss0 = TrimmedResidentBytes();
     T timer(BenchTimerOptions{});
@@ -123,11 +133,16 @@ struct ScheduleDepth {
     for (int64_t d : c.depth_pending) v.push_back(PendingVariant(d));
     return v;
   }
+  static std::vector<std::vector<int64_t>> Delays(const BenchConfig& c,
+                                                  int64_t depth,
+                                                  uint64_t seed) {
+    return FarDelays(c, depth + c.depth_calls, 1, seed);
+  }
 
   template <BenchTimer T>
   static RepOutput Run(const BenchConfig& c, int64_t depth, uint64_t seed) {
     RepOutput out;
-    const auto delays = FarDelays(c, depth + c.depth_calls, 1, seed)[0];
+    const auto delays = Delays(c, depth, seed)[0];
     std::atomic<int64_t> runs{0};
     T timer(BenchTimerOptions{});
     const std::span<const int64_t> all(delays);
