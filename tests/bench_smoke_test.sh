@@ -11,11 +11,12 @@
 # returned what it should, nothing pending after cancelling, every task ran),
 # that every table row, every goal line, the JSON keys and the Markdown table
 # are there, that flag errors exit with 2, that the in-process path and the
-# lab mode (--prime_mb) work, that a missing Netty jar leaves its cells empty
-# with a note rather than failing, and that the lab's pool-reuse check runs.
-# Netty needs java, javac and Debian's libnetty-java, which tools/setup.sh
-# installs. It never asserts on a duration or a rate: the sizes are far too
-# small to measure anything, and it runs under ASan, TSan and UBSan too.
+# lab mode (--prime_mb) work, that the spread goal is judged over two
+# repetitions, that a missing Netty jar leaves its cells empty with a note
+# rather than failing, and that the lab's pool-reuse check runs. Netty needs
+# java, javac and Debian's libnetty-java, which tools/setup.sh installs. It
+# never asserts on a duration or a rate: the sizes are far too small to
+# measure anything, and it runs under ASan, TSan and UBSan too.
 set -euo pipefail
 
 bench="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/bench"
@@ -98,7 +99,11 @@ grep -qE "^owner_schedule_cancel, owner thread: ns per schedule\+cancel +ns +low
   "$out/stdout.txt" || fail "owner_schedule_cancel cells"
 grep -q "^Goals for tickwheel" "$out/stdout.txt" || fail "goals missing"
 goals=$(grep -cE "^  (MET   |MISSED|n/a   )  " "$out/stdout.txt" || true)
-[[ $goals -eq 33 ]] || fail "expected 33 goal lines, got $goals"
+[[ $goals -eq 35 ]] || fail "expected 35 goal lines, got $goals"
+grep -qE "^  (MET   |MISSED)  schedule, 1 producer: netty / tickwheel ns per call >= 1x" \
+  "$out/stdout.txt" || fail "the goal against Netty was not judged"
+grep -qE "^  n/a     schedule, 1 producer: slowest / fastest process ns per call <= 1.5x" \
+  "$out/stdout.txt" || fail "the spread goal was judged on one repetition"
 grep -qE "^  (MET   |MISSED)  owner_mass_expiry: libevent / tickwheel expiries per second <= 1x" \
   "$out/stdout.txt" || fail "the owner-thread goals against libevent were not judged"
 grep -qE "^  (MET   |MISSED)  owner_schedule_cancel: Timer / LocalTimer ns per pair >= 2.5x" \
@@ -128,7 +133,7 @@ for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '
            '"owner_schedule_cancel.producer_over_owner.ns_per_pair"' \
            '"owner_mass_expiry.producer.last_run_ms"' \
            '"tickwheel": {' '"asio": {' '"heap": {' '"libuv": {' '"libevent": {' '"netty": {' \
-           '"reason": '; do
+           '"reason": ' '"measure": "spread"'; do
   grep -qF -- "$key" "$out/bench.json" || fail "JSON lacks $key"
 done
 grep -qF "| metric | unit | better | tickwheel | asio | heap | libuv | libevent | netty | tw/asio |" \
@@ -154,12 +159,19 @@ grep -q "Correctness checks: all passed" "$out/inprocess.txt" || fail "--isolate
 [[ $status_lab -eq 0 ]] || fail "--prime_mb run exited with status $status_lab"
 grep -q "^memory primed: 16 MiB .*(lab mode" "$out/lab.txt" || fail "lab mode not labelled"
 
-# Without its jar, netty's cells stay empty with a note, and nothing fails.
+# Two repetitions judge the spread goal; without its jar, netty's cells stay
+# empty with a note, and nothing fails.
 set +e
+"$bench" "${tiny[@]}" --reps=2 --only=schedule --impls=tickwheel \
+  > "$out/spread.txt" 2>> "$out/stderr.txt"
+status=$?
 "$bench" "${tiny[@]}" --only=memory --impls=tickwheel,netty --netty_jar=/no/such.jar \
   > "$out/nojar.txt" 2>> "$out/stderr.txt"
 status_nojar=$?
 set -e
+[[ $status -eq 0 ]] || fail "--reps=2 run exited with status $status"
+grep -qE "^  (MET   |MISSED)  schedule, 1 producer: slowest / fastest process ns per call <= 1.5x +[0-9.]+x \(tickwheel " \
+  "$out/spread.txt" || fail "the spread goal was not judged over two repetitions"
 [[ $status_nojar -eq 0 ]] || fail "the run without a Netty jar exited with status $status_nojar"
 grep -q "netty not run: no /no/such.jar" "$out/nojar.txt" || fail "no note on the missing Netty jar"
 grep -qE "^memory: bytes per pending timeout +B +lower +[0-9.]+ +- +-$" "$out/nojar.txt" \

@@ -5,8 +5,10 @@
 // goal means and why a user cares. With a baseline the value is the
 // baseline's median over tickwheel's ("heap / tickwheel >= 3x": three times
 // cheaper than the heap timer of the same run; for a rate, "libuv /
-// tickwheel <= 1x": at least as fast); without, tickwheel's median. In the
-// owner-thread workloads tickwheel is its LocalTimer, and in their
+// tickwheel <= 1x": at least as fast); without, tickwheel's median. A spread
+// goal takes tickwheel's slowest repetition over its fastest instead (max /
+// min of its samples, each from a fresh process), and needs two of them. In
+// the owner-thread workloads tickwheel is its LocalTimer, and in their
 // "producer" variant its Timer, so a ratio row compares the two.
 // Every goal is judged alike; one whose metric this run did not measure is
 // neither met nor missed. The goals are stated for the default flags and an
@@ -23,6 +25,11 @@
 
 namespace tickwheel::bench {
 
+enum class Measure {
+  kMedian,  // tickwheel's median, or the baseline's median over tickwheel's
+  kSpread,  // tickwheel's max / min over the repetitions
+};
+
 struct Goal {
   const char* workload;  // "schedule_depth"
   const char* metric;    // "pending1000000.ns_per_call"
@@ -32,6 +39,7 @@ struct Goal {
   const char* unit;  // of the bound: "ns", "x", ...
   const char* name;  // "schedule, 1M pending: ns per call"
   const char* reason;
+  Measure measure = Measure::kMedian;
 };
 
 struct GoalResult {

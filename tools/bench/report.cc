@@ -157,11 +157,12 @@ std::string MetricJson(const Results& r, const Row& row) {
 std::string GoalJson(const GoalResult& g) {
   const Goal& o = *g.goal;
   return fmt::format(
-      "{{\"workload\": {}, \"metric\": {}, \"baseline\": {}, \"comparison\": "
-      "{}, \"bound\": {}, "
+      "{{\"workload\": {}, \"metric\": {}, \"baseline\": {}, \"measure\": {}, "
+      "\"comparison\": {}, \"bound\": {}, "
       "\"unit\": {}, \"name\": {}, \"reason\": {}, \"value\": {}, \"met\": "
       "{}}}",
       Str(o.workload), Str(o.metric), Str(o.baseline),
+      Str(o.measure == Measure::kSpread ? "spread" : "median"),
       Str(o.at_most ? "<=" : ">="), o.bound, Str(o.unit), Str(o.name),
       Str(o.reason), g.value ? Num(*g.value) : "null",
       !g.met   ? "null"

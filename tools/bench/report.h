@@ -11,8 +11,9 @@
 // run {host, compiler, memory, memory_primed_mib, load_average_start/end,
 // elapsed_s, command, flags}, metrics [{key, workload, label, unit, better,
 // results {<timer>: {median, min, max, samples}}}], goals [{workload, metric,
-// baseline, comparison, bound, unit, name, reason, value, met}] (value and
-// met null if not measured), failures [{run, impl, rep, message}], notes.
+// baseline, measure ("median" or "spread"), comparison, bound, unit, name,
+// reason, value, met}] (value and met null if not measured), failures [{run,
+// impl, rep, message}], notes.
 
 #ifndef TICKWHEEL_TOOLS_BENCH_REPORT_H_
 #define TICKWHEEL_TOOLS_BENCH_REPORT_H_
