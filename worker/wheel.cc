@@ -191,18 +191,6 @@ void Wheel::SortBucket(Bucket& b) {
     return;
   }
   Compact(b);
-  // After Compact() each node's index is its position, so a bucket whose
-  // deadlines never decrease from front to back is in the order the sort
-  // would give it, ties included: one pass over the nodes' first 16 bytes
-  // instead of a sort.
-  if (std::is_sorted(b.slots, b.slots + b.size,
-                     [](const TimeoutNode* x, const TimeoutNode* y) {
-                       return x->filed < y->filed;
-                     })) {
-    b.last_filed = b.slots[b.size - 1]->filed;
-    sorted_bucket_ = &b;
-    return;
-  }
   // By deadline, ties in insertion order: `where` still holds each node's
   // index from before the sort.
   std::sort(b.slots, b.slots + b.size,
