@@ -35,9 +35,24 @@ uint64_t Next() {
   return state * 0x2545F4914F6CDD1DULL;
 }
 
+// Read once, on the first call: the environment does not change while the
+// threads under test run, and a function-local static is initialised once
+// whichever thread gets there first.
+bool Enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("TICKWHEEL_INTERLEAVE");
+    return env != nullptr && env[0] != '\0' &&
+           !(env[0] == '0' && env[1] == '\0');
+  }();
+  return enabled;
+}
+
 }  // namespace
 
+bool InterleavePointsOn() noexcept { return Enabled(); }
+
 void InterleavePoint() noexcept {
+  if (!Enabled()) return;
   const uint64_t r = Next();
   if ((r & 63) == 0) {
     timespec ts{0, static_cast<long>(1000 * (1 + ((r >> 6) & 63)))};

@@ -1,27 +1,42 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it (.ci/run calls this script):
-#   1. install what is missing (tools/setup.sh), check the include rules
-#      (tools/check_includes.sh), the format (tools/check_format.sh), the
-#      compile errors a user sees (tools/check_diagnostics.sh), and that
-#      every file, target, function and test the documents name exists
-#      (tools/check_docs.sh);
-#   2. build everything, benchmarks included;
-#   3. run every test under the plain build and under ASan (with LSan), TSan
-#      and UBSan; any sanitizer report fails its test;
-#   4. run the concurrency tests again with interleaving points on (every
-#      marked atomic step may yield or sleep: base/interleave.h), under
-#      ASan and under TSan;
-#   5. check the thread-safety annotations with clang's -Wthread-safety;
-#   6. build and run a consumer workspace that depends on //timer;
-#   7. the CMake build (tools/check_cmake.sh, docs/CMAKE.md): the drift check
-#      against Bazel, ctest, the install, and its add_subdirectory,
-#      FetchContent, find_package and pkg-config consumers;
-#   8. a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the real Timer
-#      and of the LocalTimer against their reference models.
-# --quick, a short check while working (CI runs everything): steps 1 and 2,
-# and step 3 with the plain build only; no sanitizer builds, and none of steps
-# 4 to 8 (interleaving, thread-safety annotations, consumer workspace, CMake,
-# fuzzer).
+# The whole test suite, as CI runs it (.ci/run calls this script), stage by
+# stage; the wall time of each is printed at the end:
+#   setup      install what is missing (tools/setup.sh); prune the shared
+#              build caches (tools/cache.sh)
+#   checks     the include rules (tools/check_includes.sh), the format
+#              (tools/check_format.sh), the compile errors a user sees
+#              (tools/check_diagnostics.sh), the names the documents give
+#              (tools/check_docs.sh)
+#   plain      build everything, benchmarks and examples included; run every
+#              test
+#   asan, ubsan  every test but the benchmarks' smoke tests, under
+#              AddressSanitizer (with LeakSanitizer) and
+#              UndefinedBehaviorSanitizer; any report fails its test
+#   tsan       every test that starts a second thread, under
+#              ThreadSanitizer (a test tagged "single_threaded" has no data
+#              race to find)
+#   interleave the concurrency tests again with the interleaving points on
+#              (base/interleave.h), in the ASan and the TSan builds (no
+#              rebuild: the points are a run-time switch there)
+#   thread-safety  clang's -Wthread-safety over the annotations
+#   consumer   the consumer workspace that depends on //timer
+#   cmake      the CMake build (tools/check_cmake.sh, docs/CMAKE.md)
+#   fuzz       a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the
+#              Timer and the LocalTimer against their reference models
+# The sanitizer runs leave out the benchmarks' smoke tests (tag "bench"):
+# they drive the library through the same calls as the unit tests, and
+# would build Boost.Asio, libuv, libevent and the bench under each
+# sanitizer for nothing the unit tests do not already reach.
+#
+# --quick, while working: setup, checks and plain, with only the binaries the
+# tests need (the benchmarks' smoke tests build the bench binaries, the rest
+# of the benchmarks and the tools are left out); none of the later stages.
+#
+# Build outputs and deterministic test results come from the disk cache that
+# every clone on this machine shares (.bazelrc, tools/cache.sh); tests tagged
+# "external" (threads racing, the real clock, real processes or servers)
+# always run. The closing line counts test targets that passed, served from
+# the cache or run, plus the checks; the line above it says how.
 #   tools/test.sh [--quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,24 +47,46 @@ case "${1:-}" in
   --quick) quick=true ;;
   *) echo "usage: tools/test.sh [--quick]" >&2; exit 2 ;;
 esac
-configs=(plain asan tsan ubsan)
-if $quick; then configs=(plain); fi
 
-tools/setup.sh
+# ---- Stages and their wall times, printed at the end (also on failure). ----
+stage_names=()
+stage_secs=()
+stage_name=""
+stage_start=0
+suite_start=$SECONDS
+begin() {
+  stage_name=$1
+  stage_start=$SECONDS
+  echo "== $*"
+}
+end() {
+  stage_names+=("$stage_name")
+  stage_secs+=($((SECONDS - stage_start)))
+  stage_name=""
+}
+summary() {
+  local rc=$? i
+  [[ -n $stage_name ]] && end
+  echo "== stage times"
+  for i in "${!stage_names[@]}"; do
+    printf '   %-14s %5d s\n' "${stage_names[$i]}" "${stage_secs[$i]}"
+  done
+  printf '   %-14s %5d s\n' total $((SECONDS - suite_start))
+  if ((rc == 0)); then
+    echo "counted: ${checks} checks + test targets that passed (${counted# + })," \
+      "${cached} of them served from the cache"
+    echo "tests: $((checks + targets)) passed, 0 failed"
+  else
+    echo "tests: $((checks + targets)) passed, 1 failed (stage ${stage_names[-1]:-setup}; see above)"
+  fi
+}
+checks=0
+targets=0
+cached=0
+counted=""
+trap summary EXIT
 
 quiet=(--noshow_progress --ui_event_filters=-info,-debug)
-start=$(date +%s)
-echo "== include rules (CONTRIBUTING.md)"
-tools/check_includes.sh
-echo "== format (.clang-format)"
-tools/check_format.sh
-echo "== compile errors a user sees (timer/timer.h)"
-tools/check_diagnostics.sh
-echo "== names in the documents"
-tools/check_docs.sh
-
-echo "== build //... (plain)"
-bazel build "${quiet[@]}" //...
 
 # After a failed `bazel test`: the last lines of each failing test's log
 # (bazel names them in "FAIL: //target (see /path/test.log)" lines), so that
@@ -63,68 +100,113 @@ show_failures() {
     done
 }
 
-passed=4  # the include rules, the format, the diagnostics, the documents
-for cfg in "${configs[@]}"; do
-  flags=()
-  [[ "$cfg" != plain ]] && flags=(--config="$cfg")
-  echo "== test //... (${cfg})"
+# bazel_test <label for the count> <bazel test arguments...>
+# Runs the tests; counts "Executed R out of N tests: N tests pass." as N
+# passed, N - R of them from the cache.
+bazel_test() {
+  local label=$1 log n r
+  shift
   log=$(mktemp)
-  if ! bazel test "${quiet[@]}" "${flags[@]}" //... 2>&1 | tee "$log"; then
+  if ! bazel test "${quiet[@]}" "$@" 2>&1 | tee "$log"; then
     show_failures "$log"
-    echo "tests: 0 passed, 1 failed (config ${cfg}; see the log above)"
-    exit 1
+    rm -f "$log"
+    return 1
   fi
-  # "Executed N out of M tests: M tests pass."
   n=$(sed -n 's/.*: \([0-9][0-9]*\) tests\{0,1\} pass.*/\1/p' "$log" | tail -n 1)
-  passed=$((passed + ${n:-0}))
+  r=$(sed -n 's/^Executed \([0-9][0-9]*\) out of.*/\1/p' "$log" | tail -n 1)
   rm -f "$log"
-done
+  targets=$((targets + ${n:-0}))
+  cached=$((cached + ${n:-0} - ${r:-0}))
+  counted+=" + ${n:-0} ${label}"
+}
 
-# The tests whose threads race on shared handles, queues and lanes.
-concurrency=(//tests:stress_test //tests:races_on_shared_handles_test
+# Each test says how it may run: from the cache and without TSan, or always.
+check_test_tags() {
+  local untagged
+  untagged=$(bazel query "${quiet[@]}" 'tests(//...) except
+    attr(tags, "\bsingle_threaded\b|\bexternal\b", tests(//...))')
+  if [[ -n $untagged ]]; then
+    echo "$untagged"
+    echo "test.sh: these tests carry neither \"single_threaded\" nor" \
+      "\"external\" (tests/BUILD.bazel says which to choose)"
+    return 1
+  fi
+}
+
+begin setup
+tools/setup.sh
+tools/cache.sh prune
+end
+
+begin checks "(include rules, format, compile errors a user sees, names in the documents)"
+tools/check_includes.sh
+tools/check_format.sh
+tools/check_diagnostics.sh
+tools/check_docs.sh
+checks=$((checks + 4))
+end
+
+if $quick; then
+  begin plain "(the tests and what they need)"
+  check_test_tags
+  bazel_test plain --build_tests_only //...
+  end
+  echo "== --quick: plain build only; skipped the sanitizers, interleaving," \
+    "thread-safety annotations, consumer workspace, CMake and fuzzer," \
+    "and the benchmarks beyond their smoke tests"
+  exit 0
+fi
+
+begin plain "(build everything, run every test)"
+check_test_tags
+bazel build "${quiet[@]}" //...
+bazel_test plain //...
+end
+
+begin asan
+bazel_test asan --config=asan --build_tests_only --test_tag_filters=-bench //...
+end
+
+begin tsan
+bazel_test tsan --config=tsan --build_tests_only \
+  --test_tag_filters=-bench,-single_threaded //...
+end
+
+begin ubsan
+bazel_test ubsan --config=ubsan --build_tests_only --test_tag_filters=-bench //...
+end
+
+# The tests whose threads race on shared handles, queues and lanes, and the
+# check that the points are really on.
+concurrency=(//tests:interleave_switch_test
+             //tests:stress_test //tests:races_on_shared_handles_test
              //tests:races_with_producers_test
              //tests:idle_tracker_concurrency_test
              //tests:never_early_test //tests:timeout_claim_test
              //tests:local_timer_cancel_race_test
              //tests:local_timer_owner_cancel_test
              //tests:coro_sleep_races_test)
-if ! $quick; then
-  for cfg in asan tsan; do
-    echo "== test concurrency (${cfg}, interleave)"
-    log=$(mktemp)
-    if ! bazel test "${quiet[@]}" --config="$cfg" --config=interleave \
-        "${concurrency[@]}" 2>&1 | tee "$log"; then
-      show_failures "$log"
-      echo "tests: 0 passed, 1 failed (config ${cfg} + interleave; see the log above)"
-      exit 1
-    fi
-    n=$(sed -n 's/.*: \([0-9][0-9]*\) tests\{0,1\} pass.*/\1/p' "$log" | tail -n 1)
-    passed=$((passed + ${n:-0}))
-    rm -f "$log"
-  done
+begin interleave "(asan and tsan builds, points on)"
+bazel_test "asan+interleave" --config=asan --config=interleave "${concurrency[@]}"
+bazel_test "tsan+interleave" --config=tsan --config=interleave "${concurrency[@]}"
+end
 
-  echo "== thread-safety annotations (clang -Wthread-safety)"
-  tools/thread_safety_check.sh
-  passed=$((passed + 1))
+begin thread-safety "(clang -Wthread-safety)"
+tools/thread_safety_check.sh
+checks=$((checks + 1))
+end
 
-  echo "== consumer workspace (local_repository)"
-  tools/check_consumer.sh
-  passed=$((passed + 1))
+begin consumer "(a workspace that depends on //timer)"
+tools/check_consumer.sh
+checks=$((checks + 1))
+end
 
-  echo "== cmake"
-  tools/check_cmake.sh
-  passed=$((passed + 1))
+begin cmake
+tools/check_cmake.sh
+checks=$((checks + 1))
+end
 
-  echo "== fuzz (fixed seed, corpora in tests/fuzz_corpus and tests/local_timer_fuzz_corpus)"
-  tools/fuzz.sh
-  passed=$((passed + 1))
-fi
-
-if $quick; then
-  echo "== done in $(( $(date +%s) - start )) s (--quick: plain build only;" \
-    "skipped the sanitizers, interleaving, thread-safety annotations," \
-    "consumer workspace, CMake and fuzzer)"
-else
-  echo "== done in $(( $(date +%s) - start )) s (configs: ${configs[*]})"
-fi
-echo "tests: ${passed} passed, 0 failed"
+begin fuzz "(fixed seed; corpora in tests/fuzz_corpus and tests/local_timer_fuzz_corpus)"
+tools/fuzz.sh
+checks=$((checks + 1))
+end
