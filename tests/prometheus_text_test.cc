@@ -5,7 +5,7 @@
 // IdleTrackerMetrics, one HELP and TYPE per family with several timers in a
 // scrape, exact histogram counts at raised bounds, label escaping, and every
 // refusal, each of which leaves the exposition as it was.
-// (tests/prometheus_parse_test.sh reads the output of real timers with
+// (tests/prometheus/parse_test.py reads the output of real timers with
 // Prometheus's own Python parser.)
 
 #include "tickwheel/timer/prometheus.h"

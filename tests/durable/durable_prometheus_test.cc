@@ -3,7 +3,7 @@
 // A DurableTimer's metrics in the Prometheus text exposition
 // (durable/prometheus.h), on a snapshot built by hand, so no Redis: the exact
 // text, and one scrape with a Timer's metrics beside it.
-// (tests/prometheus_parse_test.sh reads a real DurableTimer's with
+// (tests/prometheus/parse_test.py reads a real DurableTimer's with
 // Prometheus's own parser.)
 
 #include "tickwheel/durable/prometheus.h"
