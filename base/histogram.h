@@ -10,6 +10,12 @@
 // 1/kSubBuckets of its values wide (12.5%), and all of int64 takes
 // kBuckets counters (4 KiB of int64).
 //
+// Below 2^kSubBucketBits a bit width has fewer values than sub-buckets, so
+// some small buckets share their lowest value with the one before and never
+// receive a value. The reachable buckets ("distinct" below: each starts
+// above the one before) partition [0, INT64_MAX] in increasing order; they
+// are what the public LatenessHistogram shows.
+//
 // Thread-safety: pure functions, and HistogramCounts, whose counters one
 // thread writes (relaxed stores) while others read (relaxed loads).
 
@@ -56,15 +62,61 @@ static_assert(HistogramBucket(0) == 0 && HistogramBucket(1) == 1);
 static_assert(HistogramBucketLow(HistogramBucket(1000)) <= 1000);
 static_assert(HistogramBucket(INT64_MAX) == kHistogramBuckets - 1);
 
+// Whether bucket `b` can hold a value: it starts above the bucket before.
+constexpr bool HistogramBucketReachable(int b) {
+  return b == 0 || HistogramBucketLow(b) > HistogramBucketLow(b - 1);
+}
+
+// How many buckets can hold a value.
+inline constexpr int kHistogramDistinctBuckets = [] {
+  int n = 0;
+  for (int b = 0; b < kHistogramBuckets; ++b) n += HistogramBucketReachable(b);
+  return n;
+}();
+
+// The bucket index of each reachable bucket, in increasing order: entry i is
+// the i-th distinct bucket.
+inline constexpr std::array<int16_t, kHistogramDistinctBuckets>
+    kHistogramDistinct = [] {
+      std::array<int16_t, kHistogramDistinctBuckets> t{};
+      int n = 0;
+      for (int b = 0; b < kHistogramBuckets; ++b) {
+        if (HistogramBucketReachable(b)) t[n++] = static_cast<int16_t>(b);
+      }
+      return t;
+    }();
+
+// Every reachable bucket is where its own lowest value goes, so values map
+// onto reachable buckets only and the distinct buckets cover every value.
+static_assert([] {
+  for (int b = 0; b < kHistogramBuckets; ++b) {
+    if (HistogramBucketReachable(b) &&
+        HistogramBucket(HistogramBucketLow(b)) != b) {
+      return false;
+    }
+  }
+  return true;
+}());
+
+// `a + b` for non-negative values, saturating at INT64_MAX.
+constexpr int64_t HistogramSaturatingAdd(int64_t a, int64_t b) {
+  return b > INT64_MAX - a ? INT64_MAX : a + b;
+}
+
 // The counters of one histogram: written by one thread, read by any.
 struct HistogramCounts {
   std::array<std::atomic<int64_t>, kHistogramBuckets> counts{};
   std::atomic<int64_t> max{0};
+  // The sum of every value recorded, saturating at INT64_MAX.
+  std::atomic<int64_t> sum{0};
 
-  // Single writer: a load and a store, no read-modify-write.
+  // Single writer: loads and stores, no read-modify-write.
   void Record(int64_t v) {
+    if (v < 0) v = 0;
     std::atomic<int64_t>& c = counts[HistogramBucket(v)];
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    sum.store(HistogramSaturatingAdd(sum.load(std::memory_order_relaxed), v),
+              std::memory_order_relaxed);
     if (v > max.load(std::memory_order_relaxed)) {
       max.store(v, std::memory_order_relaxed);
     }

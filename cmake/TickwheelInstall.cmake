@@ -26,8 +26,9 @@ else()
   list(REMOVE_ITEM _tickwheel_public timer/asio.h)
 endif()
 if(TARGET tickwheel_durable)
-  # The one public header of //durable; its internals stay behind it.
-  list(APPEND _tickwheel_public durable/durable_timer.h)
+  # The public headers of //durable (the timer, and its metrics'
+  # Prometheus exposition); its internals stay behind them.
+  list(APPEND _tickwheel_public durable/durable_timer.h durable/prometheus.h)
   list(APPEND _tickwheel_installed_targets tickwheel_durable)
 endif()
 tickwheel_header_closure(TICKWHEEL_INSTALLED_HEADERS "${PROJECT_SOURCE_DIR}"

@@ -23,6 +23,7 @@ struct HistogramAccess {
       h.count_ += n;
     }
     h.max_ = counts.max.load(std::memory_order_relaxed);
+    h.sum_ = counts.sum.load(std::memory_order_relaxed);
   }
 };
 

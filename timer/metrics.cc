@@ -32,15 +32,45 @@ absl::Duration LatenessHistogram::Percentile(double q) const {
   return absl::Nanoseconds(max_);
 }
 
+namespace {
+
+// `d` in whole nanoseconds, rounded toward zero: negative as zero, beyond
+// the int64 range as INT64_MAX.
+int64_t ClampedNanos(absl::Duration d) {
+  if (d <= absl::ZeroDuration()) return 0;
+  if (d >= absl::Nanoseconds(INT64_MAX)) return INT64_MAX;
+  return absl::ToInt64Nanoseconds(d);
+}
+
+}  // namespace
+
 void LatenessHistogram::Record(absl::Duration lateness) {
-  const int64_t ns = lateness <= absl::ZeroDuration()
-                         ? 0
-                         : (lateness >= absl::Nanoseconds(INT64_MAX)
-                                ? INT64_MAX
-                                : absl::ToInt64Nanoseconds(lateness));
+  const int64_t ns = ClampedNanos(lateness);
   ++counts_[internal::HistogramBucket(ns)];
   ++count_;
   max_ = std::max(max_, ns);
+  sum_ = internal::HistogramSaturatingAdd(sum_, ns);
+}
+
+absl::Duration LatenessHistogram::BucketUpperBound(int i) {
+  i = std::clamp(i, 0, kBuckets - 1);
+  if (i == kBuckets - 1) return absl::Nanoseconds(INT64_MAX);
+  // One below where the next distinct bucket starts.
+  return absl::Nanoseconds(
+      internal::HistogramBucketLow(internal::kHistogramDistinct[i + 1]) - 1);
+}
+
+int LatenessHistogram::BucketIndex(absl::Duration lateness) {
+  const int b = internal::HistogramBucket(ClampedNanos(lateness));
+  const auto& table = internal::kHistogramDistinct;
+  // b is reachable (base/histogram.h asserts it), so it is in the table.
+  return static_cast<int>(std::lower_bound(table.begin(), table.end(), b) -
+                          table.begin());
+}
+
+int64_t LatenessHistogram::BucketCount(int i) const {
+  if (i < 0 || i >= kBuckets) return 0;
+  return counts_[internal::kHistogramDistinct[i]];
 }
 
 std::string LatenessHistogram::ToString() const {

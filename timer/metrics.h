@@ -36,7 +36,13 @@ struct HistogramAccess;
 // once), measured when the worker claims the task. Never negative: no task
 // runs early. Buckets are log-linear, so a percentile is exact to within
 // 12.5% of its value (it reports the top of the bucket that holds it, at most
-// max()); count() and max() are exact. A value type: a snapshot, 4 KiB.
+// max()); count(), sum() and max() are exact. A value type: a snapshot, 4 KiB.
+//
+// The buckets are fixed and the same for every histogram: kBuckets of them,
+// bucket i holding the lateness in (BucketUpperBound(i - 1),
+// BucketUpperBound(i)], bucket 0 exactly zero, the last one up to the
+// largest lateness (the int64 nanosecond range). So histograms add up bucket
+// by bucket, and an exporter (timer/prometheus.h) reads them without loss.
 //
 // A Timer fills its own; Record() lets a client of the timer (the durable
 // timers of durable/, a user's own scheduler) keep the same distribution.
@@ -44,6 +50,9 @@ struct HistogramAccess;
 // own lock if other threads read or record at the same time.
 class LatenessHistogram {
  public:
+  // How many buckets every histogram has.
+  static constexpr int kBuckets = internal::kHistogramDistinctBuckets;
+
   // Adds one run that started `lateness` after its deadline (negative counts
   // as zero, huge values saturate at the int64 nanosecond range). Cost: a few
   // arithmetic operations; never allocates.
@@ -53,10 +62,30 @@ class LatenessHistogram {
   int64_t count() const { return count_; }
   // The lateness below which a fraction `q` of the runs started, q in
   // [0, 1] (0.5: the median, 0.99: p99); zero when empty. q outside [0, 1]
-  // is clamped.
+  // is clamped. Cost: a pass over the buckets.
   absl::Duration Percentile(double q) const;
   // The largest lateness recorded; zero when empty.
   absl::Duration max() const { return absl::Nanoseconds(max_); }
+  // The lateness of every run added up, in whole nanoseconds; it saturates
+  // at the int64 nanosecond range (about 292 years) and then stays there.
+  // sum() / count() is the mean lateness. In a Timer's snapshot taken while
+  // its worker runs, sum() and the counts are each exact but may be a few
+  // runs apart (TimerMetrics says why).
+  absl::Duration sum() const { return absl::Nanoseconds(sum_); }
+
+  // The largest lateness bucket `i` holds, for i in [0, kBuckets):
+  // strictly increasing in i, zero for bucket 0, whole nanoseconds, and
+  // absl::Nanoseconds(INT64_MAX) for the last. An i outside the range is
+  // clamped into it. Cost: a table look-up and a few shifts.
+  static absl::Duration BucketUpperBound(int i);
+  // The bucket that holds `lateness` (negative counts as zero, huge values
+  // saturate as Record() does): the smallest i with lateness <=
+  // BucketUpperBound(i) once truncated to whole nanoseconds. Cost: a few
+  // bit operations and a binary search of at most log2(kBuckets) steps.
+  static int BucketIndex(absl::Duration lateness);
+  // Runs recorded in bucket `i`; 0 for an i outside [0, kBuckets).
+  int64_t BucketCount(int i) const;
+
   // "n=1000 p50=312us p90=780us p99=990us max=1.01ms".
   std::string ToString() const;
 
@@ -65,6 +94,7 @@ class LatenessHistogram {
   std::array<int64_t, internal::kHistogramBuckets> counts_{};
   int64_t count_ = 0;
   int64_t max_ = 0;
+  int64_t sum_ = 0;
 };
 
 struct TimerMetrics {

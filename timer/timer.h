@@ -319,6 +319,17 @@ class Timer {
                   "each an absl::Duration or a std::chrono::duration");
     return absl::InternalError("unreachable");
   }
+  // A task with no period (one duration, or none): one line that names the
+  // form, where the overload set would list every candidate.
+  template <typename F, typename... D>
+  requires((TimerTaskCallable<F> || std::is_convertible_v<F, TimerTask>)&&(
+      sizeof...(D) < 2)) absl::StatusOr<Timeout> newPeriodic(F&&, D&&...) {
+    static_assert(internal::kAlwaysFalse<F>,
+                  "tickwheel: newPeriodic needs an initial delay and a "
+                  "period: newPeriodic(task, initial_delay, period"
+                  "[, missed_runs])");
+    return absl::InternalError("unreachable");
+  }
   template <typename F, typename D1, typename D2, typename M>
   requires(TimerTaskCallable<F>&& TimerDuration<D1>&& TimerDuration<D2> &&
            !std::is_same_v<std::remove_cvref_t<M>, MissedRuns>)

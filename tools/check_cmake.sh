@@ -124,7 +124,7 @@ fi
 prefix="$tmp/prefix"
 quiet "install" cmake --install "$build" --prefix "$prefix"
 unexpected=$(cd "$prefix" && find . -type f | sed 's#^\./##' | grep -vE \
-  '^include/tickwheel/(timer|timer/idle|timer/internal|base)/[a-z_]+\.h$|^include/tickwheel/durable/durable_timer\.h$|^lib/libtickwheel_(timer|local_timer|idle_tracker|durable)\.a$|^lib/cmake/tickwheel/tickwheel[A-Za-z-]+\.cmake$|^lib/pkgconfig/tickwheel(-durable)?\.pc$' || true)
+  '^include/tickwheel/(timer|timer/idle|timer/internal|base)/[a-z_]+\.h$|^include/tickwheel/durable/(durable_timer|prometheus)\.h$|^lib/libtickwheel_(timer|local_timer|idle_tracker|durable)\.a$|^lib/cmake/tickwheel/tickwheel[A-Za-z-]+\.cmake$|^lib/pkgconfig/tickwheel(-durable)?\.pc$' || true)
 if [[ -n "$unexpected" ]]; then
   echo "$unexpected"
   echo "check_cmake: FAILED: the install holds files other than tickwheel's headers, libraries and package files"
@@ -136,7 +136,8 @@ for f in lib/cmake/tickwheel/tickwheelConfig.cmake \
 done
 # With hiredis, the durable timers are installed and exported too.
 if pkg-config --exists hiredis; then
-  for f in include/tickwheel/durable/durable_timer.h lib/libtickwheel_durable.a \
+  for f in include/tickwheel/durable/durable_timer.h \
+           include/tickwheel/durable/prometheus.h lib/libtickwheel_durable.a \
            lib/pkgconfig/tickwheel-durable.pc; do
     [[ -f "$prefix/$f" ]] || { echo "check_cmake: FAILED: $f not installed"; exit 1; }
   done

@@ -53,6 +53,10 @@ expect_error not_a_period_with_a_policy "each an absl::Duration or a std::chrono
   '(void)t.newPeriodic([] {}, 1s, 5, tickwheel::MissedRuns::kBurst);'
 expect_error not_a_policy "last argument is a tickwheel::MissedRuns" \
   '(void)t.newPeriodic([] {}, 1s, 1s, true);'
+expect_error no_period "newPeriodic needs an initial delay and a period" \
+  '(void)t.newPeriodic([] {}, 1s);'
+expect_error no_durations "newPeriodic needs an initial delay and a period" \
+  '(void)t.newPeriodic([] {});'
 
 # Right, in the mixed forms a user writes.
 printf '%s\n' '#include <chrono>' '#include <memory>' \
@@ -79,4 +83,4 @@ if ((fail)); then
   echo "check_diagnostics: FAILED"
   exit 1
 fi
-echo "check_diagnostics: OK (6 mistakes, each one short error; the mixed forms compile)"
+echo "check_diagnostics: OK (8 mistakes, each one short error; the mixed forms compile)"

@@ -10,8 +10,11 @@
 # (the style check), CMake, Ninja, pkg-config and make for the CMake build and
 # its consumers (tools/check_cmake.sh), and redis-server (with redis-tools'
 # redis-benchmark) and libhiredis-dev for the durable timers (durable/), whose
-# tests start redis-servers of their own. Debian may start a Redis service on
-# port 6379 when it installs redis-server; nothing of tickwheel uses it. Safe
+# tests start redis-servers of their own, and Prometheus's Python client
+# (python3-prometheus-client, for the system's /usr/bin/python3), whose text
+# parser reads tickwheel's metrics in tests/prometheus/parse_test.py. Debian
+# may start a Redis service on port 6379 when it installs redis-server;
+# nothing of tickwheel uses it. Safe
 # to run repeatedly: when every package is installed it only checks and
 # returns.
 set -euo pipefail
@@ -41,6 +44,7 @@ packages=(
   redis-server
   redis-tools
   libhiredis-dev
+  python3-prometheus-client
 )
 
 missing=()
