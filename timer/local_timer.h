@@ -327,7 +327,9 @@ class LocalTimer {
   // task scheduled included, and keeps the timer running; returns how
   // many. Their tasks are destroyed before it returns, but for a periodic
   // run in progress (cancelAll() from that task), whose task goes when the
-  // run returns. 0 after stop(). Owner thread only (a task may call it).
+  // run returns. 0 after stop(), a stop() from a task included, and then it
+  // touches nothing: what is pending is stop()'s to return. Owner thread
+  // only (a task may call it).
   // Cost: O(pending).
   int64_t cancelAll();
 

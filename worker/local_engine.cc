@@ -212,6 +212,8 @@ int64_t LocalEngine::NextWakeupNanos() {
 
 int64_t LocalEngine::CancelAll() {
   CheckOwner("cancelAll");
+  // After stop() (from a task too): what is pending is stop()'s to return.
+  if (shared_.closed()) return 0;
   // What tasks of a running Advance() scheduled is not in the wheel yet:
   // the sweeper finds it among the nodes waiting to be filed, and leaves
   // only library timeouts (sleeps) there, which the driver files when its
