@@ -69,13 +69,15 @@
 // On a LocalTimer (timer/local_timer.h) the same, on its owner thread: the
 // co_await schedules (an owner-only call) and the coroutine resumes inside
 // advance() (OK, or Cancelled) on that thread. A stop request from the
-// owner thread resets the sleep's timeout to now, so the loop's next
-// pollTimeoutMs() is 0; one from another thread does the same (the node's
-// reset is safe from any thread), but nothing wakes the loop: the coroutine
-// resumes in the owner's next advance(), as a cross-thread cancel() takes
-// effect there. A loop that waits long and takes stop requests from other
-// threads wakes itself where it requests the stop (an eventfd write, say).
-// stop() and ~LocalTimer end suspended sleeps with FailedPrecondition on
+// owner thread resets the sleep's timeout to now and tells the timer, so
+// the loop's next pollTimeoutMs() is 0 and its next advance() resumes the
+// coroutine, Cancelled, without waiting for the end of the tick. One from
+// another thread resets the timeout too (the node's reset is safe from any
+// thread), but nothing wakes the loop: the coroutine resumes in an
+// advance() of the owner at or after that tick's end, as a cross-thread
+// cancel() takes effect there. A loop that waits long and takes stop requests
+// from other threads wakes itself where it requests the stop (an eventfd write,
+// say). stop() and ~LocalTimer end suspended sleeps with FailedPrecondition on
 // the owner thread before they return; after a stop() from a task, when
 // that advance() returns.
 //
