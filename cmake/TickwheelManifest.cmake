@@ -6,7 +6,7 @@
 #   skipped durable    tickwheel::durable is not built (no hiredis); the drift
 #                      check then leaves //durable out
 #   skipped asio       tickwheel::asio is not made (no standalone Asio); the
-#                      drift check then leaves timer/asio.h out
+#                      drift check then leaves timer/asio.h (and its service) out
 #   test <name>        a test that ctest runs (tests of tests/ by their bare
 #                      name, the others as <folder>/<name>)
 #   bazel_only <name>  a Bazel test that the CMake build leaves out on purpose

@@ -3,9 +3,10 @@
 // Timer::cancelAll(): every timeout pending at the call is cancelled (queued
 // ones the worker has not filed yet, filed ones, periodic ones), their tasks
 // destroyed before it returns, the timer keeps running; from any thread,
-// including a task; 0 after stop().
+// including a task; 0 after stop(), and then it touches nothing.
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -19,6 +20,8 @@ namespace tickwheel {
 namespace {
 
 using ::tickwheel::testing::CaptureGuard;
+using ::tickwheel::testing::DeadlineNanos;
+using ::tickwheel::testing::kMs;
 using ::tickwheel::testing::LiveCount;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
@@ -98,6 +101,54 @@ TEST(CancelAllTest, AfterStopReturnsZero) {
   t.timer->newTimeout([] {}, absl::Seconds(1)).value();
   EXPECT_EQ(t.timer->stop().value().size(), 1u);
   EXPECT_EQ(t.timer->cancelAll(), 0);
+}
+
+// A task that calls cancelAll() while another thread's stop() waits for it
+// (the timer closed, the worker not yet joined): 0, and it touches nothing,
+// so that stop() returns every timeout still pending, tasks inside.
+TEST(CancelAllTest, FromATaskAfterStopBeganTouchesNothing) {
+  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
+  Timer* timer = t.timer.get();
+  std::atomic<bool> running{false};
+  std::atomic<int64_t> cancelled_inside{-1};
+  timer
+      ->newTimeout(
+          [&] {
+            running = true;
+            // stop() closes the timer before it joins the worker: wait for
+            // that (scheduling fails), with a bound far beyond any machine.
+            const auto give_up =
+                std::chrono::steady_clock::now() + std::chrono::seconds(60);
+            while (timer->newTimeout([] {}, absl::Seconds(1)).ok() &&
+                   std::chrono::steady_clock::now() < give_up) {
+              std::this_thread::yield();
+            }
+            cancelled_inside = timer->cancelAll();
+          },
+          absl::Milliseconds(1))
+      .value();
+  auto probe = std::make_shared<Probe>();
+  for (int i = 0; i < 3; ++i) {
+    timer->newTimeout(ProbeTask(probe), absl::Seconds(10 + i)).value();
+  }
+  t.clock->AwaitIdle();
+  t.clock->Advance(absl::Milliseconds(1));
+  while (!running.load()) std::this_thread::yield();
+  std::vector<Timeout> left = timer->stop().value();
+  EXPECT_EQ(cancelled_inside.load(), 0);
+  // The three, and whatever the task scheduled before the timer closed.
+  ASSERT_GE(left.size(), 3u);
+  int with_probe = 0;
+  for (const Timeout& timeout : left) {
+    TimerTask task = timeout.takeTask();
+    ASSERT_TRUE(task != nullptr);
+    if (DeadlineNanos(timeout) >= 10'000 * kMs) {
+      ++with_probe;
+      task(timeout);
+    }
+  }
+  EXPECT_EQ(with_probe, 3);
+  EXPECT_EQ(probe->runs.load(), 3);
 }
 
 // Real clock: threads schedule, cancel and call cancelAll() at once; every

@@ -107,16 +107,22 @@ TEST(CoroSleepLocalTest, StopRequestedBeforeTheAwaitIsCancelledAtOnce) {
   EXPECT_EQ(t.timer->pendingTimeouts(), 0);
 }
 
+// A stop request on the owner thread: the loop's next wait is 0, and the
+// next advance() resumes the sleep, without waiting for the end of the tick
+// (10 ms here) in which the request came.
 TEST(CoroSleepLocalTest, StopRequestOnTheOwnerResumesInTheNextAdvance) {
-  ManualLocalTimer t = MakeLocalTimer(LocalOptions());
+  LocalTimerOptions options = LocalOptions();
+  options.tick_duration = absl::Milliseconds(10);
+  ManualLocalTimer t = MakeLocalTimer(options);
   std::stop_source source;
   Outcome out;
   AwaitSleep(SleepFor(*t.timer, absl::Hours(1), source.get_token()), &out);
+  EXPECT_EQ(t.AdvanceTo(3 * kMs), 0);
   source.request_stop();
   EXPECT_EQ(out.resumes.load(), 0);  // never inside request_stop()
-  // The loop's next wait is short: the sleep is due at this tick's end.
-  EXPECT_EQ(t.timer->pollTimeoutMs(), 1);
-  EXPECT_EQ(t.AdvanceTo(kMs), 1);
+  EXPECT_EQ(t.timer->pollTimeoutMs(), 0);
+  EXPECT_EQ(t.timer->nextWakeup(), t.timer->now());
+  EXPECT_EQ(t.AdvanceTo(3 * kMs), 1);
   ASSERT_EQ(out.resumes.load(), 1);
   EXPECT_EQ(out.Status().code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(out.Thread(), std::this_thread::get_id());

@@ -5,7 +5,8 @@
 // nothing runs, no plan); cancelAll() cancels everything pending, what a
 // running task scheduled included, and destroys the tasks; the destructor
 // destroys the tasks unrun; max_pending_timeouts refuses with
-// ResourceExhausted; debug builds catch a second thread. On a ManualClock.
+// ResourceExhausted; cancelAll() after stop() touches nothing; debug builds
+// catch a second thread. On a ManualClock.
 
 #include <atomic>
 #include <chrono>
@@ -269,6 +270,42 @@ TEST(LocalTimerLifecycleTest, StopFromATaskEndsTheAdvanceAndLeavesTheRest) {
   EXPECT_EQ(DeadlineNanos(left[1]), 2 * kMs);
   EXPECT_TRUE(t.timer->stop().empty());
   EXPECT_EQ(t.timer->pendingTimeouts(), 0);
+}
+
+// cancelAll() after a stop() from a task: 0, and it touches nothing, so the
+// next stop() still returns every timeout left pending, tasks inside.
+TEST(LocalTimerLifecycleTest, CancelAllAfterStopFromATaskTouchesNothing) {
+  ManualLocalTimer t = MakeLocalTimer(LocalOptions());
+  LocalTimer* timer = t.timer.get();
+  RunLog log;
+  int64_t cancelled_inside = -1;
+  t.timer
+      ->newTimeout(
+          [&](const Timeout&) {
+            EXPECT_TRUE(timer->stop().empty());
+            cancelled_inside = timer->cancelAll();
+          },
+          absl::Milliseconds(1))
+      .value();
+  Timeout later =
+      t.timer->newTimeout(LogTask(&log, 1, t.clock), absl::Milliseconds(5))
+          .value();
+  t.timer
+      ->newPeriodic(LogTask(&log, 2, t.clock), absl::Milliseconds(7),
+                    absl::Milliseconds(1))
+      .value();
+  EXPECT_EQ(t.AdvanceTo(1 * kMs), 1);
+  EXPECT_EQ(cancelled_inside, 0);
+  EXPECT_EQ(t.timer->cancelAll(), 0);  // and after that advance() returned
+  std::vector<Timeout> left = t.timer->stop();
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0], later);
+  for (Timeout& timeout : left) {
+    TimerTask task = timeout.takeTask();
+    ASSERT_TRUE(task != nullptr);
+    task(timeout);
+  }
+  EXPECT_EQ(log.Ids(), (std::vector<int>{1, 2}));
 }
 
 #ifndef NDEBUG

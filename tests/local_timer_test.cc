@@ -201,6 +201,50 @@ TEST(LocalTimerTest, FarDeadlinesAreNeverWokenForLate) {
   EXPECT_LE(wakeups, 10);  // one per level at most, and the run
 }
 
+// nextWakeup() may come before the run time of a far timeout, which moves
+// down a level of the wheel first, in an advance() that runs nothing: at
+// most once per level above the first that it starts in, and it still runs
+// at its run time. 1 ms tick, 8 buckets: level 1's buckets span 8 ticks,
+// level 2's 512, level 3's 32768. With the default slack and with none.
+TEST(LocalTimerTest, AFarDeadlineWakesEarlyAtMostOncePerLevel) {
+  struct Far {
+    int64_t deadline;
+    int level;  // where it is filed at first
+  };
+  const Far fars[] = {{5 * kMs + 123 * kUs, 0},
+                      {50 * kMs + 123 * kUs, 1},
+                      {5000 * kMs + 123 * kUs, 2},
+                      {400'000 * kMs + 123 * kUs, 3}};
+  for (const std::optional<absl::Duration> slack :
+       {std::optional<absl::Duration>(),
+        std::optional<absl::Duration>(absl::ZeroDuration())}) {
+    for (const Far& far : fars) {
+      SCOPED_TRACE(::testing::Message() << "deadline " << far.deadline
+                                        << " slack " << slack.has_value());
+      LocalTimerOptions options = LocalOptions(slack);
+      options.ticks_per_wheel = 8;
+      ManualLocalTimer t = MakeLocalTimer(options);
+      RunLog log;
+      t.timer->newTimeoutAt(LogTask(&log, 0, t.clock), At(far.deadline))
+          .value();
+      const int64_t run_time =
+          slack.has_value() ? far.deadline : (far.deadline / kMs + 1) * kMs;
+      int early = 0;
+      for (int wakeups = 0; log.runs.empty() && wakeups < 100; ++wakeups) {
+        const std::optional<TimePoint> wake = t.timer->nextWakeup();
+        ASSERT_TRUE(wake.has_value());
+        const int64_t wake_nanos =
+            std::chrono::nanoseconds(wake->time_since_epoch()).count();
+        ASSERT_LE(wake_nanos, run_time);
+        if (t.AdvanceTo(wake_nanos) == 0) ++early;
+      }
+      ASSERT_EQ(log.runs.size(), 1u);
+      EXPECT_EQ(log.runs[0].at, run_time);
+      EXPECT_LE(early, far.level);
+    }
+  }
+}
+
 // A timeout cancelled from the owner thread no longer counts for the plan.
 TEST(LocalTimerTest, CancelledTimeoutsLeaveThePlan) {
   ManualLocalTimer t = MakeLocalTimer(LocalOptions(absl::ZeroDuration()));

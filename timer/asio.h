@@ -46,6 +46,17 @@
 // before the handler is called; the timeout's task is a pointer to it,
 // stored inside the timeout.
 //
+// The execution context. A sleep is tied to the context its handler's
+// executor names (an io_context, through a strand too; a thread_pool; the
+// system context), as Asio's own timers are: destroying that context while
+// the sleep is pending destroys the handler uncalled, as Asio destroys its
+// own pending operations, and cancels the sleep's timeout (pendingTimeouts()
+// drops as the context's destructor returns); nothing touches the context
+// afterwards, also when the timer had already claimed the sleep. A context
+// may be destroyed as soon as its run() returns. A sleep started while its
+// context shuts down (from a handler's destructor) is destroyed uncalled.
+// (timer/internal/asio_sleep_service.h: one service per context.)
+//
 // Thread-safety: AsyncSleep() may be called from any thread. As with Asio's
 // own operations, the cancellation slot's emit() must not race the
 // handler's executor (emit from that executor, or its strand).
@@ -80,7 +91,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tickwheel/base/deadline_spec.h"
+#include "tickwheel/base/interleave.h"
 #include "tickwheel/base/nanos.h"
+#include "tickwheel/timer/internal/asio_sleep_service.h"
 #include "tickwheel/timer/internal/library_timeouts.h"
 #include "tickwheel/timer/timer.h"
 
@@ -105,18 +118,23 @@ inline std::error_code AsioErrorOf(const absl::Status& status) {
 
 // One pending AsyncSleep(): the handler, its work guard, the timeout.
 //
-// Ground rules. Three parties touch it: the initiating thread (Start()),
-// the timeout's task (run by the timer, or destroyed unrun by stop() or by
-// the cancellation handler's cancel()), and the handler's executor (the
-// cancellation handler, then the Completion, which frees it). The task ends
-// the operation exactly once, as the timer runs or destroys a task exactly
-// once. Start() and the task each set a bit of state_ with one acq_rel
-// fetch_or (kArmed, kEnded); whichever comes second hands the Completion to
-// the executor, so nothing frees the block while Start() still writes it.
-// The cancellation handler and the Completion both run on the executor, and
-// the Completion disconnects the slot before it frees the block.
+// Ground rules. Four parties touch it: the initiating thread (Start()), the
+// timeout's task (run by the timer, or destroyed unrun by stop() or by the
+// cancellation handler's cancel()), the handler's executor (the
+// cancellation handler, then the Completion, which frees it), and the
+// execution context's shutdown (timer/internal/asio_sleep_service.h), which
+// may detach it. The task ends the operation exactly once, as the timer
+// runs or destroys a task exactly once. Start() and the task each set a bit
+// of state_ with one acq_rel fetch_or (kArmed, kEnded); whichever comes
+// second delivers: it enters the context's gate, hands the Completion to
+// the executor and releases the work guard there, so that the context is
+// alive for both. The cancellation handler and the Completion both run on
+// the executor, and the Completion disconnects the slot before it frees the
+// block. A sleep the shutdown detached has lost its handler and work guard
+// to it; the task that ends it finds the gate shut to it, and the block goes
+// to whichever of the two sets its bit second (kLetGo, kDetached).
 template <typename Handler>
-class AsioSleep {
+class AsioSleep : private GatedSleep {
  public:
   using Executor = asio::associated_executor_t<Handler>;
   using HandlerAllocator = asio::associated_allocator_t<Handler>;
@@ -124,10 +142,16 @@ class AsioSleep {
       HandlerAllocator>::template rebind_alloc<AsioSleep>;
   using Slot = asio::associated_cancellation_slot_t<Handler>;
 
-  // The initiation: completes through the executor whatever happens.
+  // The initiation: completes through the executor whatever happens, but
+  // for an executor whose context is shutting down (the handler is
+  // destroyed uncalled then, as Asio's own operations are).
   static void Start(Timer& timer, Handler handler,
                     std::optional<DeadlineSpec> when) {
     AsioSleep* op = Make(std::move(handler));
+    if (op->gate_ != nullptr && !op->gate_->Register(op)) {
+      Free(op);
+      return;
+    }
     if (!when.has_value()) {
       op->ec_ = asio::error::invalid_argument;
       op->Deliver(/*dispatch=*/false);
@@ -143,7 +167,7 @@ class AsioSleep {
       return;
     }
     op->timeout_ = *std::move(timeout);
-    Slot slot = asio::get_associated_cancellation_slot(op->handler_);
+    Slot slot = asio::get_associated_cancellation_slot(*op->handler_);
     if (slot.is_connected()) {
       op->slot_ = slot;
       slot.template emplace<OnCancel>(op);
@@ -158,10 +182,12 @@ class AsioSleep {
   static constexpr uint32_t kArmed = 1;
   static constexpr uint32_t kEnded = 2;
   static constexpr uint32_t kCancelRequested = 4;
+  static constexpr uint32_t kLetGo = 8;      // the task found it detached
+  static constexpr uint32_t kDetached = 16;  // the shutdown is done with it
 
   // The timeout's task: one pointer, moved without throwing, so stored
   // inside the timeout. Run: the time came. Destroyed unrun: cancelled
-  // through the slot, or the timer stopped.
+  // through the slot, or the timer stopped, or the context shut down.
   class Task {
    public:
     explicit Task(AsioSleep* op) : op_(op) {}
@@ -208,27 +234,25 @@ class AsioSleep {
   class Completion {
    public:
     using allocator_type = HandlerAllocator;
-    explicit Completion(AsioSleep* op)
-        : op_(op), alloc_(asio::get_associated_allocator(op->handler_)) {}
+    explicit Completion(AsioSleep* op) : op_(op), alloc_(op->alloc_) {}
     Completion(Completion&& other) noexcept
         : op_(std::exchange(other.op_, nullptr)), alloc_(other.alloc_) {}
     Completion& operator=(Completion&&) = delete;
     ~Completion() {
       if (op_ == nullptr) return;
       op_->Disconnect();
-      Destroy(std::exchange(op_, nullptr), alloc_);
+      Free(std::exchange(op_, nullptr));
     }
     allocator_type get_allocator() const noexcept { return alloc_; }
 
     void operator()() {
       AsioSleep* op = std::exchange(op_, nullptr);
       op->Disconnect();
-      Handler handler = std::move(op->handler_);
-      asio::executor_work_guard<Executor> work = std::move(op->work_);
+      Handler handler = std::move(*op->handler_);
       const std::error_code ec = op->ec_;
       // Asio's rule: the block goes back before the upcall, so that the
       // handler may start the next operation in it.
-      Destroy(op, alloc_);
+      Free(op);
       std::move(handler)(ec);
     }
 
@@ -239,7 +263,11 @@ class AsioSleep {
 
   explicit AsioSleep(Handler&& handler)
       : handler_(std::move(handler)),
-        work_(asio::make_work_guard(asio::get_associated_executor(handler_))) {}
+        work_(asio::make_work_guard(asio::get_associated_executor(*handler_))),
+        alloc_(asio::get_associated_allocator(*handler_)),
+        gate_(GateOf(work_->get_executor())) {
+    detach = &Detach;
+  }
 
   static AsioSleep* Make(Handler&& handler) {
     Allocator alloc(asio::get_associated_allocator(handler));
@@ -252,8 +280,8 @@ class AsioSleep {
     }
   }
 
-  static void Destroy(AsioSleep* op, const HandlerAllocator& handler_alloc) {
-    Allocator alloc(handler_alloc);
+  static void Free(AsioSleep* op) {
+    Allocator alloc(op->alloc_);
     op->~AsioSleep();
     std::allocator_traits<Allocator>::deallocate(alloc, op, 1);
   }
@@ -267,14 +295,45 @@ class AsioSleep {
     }
   }
 
-  // Hands the Completion to the handler's executor. The block may be gone
-  // when this returns.
+  // Hands the Completion to the handler's executor through the context's
+  // gate, then releases the work guard: both while the context cannot
+  // finish shutting down. The block may be gone when this returns.
   void Deliver(bool dispatch) {
-    Executor executor = asio::get_associated_executor(handler_);
+    const std::shared_ptr<SleepGate> gate = std::move(gate_);
+    if (gate != nullptr && !gate->Enter(this)) {
+      // Detached by the context's shutdown, which took the handler.
+      TICKWHEEL_INTERLEAVE_POINT();
+      if (state_.fetch_or(kLetGo, std::memory_order_acq_rel) & kDetached) {
+        Free(this);
+      }
+      return;
+    }
+    Executor executor = work_->get_executor();
+    asio::executor_work_guard<Executor> work = std::move(*work_);
+    work_.reset();
+    TICKWHEEL_INTERLEAVE_POINT();
     if (dispatch) {
       asio::dispatch(executor, Completion(this));
     } else {
       asio::post(executor, Completion(this));
+    }
+    work.reset();
+    if (gate != nullptr) gate->Leave();
+  }
+
+  // The context's shutdown, once, for a sleep still registered: the
+  // handler and the work guard go while the context still stands, and the
+  // timeout is cancelled (a cancel() that wins ends the task inside, which
+  // finds the gate shut to it).
+  static void Detach(GatedSleep* sleep) {
+    AsioSleep* op = static_cast<AsioSleep*>(sleep);
+    op->Disconnect();
+    op->handler_.reset();
+    op->work_.reset();
+    op->timeout_.cancel();
+    TICKWHEEL_INTERLEAVE_POINT();
+    if (op->state_.fetch_or(kDetached, std::memory_order_acq_rel) & kLetGo) {
+      Free(op);
     }
   }
 
@@ -282,8 +341,12 @@ class AsioSleep {
     if (slot_.is_connected()) slot_.clear();
   }
 
-  Handler handler_;
-  asio::executor_work_guard<Executor> work_;
+  std::optional<Handler> handler_;
+  std::optional<asio::executor_work_guard<Executor>> work_;
+  HandlerAllocator alloc_;
+  // The context's gate, until Deliver(); null for an executor that names
+  // no context.
+  std::shared_ptr<SleepGate> gate_;
   Timeout timeout_;
   Slot slot_;
   std::error_code ec_;
@@ -307,7 +370,9 @@ struct InitiateAsioSleep {
 // completion token: a callback, asio::use_awaitable, asio::use_future,
 // asio::deferred, a handler bound to an executor or a cancellation slot.
 // Cost: one newTimeout() with a small task, one allocation from the
-// handler's allocator, and one dispatch or post to its executor.
+// handler's allocator, the look-up of the context's service (Asio's service
+// registry: one mutex), three short critical sections of its gate, and one
+// dispatch or post to its executor.
 template <typename CompletionToken>
 auto AsyncSleep(Timer& timer, absl::Duration delay, CompletionToken&& token) {
   return asio::async_initiate<CompletionToken, void(std::error_code)>(

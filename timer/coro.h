@@ -45,25 +45,39 @@
 // stop callback only moves the deadline.
 //
 // Lifetime and cost. The Awaitable lives in the coroutine frame (as the
-// operand of co_await): a sleep allocates nothing beyond its timeout's node,
-// as newTimeout() with a small task. A coroutine resumed with
-// FailedPrecondition by stop() runs inside stop(): it must not destroy the
-// Timer there. Do not destroy a coroutine that is suspended in a sleep (the
-// timer would resume a frame that is gone). If the sleep ends while co_await
-// is still suspending (a delay of zero on a running worker, or a stop()
-// racing the co_await), the coroutine goes on without suspending, on its own
-// thread.
+// operand of co_await). A sleep that suspends costs its timeout's node, as
+// newTimeout() with a small task, and one small block (the state the
+// timeout's task shares with the Awaitable, so that the task may outlive
+// the frame). A coroutine resumed with FailedPrecondition by stop() runs
+// inside stop(): it must not destroy the Timer there. If the sleep ends
+// while co_await is still suspending (a delay of zero on a running worker,
+// or a stop() racing the co_await), the coroutine goes on without
+// suspending, on its own thread.
+//
+// Destroying a coroutine suspended in a sleep (how a task group or a
+// cancelled asio::co_spawn parent cancels it) cancels the sleep's timeout,
+// exactly once: it no longer counts in pendingTimeouts(), and nothing
+// resumes the frame afterwards, neither its expiry, nor stop(), nor the
+// timer's destructor. The cancel() races the expiry as any cancel() does;
+// when the expiry has won (the task is running, or waits in a
+// task_executor), the task finds the sleep abandoned and resumes nothing.
+// What no library can make safe is a destruction racing the resumption
+// itself: destroy the coroutine where the timer resumes it (a LocalTimer's
+// owner thread; a Timer's task_executor or worker thread), or where it is
+// otherwise known not to be resumed meanwhile.
 //
 // On a LocalTimer (timer/local_timer.h) the same, on its owner thread: the
 // co_await schedules (an owner-only call) and the coroutine resumes inside
 // advance() (OK, or Cancelled) on that thread. A stop request from the
-// owner thread resets the sleep's timeout to now, so the loop's next
-// pollTimeoutMs() is 0; one from another thread does the same (the node's
-// reset is safe from any thread), but nothing wakes the loop: the coroutine
-// resumes in the owner's next advance(), as a cross-thread cancel() takes
-// effect there. A loop that waits long and takes stop requests from other
-// threads wakes itself where it requests the stop (an eventfd write, say).
-// stop() and ~LocalTimer end suspended sleeps with FailedPrecondition on
+// owner thread resets the sleep's timeout to now and tells the timer, so
+// the loop's next pollTimeoutMs() is 0 and its next advance() resumes the
+// coroutine, Cancelled, without waiting for the end of the tick. One from
+// another thread resets the timeout too (the node's reset is safe from any
+// thread), but nothing wakes the loop: the coroutine resumes in an
+// advance() of the owner at or after that tick's end, as a cross-thread
+// cancel() takes effect there. A loop that waits long and takes stop requests
+// from other threads wakes itself where it requests the stop (an eventfd write,
+// say). stop() and ~LocalTimer end suspended sleeps with FailedPrecondition on
 // the owner thread before they return; after a stop() from a task, when
 // that advance() returns.
 //
@@ -105,25 +119,30 @@ class LocalTimer;  // timer/local_timer.h, //timer:local_timer
 
 namespace internal {
 
+// What a sleep's task shares with its Awaitable: the coroutine, the stop
+// token, the status; and who is done with it (timer/coro.cc).
+struct SleepState;
+
 // A sleep's task: the timer runs it when the sleep's time comes, and it ends
 // the sleep (OK, or Cancelled after a stop request); destroyed unrun (by
 // stop(), ~Timer, or a task_executor that drops it), it ends the sleep with
-// FailedPrecondition. One pointer, moved without throwing: it is stored
-// inside the timeout.
+// FailedPrecondition. When the coroutine was destroyed meanwhile it resumes
+// nothing and frees the state. One pointer, moved without throwing: it is
+// stored inside the timeout.
 class SleepTask {
  public:
-  explicit SleepTask(Awaitable* sleep) : sleep_(sleep) {}
+  explicit SleepTask(SleepState* state) : state_(state) {}
   SleepTask(SleepTask&& other) noexcept
-      : sleep_(std::exchange(other.sleep_, nullptr)) {}
+      : state_(std::exchange(other.state_, nullptr)) {}
   SleepTask& operator=(SleepTask&&) = delete;
   ~SleepTask();
 
   void operator()();
-  // Forgets the sleep, for a task that was never scheduled.
-  void Release() { sleep_ = nullptr; }
+  // Forgets the state, for a task that was never scheduled.
+  void Release() { state_ = nullptr; }
 
  private:
-  Awaitable* sleep_;
+  SleepState* state_;
 };
 
 // How a sleep reaches its timer. Any timer whose timeouts are Timeout
@@ -177,7 +196,11 @@ class Awaitable {
         stop_(std::move(other.stop_)),
         status_(std::move(other.status_)) {}
   Awaitable& operator=(Awaitable&&) = delete;
-  ~Awaitable() = default;
+  // Destroyed with its coroutine while suspended (the frame destroyed, as
+  // structured concurrency cancels): cancels the sleep's timeout, once; a
+  // task that has expired meanwhile finds the sleep abandoned and resumes
+  // nothing. Otherwise nothing. Cost then: one cancel(), one atomic RMW.
+  ~Awaitable();
 
   // True when the sleep ends without suspending: an error made it, or
   // `stop` is already requested (Cancelled).
@@ -189,8 +212,6 @@ class Awaitable {
   absl::Status await_resume();
 
  private:
-  friend class internal::SleepTask;
-
   // The stop callback: has the timer run the task now (target_.expedite),
   // so that the timer resumes the coroutine; never resumes it itself.
   struct OnStop {
@@ -198,32 +219,20 @@ class Awaitable {
     void operator()() const noexcept;
   };
 
-  // state_ bits. kSuspended: await_suspend() is done with this object and
-  // the coroutine is the task's to resume. kEnded: the task has ended the
-  // sleep and written status_.
-  static constexpr uint32_t kSuspended = 1;
-  static constexpr uint32_t kEnded = 2;
-
-  // Called once, by the task: records `status` and resumes the coroutine,
-  // or leaves that to await_suspend() if it has not finished yet.
-  void End(absl::Status status);
-
   internal::SleepTarget target_;
   internal::DeadlineSpec when_;
-  std::stop_token stop_;
+  std::stop_token stop_;  // moved into state_ when the sleep suspends
+  // Why a sleep that never suspended ended (an error, or Cancelled).
   absl::Status status_;
-  std::coroutine_handle<> coroutine_;
-  // Ground rules: the awaiting thread writes coroutine_ before the timeout
-  // is scheduled, and timeout_ and on_stop_ before it sets kSuspended; the
-  // task writes status_ before it sets kEnded. Both set their bit with one
-  // acq_rel fetch_or, and whichever comes second resumes: the task by
-  // resuming the coroutine, await_suspend() by returning false. So the
-  // coroutine resumes once, and only after await_suspend() is done with
-  // this object.
-  std::atomic<uint32_t> state_{0};
+  // From await_suspend() until await_resume() (or ~Awaitable, when the
+  // coroutine is destroyed suspended): shared with the sleep's task, which
+  // may outlive this object. The ground rules are timer/coro.cc's.
+  internal::SleepState* state_ = nullptr;
+  // Set before the coroutine is the task's to resume.
   Timeout timeout_;
   // Registered after timeout_ is set (the callback reads it); deregistered
-  // in await_resume(), which waits for a callback running on another thread.
+  // in await_resume() and ~Awaitable, which wait for a callback running on
+  // another thread.
   std::optional<std::stop_callback<OnStop>> on_stop_;
 };
 

@@ -63,6 +63,10 @@ absl::StatusOr<Timeout> LocalTimer::Schedule(
   return internal::TimeoutAccess::Adopt(*node, engine_->shared());
 }
 
+void LocalTimer::ExpediteSleep(const Timeout& timeout) {
+  engine_->Expedite(internal::TimeoutAccess::Node(timeout));
+}
+
 int64_t LocalTimer::advance() { return engine_->Advance(); }
 
 std::optional<TimePoint> LocalTimer::nextWakeup() const {

@@ -30,6 +30,14 @@
 //   deadline plus the slack, so deadlines within the slack of each other
 //   share one wake-up. A loop that calls advance() late runs what is due
 //   late, all of it, in deadline order.
+//   nextWakeup() is never later than the earliest run time, but it may be
+//   earlier: a timeout due beyond one turn of the wheel (tick_duration *
+//   ticks_per_wheel) moves down a level of the wheel first, in an advance()
+//   that may run nothing. That happens at most once per level the timeout
+//   passes through (each upper level covers 64 times the span of the one
+//   below), so a far timeout costs a loop that follows the plan a few early
+//   wake-ups in its life, never one per tick. Timeouts that share an upper
+//   bucket share its wake-up.
 //
 // How it works
 //   The same parts as a Timer's worker (docs/DESIGN.md, "LocalTimer"): the
@@ -293,7 +301,9 @@ class LocalTimer {
   // stays filed by the old one until the walk reaches it, so when its new
   // deadline has come too (in the same tick) it runs there, before those
   // due between its old and new deadlines. A kBurst periodic timeout runs
-  // each of its missed runs in this advance().
+  // each of its missed runs in this advance(). A sleep (timer/coro.h) whose
+  // stop was requested on this thread runs after what is due, without
+  // waiting for its tick's end.
   // Timeouts cancelled from other threads are unlinked first. Owner thread
   // only; 0 from a task (the running advance() goes on), and 0 after
   // stop().
@@ -306,9 +316,11 @@ class LocalTimer {
   // (now()): the run time of the earliest pending timeout (see "When a task
   // runs"; with a slack below the tick, its deadline plus the slack), or
   // earlier, when timeouts due beyond one turn of the wheel
-  // (tick_duration * ticks_per_wheel) must move down a level, or when a
-  // timeout's deadline was reset() later (advance() then runs nothing and
-  // files it again). Never later than the run time of a pending timeout.
+  // (tick_duration * ticks_per_wheel) must move down a level (at most once
+  // per level for each, see "When a task runs"), or when a timeout's
+  // deadline was reset() later (advance() then runs nothing and files it
+  // again); now() when a sleep's stop was requested on this thread
+  // (timer/coro.h). Never later than the run time of a pending timeout.
   // nullopt: nothing pending (or stopped). Takes in the cancellations of
   // other threads first, so that a cancelled timeout no longer counts.
   // From a task during advance(), now(). Owner thread only.
@@ -327,7 +339,9 @@ class LocalTimer {
   // task scheduled included, and keeps the timer running; returns how
   // many. Their tasks are destroyed before it returns, but for a periodic
   // run in progress (cancelAll() from that task), whose task goes when the
-  // run returns. 0 after stop(). Owner thread only (a task may call it).
+  // run returns. 0 after stop(), a stop() from a task included, and then it
+  // touches nothing: what is pending is stop()'s to return. Owner thread
+  // only (a task may call it).
   // Cost: O(pending).
   int64_t cancelAll();
 
@@ -388,6 +402,10 @@ class LocalTimer {
           return Schedule(emplace, callable, spec);
         });
   }
+  // A sleep whose stop was requested on the owner thread, reset to now:
+  // runs in the next advance() without waiting for its tick's end, and the
+  // plan is now until then (LocalEngine::Expedite()).
+  void ExpediteSleep(const Timeout& timeout);
   // A callable that is not empty, to the engine (LocalEngine::Schedule).
   absl::StatusOr<Timeout> Schedule(internal::TaskEmplacer emplace,
                                    void* callable,

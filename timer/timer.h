@@ -344,8 +344,10 @@ class Timer {
   // keeps the timer running; returns how many it cancelled. Their tasks
   // (with their captures) are destroyed before it returns, but for a
   // periodic run in progress, whose task goes when the run returns. Any
-  // thread may call it, a task included. 0 after stop(). Timeouts scheduled
-  // while it runs may or may not be cancelled.
+  // thread may call it, a task included. 0 once stop() has begun, and then
+  // it touches nothing (a task that calls it while another thread's stop()
+  // waits for that task included): what is pending is stop()'s to return.
+  // Timeouts scheduled while it runs may or may not be cancelled.
   // Cost: O(pending). From a thread other than the worker it hands the work
   // to the worker and waits for it (behind a task that is running).
   int64_t cancelAll();

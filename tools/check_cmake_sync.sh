@@ -6,7 +6,7 @@
 #      is in tickwheel::timer, tickwheel::idle_tracker, tickwheel::durable or
 #      tickwheel::asio, and nothing else is (without hiredis, CMake builds no
 #      tickwheel::durable, says so in the manifest, and //durable is left
-#      out; likewise timer/asio.h without standalone Asio);
+#      out; likewise timer/asio.h and its service without standalone Asio);
 #   2. the same tests: every Bazel test (unit tests of //tests, example
 #      programs of //examples) is a ctest test of the same name or is on the
 #      explicit list of Bazel-only tests, TICKWHEEL_BAZEL_ONLY_TESTS in
@@ -58,7 +58,8 @@ if grep -qx 'skipped durable' "$manifest"; then
   mv "$tmp/bazel_library.kept" "$tmp/bazel_library"
 fi
 if grep -qx 'skipped asio' "$manifest"; then
-  grep -vx 'timer/asio.h' "$tmp/bazel_library" >"$tmp/bazel_library.kept" || true
+  grep -vx -e 'timer/asio.h' -e 'timer/internal/asio_sleep_service.h' \
+    "$tmp/bazel_library" >"$tmp/bazel_library.kept" || true
   mv "$tmp/bazel_library.kept" "$tmp/bazel_library"
 fi
 query 'tests(//...)' | sed -E -e 's#^//tests:##' -e 's#^//([^:]*):#\1/#' |

@@ -185,7 +185,9 @@ concurrency=(//tests:interleave_switch_test
              //tests:never_early_test //tests:timeout_claim_test
              //tests:local_timer_cancel_race_test
              //tests:local_timer_owner_cancel_test
-             //tests:coro_sleep_races_test)
+             //tests:coro_sleep_races_test
+             //tests:coro_sleep_destroy_test
+             //tests:asio_context_lifetime_test)
 begin interleave "(asan and tsan builds, points on)"
 bazel_test "asan+interleave" --config=asan --config=interleave "${concurrency[@]}"
 bazel_test "tsan+interleave" --config=tsan --config=interleave "${concurrency[@]}"

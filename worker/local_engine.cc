@@ -51,6 +51,7 @@ void LocalEngine::Shutdown() {
     std::abort();
   }
   shared_.Close();
+  ClearExpedited();
   Sweeper::StoppedNodes left = Collect();
   left.insert(left.end(), stopped_.begin(), stopped_.end());
   stopped_.clear();
@@ -161,6 +162,46 @@ absl::StatusOr<TimeoutNode*> LocalEngine::Schedule(TaskEmplacer emplace,
   return node;
 }
 
+void LocalEngine::Expedite(TimeoutNode* node) {
+  CheckOwner("expedite");
+  if (shared_.closed()) return;
+  try {
+    expedited_.push_back(node);
+  } catch (const std::bad_alloc&) {
+    return;
+  }
+  node->Ref();
+}
+
+bool LocalEngine::HasExpedited() {
+  size_t kept = 0;
+  for (TimeoutNode* node : expedited_) {
+    if (Wheel::Linked(node)) {
+      expedited_[kept++] = node;
+    } else {
+      node->Unref();
+    }
+  }
+  expedited_.resize(kept);
+  return kept > 0;
+}
+
+void LocalEngine::ClearExpedited() {
+  for (TimeoutNode* node : expedited_) node->Unref();
+  expedited_.clear();
+}
+
+void LocalEngine::RunExpedited(int64_t now) {
+  if (expedited_.empty()) return;
+  // What a resumed coroutine expedites now waits for the next Advance().
+  const std::vector<TimeoutNode*> nodes = std::exchange(expedited_, {});
+  for (TimeoutNode* node : nodes) {
+    // After a task stopped the timer, the collection takes what is left.
+    if (!stopping_.load(std::memory_order_relaxed)) driver_.RunNow(node, now);
+    node->Unref();
+  }
+}
+
 void LocalEngine::TakeNotices() {
   while (!intake_.TakeNotices()) {
   }
@@ -184,6 +225,7 @@ int64_t LocalEngine::Advance() {
   // timer.
   while (!driver_.Advance(now) && !stopping_.load(std::memory_order_relaxed)) {
   }
+  if (!stopping_.load(std::memory_order_relaxed)) RunExpedited(now);
   in_advance_ = false;
   FileDeferred();
   // A cancelAll() from a task left its nodes in the wheel.
@@ -207,11 +249,14 @@ int64_t LocalEngine::NextWakeupNanos() {
   if (shared_.closed()) return INT64_MAX;
   if (in_advance_) return shared_.NowNanos();
   TakeNotices();
+  if (HasExpedited()) return shared_.NowNanos();
   return driver_.PlanWake(/*now_tick_too=*/false).wake_at;
 }
 
 int64_t LocalEngine::CancelAll() {
   CheckOwner("cancelAll");
+  // After stop() (from a task too): what is pending is stop()'s to return.
+  if (shared_.closed()) return 0;
   // What tasks of a running Advance() scheduled is not in the wheel yet:
   // the sweeper finds it among the nodes waiting to be filed, and leaves
   // only library timeouts (sleeps) there, which the driver files when its
@@ -231,6 +276,7 @@ Sweeper::StoppedNodes LocalEngine::Stop() {
     stopping_.store(true, std::memory_order_relaxed);
     return {};
   }
+  ClearExpedited();
   // After a stop() from a task, Advance() collected what was left.
   if (collected_) return std::exchange(stopped_, {});
   return Collect();

@@ -22,6 +22,12 @@
 //   * Order. Each tick's nodes run in deadline order whatever the slack
 //     (WheelShape::deadline_order), so one Advance() runs what is due in
 //     deadline order.
+//   * Expedited sleeps. A stop request for a sleep (timer/coro.h) resets its
+//     timeout to now; with a slack of one tick that would still wait for the
+//     tick's end. On the owner thread the engine also records the node
+//     (Expedite()): the plan is "now" and the next Advance() runs it after
+//     the walk, so that a loop's next wait after its own stop request is 0.
+//     A stop request from another thread only resets (nobody to tell).
 //   * Nobody sleeps here. The owner plans its own wait from
 //     NextWakeupNanos(); the BacklogWaker this engine gives the shared state
 //     does nothing, since a cancel() from another thread needs no wake-up
@@ -121,6 +127,15 @@ class LocalEngine final : private BacklogWaker, private OwnerCanceller {
   // the clock now: the plan is made once Advance() returns.
   int64_t NextWakeupNanos();
 
+  // A sleep's stop request on the owner thread (timer/coro.h), after it
+  // reset the sleep's timeout to now: `node` runs in the next Advance(),
+  // after what is due, without waiting for its tick's end, and
+  // NextWakeupNanos() is the clock until then, so that the loop's next
+  // pollTimeoutMs() is 0. Holds a reference to it meanwhile. Owner thread
+  // only; nothing once closed, or without memory (the reset stands: it
+  // runs at its tick's end).
+  void Expedite(TimeoutNode* node);
+
   // cancelAll(): cancels every pending timeout, those a running task
   // scheduled in this Advance() included; returns how many.
   int64_t CancelAll();
@@ -170,6 +185,13 @@ class LocalEngine final : private BacklogWaker, private OwnerCanceller {
   void TakeNotices();
   // Files the nodes tasks scheduled during Advance().
   void FileDeferred();
+  // Inside Advance(), after the walk: runs the expedited nodes still in the
+  // wheel (those the walk ran, or that were cancelled, are gone from it).
+  void RunExpedited(int64_t now);
+  // Drops the expedited nodes no longer in the wheel; whether any is left.
+  bool HasExpedited();
+  // Drops every expedited node (stop(), the destructor).
+  void ClearExpedited();
   // Once: the sweeper's Collect(), with the library timeouts' tasks
   // destroyed (ending their sleeps) and the rest returned. Empty after.
   Sweeper::StoppedNodes Collect();
@@ -186,6 +208,10 @@ class LocalEngine final : private BacklogWaker, private OwnerCanceller {
   int64_t origin_ = 0;  // startTime: the clock reading tick 0 starts at
   // Nodes scheduled by tasks during Advance(), armed, not yet filed.
   std::vector<TimeoutNode*> deferred_;
+  // Nodes Expedite() was given, each with a reference (dropped by
+  // HasExpedited(), RunExpedited() and ClearExpedited()), for the next
+  // Advance().
+  std::vector<TimeoutNode*> expedited_;
   bool in_advance_ = false;  // Advance() is walking the wheel
   bool collected_ = false;   // Collect() has run
   // Collected by an Advance() in which a task called Stop(): for the next

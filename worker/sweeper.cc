@@ -84,6 +84,10 @@ Sweeper::StoppedNodes Sweeper::TakeLibrary(StoppedNodes& nodes) {
 }
 
 int64_t Sweeper::CancelAll() {
+  // Once stop() has closed the count words, what is pending is its to
+  // return (a task that calls cancelAll() while another thread's stop()
+  // waits for it, or after a stop() of its own): nothing is touched.
+  if (shared_.closed()) return 0;
   int64_t count = 0;
   // pending -> kCancelled, without a notice: the engine itself unlinks and
   // drops what it cancels. Library timeouts (an idle tracker's on this

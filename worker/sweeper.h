@@ -64,7 +64,8 @@ class Sweeper {
   // reach (lanes, queues, the wheel, the nodes waiting to be filed again, the
   // periodic node whose task is running) but library timeouts, gives their
   // slots back, counts them in cancelled_by_all, and returns how many. The
-  // cancelled nodes stay in the wheel until PurgeCancelled().
+  // cancelled nodes stay in the wheel until PurgeCancelled(). 0, touching
+  // nothing, once the count words are closed: the nodes are stop()'s.
   int64_t CancelAll();
   // CancelAll() left cancelled nodes in the wheel.
   bool purge_pending() const { return purge_; }

@@ -120,6 +120,17 @@ bool WheelDriver::File(TimeoutNode* node, int64_t now) {
   return true;
 }
 
+bool WheelDriver::RunNow(TimeoutNode* node, int64_t now) {
+  if (!Wheel::Linked(node)) return true;  // ran, or cancelled and dropped
+  // Its own tick, or the tick in progress for an overdue node: the claim's
+  // limit is then `now` (that tick has not ended).
+  const int64_t tick = std::max(wheel_.DueTickOf(node), wheel_.elapsed());
+  wheel_.Remove(node);
+  const bool go_on = Expire(node, now, tick);
+  FlushRefiles();
+  return go_on;
+}
+
 void WheelDriver::FlushRefiles() {
   // A periodic run that waits for its previous run to leave the task
   // executor (kBurst, kDelay) has a deadline that has passed. Filed by it,

@@ -114,6 +114,14 @@ class WheelDriver {
     if (Wheel::Linked(node)) wheel_.Remove(node);
   }
 
+  // Runs `node`, if it is in the wheel and its deadline has come by `now`,
+  // without waiting for the end of its tick: for a LocalTimer whose loop was
+  // told to wake at once for it (a sleep's stop request on the owner thread,
+  // timer/coro.h). Claimed as a pass claims (never early: a node whose
+  // deadline has moved past `now` is filed again). False when its run
+  // stopped the timer. Not while the wheel is being walked.
+  bool RunNow(TimeoutNode* node, int64_t now);
+
   // Runs everything due at clock reading `now`, in slices (see above).
   // True when it is all done; false when a slice ran out or the timer is
   // stopping: call again. `intake_done`: the caller has filed every node it

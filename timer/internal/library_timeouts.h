@@ -51,6 +51,14 @@ class LibraryTimeouts {
     when.library = true;
     return timer.ScheduleTask(std::forward<F>(task), when);
   }
+
+  // A LocalTimer's sleep whose stop was requested on its owner thread, its
+  // timeout reset to now: the loop's next pollTimeoutMs() is 0 and its next
+  // advance() runs it (LocalTimer::ExpediteSleep()). Owner thread only.
+  template <typename TimerT>
+  static void Expedite(TimerT& timer, const Timeout& timeout) {
+    timer.ExpediteSleep(timeout);
+  }
 };
 
 }  // namespace tickwheel::internal
