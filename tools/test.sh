@@ -9,15 +9,17 @@
 #              (tools/check_docs.sh)
 #   plain      build everything, benchmarks and examples included; run every
 #              test
-#   asan, ubsan  every test but the benchmarks' smoke tests, under
+#   asan+ubsan every test but the benchmarks' smoke tests, under
 #              AddressSanitizer (with LeakSanitizer) and
-#              UndefinedBehaviorSanitizer; any report fails its test
+#              UndefinedBehaviorSanitizer in one build (--config=asan_ubsan:
+#              the two find what each finds alone, for one build's price);
+#              any report fails its test
 #   tsan       every test that starts a second thread, under
 #              ThreadSanitizer (a test tagged "single_threaded" has no data
 #              race to find)
 #   interleave the concurrency tests again with the interleaving points on
-#              (base/interleave.h), in the ASan and the TSan builds (no
-#              rebuild: the points are a run-time switch there)
+#              (base/interleave.h), in the ASan+UBSan and the TSan builds
+#              (no rebuild: the points are a run-time switch there)
 #   thread-safety  clang's -Wthread-safety over the annotations
 #   consumer   the consumer workspace that depends on //timer
 #   cmake      the CMake build (tools/check_cmake.sh, docs/CMAKE.md)
@@ -163,17 +165,14 @@ bazel build "${quiet[@]}" //...
 bazel_test plain //...
 end
 
-begin asan
-bazel_test asan --config=asan --build_tests_only --test_tag_filters=-bench //...
+begin asan+ubsan
+bazel_test asan+ubsan --config=asan_ubsan --build_tests_only \
+  --test_tag_filters=-bench //...
 end
 
 begin tsan
 bazel_test tsan --config=tsan --build_tests_only \
   --test_tag_filters=-bench,-single_threaded //...
-end
-
-begin ubsan
-bazel_test ubsan --config=ubsan --build_tests_only --test_tag_filters=-bench //...
 end
 
 # The tests whose threads race on shared handles, queues and lanes, and the
@@ -188,8 +187,9 @@ concurrency=(//tests:interleave_switch_test
              //tests:coro_sleep_races_test
              //tests:coro_sleep_destroy_test
              //tests:asio_context_lifetime_test)
-begin interleave "(asan and tsan builds, points on)"
-bazel_test "asan+interleave" --config=asan --config=interleave "${concurrency[@]}"
+begin interleave "(asan+ubsan and tsan builds, points on)"
+bazel_test "asan+ubsan+interleave" --config=asan_ubsan --config=interleave \
+  "${concurrency[@]}"
 bazel_test "tsan+interleave" --config=tsan --config=interleave "${concurrency[@]}"
 end
 
