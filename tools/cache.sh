@@ -20,6 +20,8 @@
 #   cmake/        tools/check_cmake.sh's build folders, one per checkout (it
 #                 prunes those itself: a folder whose checkout is gone, or
 #                 unused for a week)
+#   ccache/       ccache's cache of the CMake builds' compiles (ccache keeps
+#                 it under CCACHE_MAXSIZE, 2 GB, by itself)
 # Bazel 4.2 never shrinks a disk cache by itself. A file's access time tells
 # when a build last read it (ext4's relatime updates it at least daily), so
 # "unused for a week" is `find -atime +7`.

@@ -5,7 +5,7 @@
 #      (tools/check_cmake_sync.sh);
 #   2. build the libraries and a sample of the tests, one of each way a test
 #      is linked and run (below), and run them with ctest: Bazel has already
-#      built and run every test in four configs, so what CMake adds is its
+#      built and run every test in three builds, so what CMake adds is its
 #      own wiring (targets, link lines, the working folder, the durable
 #      worker role), not the tests' behaviour; every test is still
 #      configured, so the drift check sees them all, and
@@ -26,6 +26,12 @@
 # records its checkout's path; a folder whose checkout is gone, or that no
 # run has used for a week, is removed, so that the cache does not grow with
 # every clone CI makes.
+# Compiles go through ccache where it is installed (tools/setup.sh installs
+# it), its cache in $HOME/.cache/tickwheel/ccache, bounded by ccache itself
+# (2 GB unless CCACHE_MAXSIZE says otherwise). Every build folder sees the
+# checkout through the link <folder>/src and ccache takes paths relative to
+# the folder (CCACHE_BASEDIR), so that a fresh clone of an unchanged tree
+# compiles nothing again.
 # Needs cmake, ninja, pkg-config and make (tools/setup.sh installs them), and
 # Bazel for the drift check of step 1 (skipped without it, except under CI).
 set -euo pipefail
@@ -69,9 +75,31 @@ for tool in cmake ninja pkg-config make; do
   command -v "$tool" >/dev/null || { echo "check_cmake: $tool not found (tools/setup.sh)"; exit 1; }
 done
 
+# The checkout as every build folder sees it (see above); a folder that an
+# earlier version of this script configured from the checkout's own path
+# is made again.
+src="$cache/src"
+ln -sfn "$root" "$src"
+for folder in build:"$src" shared:"$src" \
+              example_subdirectory:"$src/examples/cmake_subdirectory" \
+              example_fetchcontent:"$src/examples/cmake_subdirectory"; do
+  if [[ -f $cache/${folder%%:*}/CMakeCache.txt ]] &&
+     ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=${folder#*:}" \
+       "$cache/${folder%%:*}/CMakeCache.txt"; then
+    rm -rf "${cache:?}/${folder%%:*}"
+  fi
+done
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/tickwheel/ccache}
+  export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-2G}
+  export CCACHE_BASEDIR=$cache CCACHE_NOHASHDIR=1
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
 # 1. Configure (no CMAKE_BUILD_TYPE: no optimisation flags, as Bazel's
 #    default fastbuild), and the drift check.
-quiet "configure" cmake -S . -B "$build" -G Ninja \
+quiet "configure" cmake -S "$src" -B "$build" -G Ninja "${launcher[@]}" \
   -DTICKWHEEL_BUILD_TESTS=ON -DTICKWHEEL_INSTALL=ON
 echo "cmake: configured $build"
 # The drift check reads Bazel's side with `bazel query`. Without Bazel (a
@@ -160,13 +188,13 @@ echo "cmake: installed $(cd "$prefix" && find include -name '*.h' | wc -l) heade
   "each public one self-contained"
 
 # 4. The three ways in.
-sub="$root/examples/cmake_subdirectory"
+sub="$src/examples/cmake_subdirectory"
 for variant in subdirectory fetchcontent; do
   fetch=OFF
   [[ "$variant" == fetchcontent ]] && fetch=ON
   out="$cache/example_$variant"
   quiet "configure examples/cmake_subdirectory ($variant)" \
-    cmake -S "$sub" -B "$out" -G Ninja -DUSE_FETCHCONTENT="$fetch"
+    cmake -S "$sub" -B "$out" -G Ninja "${launcher[@]}" -DUSE_FETCHCONTENT="$fetch"
   quiet "build examples/cmake_subdirectory ($variant)" \
     cmake --build "$out" -j "$jobs" --target subdirectory_consumer
   quiet "run examples/cmake_subdirectory ($variant)" "$out/subdirectory_consumer"
@@ -213,7 +241,7 @@ uses_installed_so() {
     exit 1
   fi
 }
-quiet "configure (shared, Release, -Werror)" cmake -S . -B "$shared" -G Ninja \
+quiet "configure (shared, Release, -Werror)" cmake -S "$src" -B "$shared" -G Ninja "${launcher[@]}" \
   -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_TYPE=Release -DTICKWHEEL_WERROR=ON \
   -DTICKWHEEL_BUILD_TESTS=OFF -DTICKWHEEL_INSTALL=ON
 quiet "build (shared, Release, -Werror)" cmake --build "$shared" -j "$jobs"

@@ -7,8 +7,8 @@
 # the benchmark's Netty HashedWheelTimer, compiled and run in a JVM by
 # tools/bench/netty_bench.cc), standalone Asio (libasio-dev, for
 # timer/asio.h), clang 14 with its sanitizer/libFuzzer runtime, clang-format
-# (the style check), CMake, Ninja, pkg-config and make for the CMake build and
-# its consumers (tools/check_cmake.sh), and redis-server (with redis-tools'
+# (the style check), CMake, Ninja, pkg-config, make and ccache for the CMake
+# build and its consumers (tools/check_cmake.sh), and redis-server (with redis-tools'
 # redis-benchmark) and libhiredis-dev for the durable timers (durable/), whose
 # tests start redis-servers of their own, and Prometheus's Python client
 # (python3-prometheus-client, for the system's /usr/bin/python3), whose text
@@ -39,6 +39,7 @@ packages=(
   pkg-config
   cmake
   ninja-build
+  ccache
   make
   git
   redis-server
