@@ -30,6 +30,7 @@ struct Counters {
   std::atomic<int64_t> acknowledged{0};
   std::atomic<int64_t> redelivered{0};
   std::atomic<int64_t> handler_failures{0};
+  std::atomic<int64_t> start_window_misses{0};
 
   void Add(std::atomic<int64_t>& counter, int64_t n = 1) {
     counter.fetch_add(n, std::memory_order_relaxed);

@@ -178,9 +178,10 @@ std::vector<RedisCommand> ScheduleManyCommands(
 std::string DurableMetrics::ToString() const {
   return fmt::format(
       "scheduled={} delivered={} acknowledged={} redelivered={} "
-      "handler_failures={} redis_errors={} reconnects={} lateness=[{}]",
+      "handler_failures={} start_window_misses={} redis_errors={} "
+      "reconnects={} lateness=[{}]",
       scheduled, delivered, acknowledged, redelivered, handler_failures,
-      redis_errors, reconnects, lateness.ToString());
+      start_window_misses, redis_errors, reconnects, lateness.ToString());
 }
 
 struct DurableTimer::Impl {
@@ -482,6 +483,7 @@ DurableMetrics DurableTimer::metrics() const {
   m.acknowledged = c.acknowledged.load(std::memory_order_relaxed);
   m.redelivered = c.redelivered.load(std::memory_order_relaxed);
   m.handler_failures = c.handler_failures.load(std::memory_order_relaxed);
+  m.start_window_misses = c.start_window_misses.load(std::memory_order_relaxed);
   m.redis_errors = c.redis.errors.load(std::memory_order_relaxed);
   m.reconnects = c.redis.reconnects.load(std::memory_order_relaxed);
   m.lateness = c.Lateness();
