@@ -189,7 +189,8 @@ class Delivery {
     Script script;
     int shard = 0;
     std::vector<uint64_t> items;
-    ClaimArgs claim;  // kClaim
+    ClaimArgs claim;     // kClaim
+    bool probe = false;  // not a script: does Redis accept writes again?
   };
   struct Batch {
     std::vector<Op> ops;
@@ -235,6 +236,8 @@ class Delivery {
   void PlanRenewalsLocked(int64_t now, Batch* batch, int64_t* wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PlanClaimsLocked(int64_t now, Batch* batch, int64_t* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PlanProbeLocked(int64_t now, Batch* batch, int64_t* wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How many timers a claim round may take: due now, ahead of their
   // deadlines, and to start at once.
@@ -331,6 +334,9 @@ class Delivery {
   // to each: a script's fixed cost is then shared by many timers.
   std::vector<bool> backlog_ ABSL_GUARDED_BY(mu_);
   RedisClock clock_ ABSL_GUARDED_BY(mu_);
+  // While Redis is believed full (Counters::redis_full), the local time of
+  // the next probe: a write that grows nothing, once per poll interval.
+  int64_t next_probe_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tickwheel::durable::internal

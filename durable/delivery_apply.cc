@@ -29,6 +29,17 @@ bool Delivery::ApplyLocked(Batch& batch, std::vector<RedisReply>& replies,
     const Op& op = batch.ops[i];
     RedisReply& reply = replies[i];
     absl::Status status;
+    if (op.probe) {
+      if (reply.IsErrorCode("OOM")) {
+        counters_->Oom(session.endpoint().ToString());
+      } else if (!reply.is_error()) {
+        counters_->Room(session.endpoint().ToString());
+      }
+      continue;
+    }
+    if (reply.IsErrorCode("OOM")) {
+      counters_->Oom(session.endpoint().ToString());
+    }
     if (reply.is_error()) {
       status =
           ReplyErrorStatus(reply, ScriptName(op.script), session.endpoint());

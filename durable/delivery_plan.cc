@@ -33,6 +33,22 @@ void Delivery::PlanLocked(int64_t now, Batch* batch, int64_t* wake) {
   PlanReleasesLocked(now, batch, wake);
   PlanRenewalsLocked(now, batch, wake);
   if (!stopping_) PlanClaimsLocked(now, batch, wake);
+  if (!stopping_) PlanProbeLocked(now, batch, wake);
+}
+
+void Delivery::PlanProbeLocked(int64_t now, Batch* batch, int64_t* wake) {
+  if (!counters_->redis_full.load(std::memory_order_relaxed)) return;
+  if (now < next_probe_) {
+    *wake = std::min(*wake, next_probe_);
+    return;
+  }
+  // INCRBY of 0 is refused on a full Redis like any write that may grow
+  // memory, and changes nothing when accepted.
+  Op op;
+  op.probe = true;
+  batch->commands.push_back({"INCRBY", (*options_.keys)[0].seq, "0"});
+  batch->ops.push_back(std::move(op));
+  next_probe_ = now + options_.poll_nanos;
 }
 
 void Delivery::AddOpsLocked(

@@ -162,7 +162,15 @@ struct DurableMetrics {
   // handler threads are starved of CPU.
   int64_t start_window_misses = 0;
   int64_t redis_errors = 0;  // failed round trips and error replies
-  int64_t reconnects = 0;    // connections made again after a failure
+  // Writes Redis refused because it is full (maxmemory reached, with
+  // maxmemory-policy noeviction): OOM replies to Schedule*() and Connect().
+  int64_t redis_oom = 0;
+  // Whether Redis is full, as this process last found: set by a refused
+  // write, cleared by the next one accepted. While it is set, a Start()ed
+  // process tries a write that grows nothing once per poll_interval, so
+  // that it clears by itself when Redis has room again.
+  bool redis_full = false;
+  int64_t reconnects = 0;  // connections made again after a failure
   // Delivery start - the time the delivery was due (the deadline; for a
   // retry, the end of its back-off; for a redelivery, the end of the lost
   // lease), on Redis's clock as this process estimates it.
@@ -181,6 +189,9 @@ class DurableTimer {
   // Unavailable: Redis not reachable within redis_timeout.
   // FailedPrecondition: the keyspace was created with another shard count.
   // PermissionDenied: Redis refused the password.
+  // ResourceExhausted: Redis is full (maxmemory reached, noeviction) and
+  //   the keyspace is new, so its shard count cannot be recorded. A
+  //   keyspace that exists connects on a full Redis (Connect() only reads).
   static absl::StatusOr<std::unique_ptr<DurableTimer>> Connect(
       DurableTimerOptions options);
 
@@ -198,6 +209,12 @@ class DurableTimer {
   // acknowledgement is ignored; no other copy of the old one begins once
   // this returned OK.
   // InvalidArgument: empty id, id over 512 bytes, payload over 512 KiB.
+  // ResourceExhausted: Redis is full (maxmemory reached, with
+  //   maxmemory-policy noeviction): nothing was scheduled or replaced.
+  //   Timers already scheduled are still delivered, acknowledged and
+  //   cancelled on a full Redis, which frees memory; call again later, or
+  //   give Redis more memory. DurableMetrics::redis_full says whether it
+  //   is full now.
   // Unavailable: Redis unreachable or timed out: it may or may not be
   //   scheduled; call again (it is idempotent).
   // Cost: one round trip.
@@ -211,7 +228,8 @@ class DurableTimer {
   // checked first (InvalidArgument names the first bad one, and nothing is
   // scheduled), then one MULTI/EXEC transaction applies them together. A
   // later entry with the same id wins. Unavailable: all or none of them may
-  // be scheduled; call again. Keep batches to thousands of entries: Redis
+  // be scheduled; call again. ResourceExhausted: Redis is full, as for
+  // Schedule(); none was scheduled. Keep batches to thousands of entries: Redis
   // serves no one else while it applies one.
   absl::Status ScheduleMany(std::span<const ScheduleEntry> entries);
 

@@ -384,20 +384,33 @@ end
 if #zadd > 0 then redis.call('ZADD', KEYS[2], unpack(zadd)) end
 return out
 )lua";
+// Redis 7's flags line for the scripts that must run on a full Redis
+// (maxmemory reached, noeviction): those that free memory (ack, cancel) or
+// hold it about steady (claim, start, fail, release, renew move a timer
+// between :due and :leases and rewrite its record), so that timers already
+// scheduled are delivered and acknowledged -- which is what frees memory.
+// Without it, Redis refuses a script at its first write that may grow
+// memory. schedule (which grows) and meta (which reads first, and writes
+// only for a new keyspace) have no flags line: Redis then checks at their
+// first such write, before anything was written, and answers OOM; a
+// flags line without allow-oom would refuse meta's read as well.
+constexpr std::string_view kAllowOom = "#!lua flags=allow-oom\n";
+
 struct Body {
   std::string_view lua;
-  bool prelude;  // needs kPrelude's helpers
+  bool prelude;    // needs kPrelude's helpers
+  bool allow_oom;  // runs on a full Redis (kAllowOom)
 };
 constexpr std::array<Body, kScriptCount> kBodies = {{
-    {kMeta, false},
-    {kSchedule, true},
-    {kCancel, false},
-    {kClaim, true},
-    {kStart, true},
-    {kAck, true},
-    {kFail, true},
-    {kRelease, true},
-    {kRenew, true},
+    {kMeta, false, false},
+    {kSchedule, true, false},
+    {kCancel, false, true},
+    {kClaim, true, true},
+    {kStart, true, true},
+    {kAck, true, true},
+    {kFail, true, true},
+    {kRelease, true, true},
+    {kRenew, true, true},
 }};
 constexpr std::array<std::string_view, kScriptCount> kNames = {
     "meta", "schedule", "cancel",  "claim", "start",
@@ -417,6 +430,7 @@ const Compiled& Scripts() {
     for (int i = 0; i < kScriptCount; ++i) {
       const Body& b = kBodies[static_cast<size_t>(i)];
       c->source[static_cast<size_t>(i)] =
+          std::string(b.allow_oom ? kAllowOom : "") +
           std::string(b.prelude ? kPrelude : "") + std::string(b.lua);
       c->sha[static_cast<size_t>(i)] =
           Sha1Hex(c->source[static_cast<size_t>(i)]);

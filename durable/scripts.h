@@ -57,6 +57,13 @@
 // :leases, lost. The scripts that move a timer between the two write the
 // new place first.
 //
+// On a full Redis (maxmemory reached, noeviction) the scripts that delete
+// timers or hold memory about steady -- kCancel, kClaim, kStart, kAck,
+// kFail, kRelease, kRenew -- still run: their source opens with Redis 7's
+// "#!lua flags=allow-oom". kSchedule is refused with OOM before it writes;
+// kMeta reads first and writes (and may be refused) only for a new
+// keyspace.
+//
 // Batches are bounded by the caller (kMaxScriptBatch) so that Lua's
 // unpack() stays within its stack.
 
