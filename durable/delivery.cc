@@ -41,7 +41,9 @@ Delivery::Delivery(DeliveryOptions options, Counters* counters, Handler handler)
     : options_(std::move(options)),
       counters_(counters),
       handler_(std::move(handler)),
-      shards_(static_cast<int>(options_.keys->size())) {
+      shards_(static_cast<int>(options_.keys->size())),
+      start_window_nanos_(
+          std::min(kStartWindowNanos, options_.lease_us * 1000 / 2)) {
   MutexLock lock(&mu_);
   next_check_.assign(static_cast<size_t>(shards_), 0);
   scheduled_hint_.assign(static_cast<size_t>(shards_), INT64_MAX);
@@ -127,22 +129,30 @@ void Delivery::Cancelled(std::string_view id) {
   for (const auto& [key, h] : held_) {
     if (h.id == id && !h.in_flight &&
         (h.stage == Stage::kWaiting || h.stage == Stage::kReady ||
-         h.stage == Stage::kQueued)) {
+         h.stage == Stage::kQueued || h.stage == Stage::kExpired)) {
       drop.push_back(key);
     }
   }
   for (const uint64_t key : drop) {
     std::erase(ready_, key);
     std::erase(queued_, key);
+    std::erase(expired_, key);
     EraseLocked(key);
   }
 }
 
 void Delivery::EraseLocked(uint64_t key) { held_.erase(key); }
 
-int Delivery::IdleHandlersLocked() const {
-  return options_.handler_threads - running_ -
-         static_cast<int>(queued_.size()) - starting_;
+void Delivery::QueueLocked(uint64_t key, Held& h, int64_t sent) {
+  h.stage = Stage::kQueued;
+  h.start_by = sent + start_window_nanos_;
+  queued_.push_back(key);
+}
+
+void Delivery::ExpireLocked(uint64_t key) {
+  held_.at(key).stage = Stage::kExpired;
+  expired_.push_back(key);
+  counters_->Add(counters_->start_window_misses);
 }
 
 void Delivery::HoldLocked(uint64_t key, Held& h, int64_t due_us) {
@@ -178,14 +188,26 @@ void Delivery::HandlerLoop(int index) {
     uint64_t key = 0;
     Delivered fired;
     int64_t lateness_us = 0;
+    bool expired = false;
     {
       MutexLock lock(&mu_);
-      work_cv_.wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !queued_.empty();
-      });
-      if (stopping_) return;  // the poller releases what is queued
-      key = queued_.front();
-      queued_.pop_front();
+      for (;;) {
+        work_cv_.wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || !queued_.empty();
+        });
+        if (stopping_) break;  // the poller releases what is queued
+        key = queued_.front();
+        queued_.pop_front();
+        // Past its start window (the handlers fell behind the budget, or
+        // this process was paused): not run; the poller releases it.
+        if (Now() <= held_.at(key).start_by) break;
+        ExpireLocked(key);
+        expired = true;
+      }
+      if (stopping_) {
+        if (expired) poll_cv_.notify_one();
+        return;
+      }
       Held& h = held_.at(key);
       h.stage = Stage::kRunning;
       ++running_;
@@ -195,6 +217,7 @@ void Delivery::HandlerLoop(int index) {
       fired.attempt = h.attempt;
       lateness_us = clock_.EstimateMicros(Now()) - h.due_us;
     }
+    if (expired) poll_cv_.notify_one();
     counters_->Add(counters_->delivered);
     if (fired.attempt > 1) counters_->Add(counters_->redelivered);
     counters_->RecordLateness(
@@ -208,7 +231,7 @@ void Delivery::HandlerLoop(int index) {
       h.ok = result.ok();
       done_.push_back(key);
       --running_;
-      ++completions_;
+      ++completed_;
     }
     poll_cv_.notify_one();
   }
@@ -332,6 +355,7 @@ size_t Delivery::AbandonLocked() {
   held_.clear();
   ready_.clear();
   queued_.clear();
+  expired_.clear();
   done_.clear();
   starting_ = 0;
   return n;

@@ -10,16 +10,40 @@
 //     │           clock)──> kReady ──(start script: due on Redis's clock,
 //     │                        │      still ours)──> kQueued ──> kRunning
 //     │                        └── not yet: kWaiting again; gone: dropped
-//     ├─(already due, handler free: started by the claim)──> kQueued
-//     └─(already due, no handler free)──> kReady
+//     ├─(already due, within the start budget: started by the claim)
+//     │     ──> kQueued
+//     └─(already due, beyond it)──> kReady
+//   kQueued ──(no handler began it within the start window)──> kExpired
 //   kRunning ──(handler returns)──> kDone ──(ack or fail script)──> dropped
-//   kWaiting, kReady, kQueued ──(Stop(), or kReady waiting longer than
-//     poll_interval for a handler)──(release script)──> dropped
+//   kWaiting, kReady, kQueued, kExpired ──(Stop(), kReady waiting longer
+//     than poll_interval for a handler, or kExpired)──(release script)
+//     ──> dropped
 //
 // Only Redis decides: a timer starts when the start (or claim) script, on
 // Redis's clock, finds it due and still held under this claim's version. So
 // a cancel, a replacement or another process's claim that Redis saw first
 // wins, and no start is early, whatever the local clock says.
+//
+// A start is a promise to run the handler now. Redis counts a delivery as
+// running from its start on (a Cancel() after it finds it running, and the
+// delivery finishes), so a started timer must not wait in this process: not
+// behind a busy handler (the cancel or replacement that came meanwhile
+// would lose to a copy that has not begun), and not across a pause of the
+// process (its lease may have passed to another process meanwhile). Hence:
+//   - the start budget: Redis is asked to start only as many timers as the
+//     handler threads will take at once -- the idle threads, plus what the
+//     threads finish within kQueueHorizon at the rate they have been
+//     finishing (so that fast handlers never wait for a round trip, and a
+//     slow or stuck handler gets nothing queued behind it);
+//   - the start window: a started timer that no handler thread has begun
+//     within the start window of the round trip that started it (local
+//     monotonic time, which runs on while the process is paused) is not
+//     run: it becomes kExpired and is released with its attempt taken back,
+//     due at once for any process. So a handler begins within the start
+//     window of its start in Redis, or never.
+// Claimed timers that are not started (kWaiting, kReady) are not renewed:
+// their lease runs from their due time, a kReady one goes back after a poll
+// interval without a handler, and only running handlers' leases are kept.
 //
 // Ground rules (mu_ guards every field marked ABSL_GUARDED_BY):
 //   - The poller thread alone plans round trips and applies their replies;
@@ -27,14 +51,15 @@
 //     in_flight), releases it for the round trip, and takes it again to
 //     apply. An in_flight item's stage changes only as the handler threads
 //     move it (kQueued -> kRunning -> kDone), never by another plan.
-//   - Handler threads take kQueued items (never after stopping_), run the
-//     handler without mu_, and hand the result back as kDone.
+//   - Handler threads take kQueued items (never after stopping_): one
+//     past its start_by becomes kExpired for the poller to release; the
+//     others they run without mu_, and hand the result back as kDone.
 //   - The local Timer's tasks move kWaiting items to kReady, under mu_; an
 //     item whose hold ended (hold_seq) or that is in flight is left alone.
-//   - Leases: the poller renews the lease of every item it holds once half
-//     of it may have passed (the upper bound of Redis's clock), so a
-//     handler may outlive the lease it started with. If renewing fails
-//     (Redis unreachable, the process paused), the lease ends, another
+//   - Leases: the poller renews the lease of every running handler's
+//     timer once half of it may have passed (the upper bound of Redis's
+//     clock), so a handler may outlive the lease it started with. If renewing
+//     fails (Redis unreachable, the process paused), the lease ends, another
 //     process may deliver the timer, and this process's acknowledgement is
 //     then ignored (the version moved on).
 //   - Stop(): stopping_ under mu_; the local Timer is stopped; handler
@@ -84,6 +109,18 @@ struct DeliveryOptions {
   int64_t max_backoff_us = 0;
 };
 
+// A started timer that no handler thread has begun within this long of the
+// round trip that started it is released unrun (see the file comment); at
+// most half the lease. Long enough for a round trip to a loaded Redis and
+// for the queue the start budget allows to drain on a machine whose cores
+// Redis and other processes share (docs/DURABLE.md).
+inline constexpr int64_t kStartWindowNanos = 50'000'000;
+// The start budget allows, beyond the idle handler threads, what the
+// threads finish in this long at the rate they have been finishing.
+inline constexpr int64_t kQueueHorizonNanos = 10'000'000;
+// That rate is sampled at most this often.
+inline constexpr int64_t kRateSampleNanos = 5'000'000;
+
 // One delivery, as the handler receives it (DurableTimer turns it into a
 // FiredTimer, moving the strings).
 struct Delivered {
@@ -117,7 +154,15 @@ class Delivery {
   void Cancelled(std::string_view id) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  enum class Stage { kWaiting, kReady, kStarting, kQueued, kRunning, kDone };
+  enum class Stage {
+    kWaiting,
+    kReady,
+    kStarting,
+    kQueued,
+    kExpired,
+    kRunning,
+    kDone
+  };
 
   struct Held {
     int shard = 0;
@@ -133,7 +178,10 @@ class Delivery {
     bool in_flight = false;   // carried by the round trip under way
     bool ok = false;          // kDone: the handler's result
     int64_t ready_since = 0;  // kReady: local time it became ready
-    uint64_t hold_seq = 0;    // kWaiting: which local Timer task may wake it
+    // kQueued: the local time by which a handler must begin it (the start
+    // window after the round trip that started it was sent).
+    int64_t start_by = 0;
+    uint64_t hold_seq = 0;  // kWaiting: which local Timer task may wake it
   };
 
   // One script call of a round trip and the items it carries.
@@ -141,7 +189,8 @@ class Delivery {
     Script script;
     int shard = 0;
     std::vector<uint64_t> items;
-    ClaimArgs claim;  // kClaim
+    ClaimArgs claim;     // kClaim
+    bool probe = false;  // not a script: does Redis accept writes again?
   };
   struct Batch {
     std::vector<Op> ops;
@@ -188,6 +237,8 @@ class Delivery {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PlanClaimsLocked(int64_t now, Batch* batch, int64_t* wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PlanProbeLocked(int64_t now, Batch* batch, int64_t* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How many timers a claim round may take: due now, ahead of their
   // deadlines, and to start at once.
   struct ClaimBudget {
@@ -211,9 +262,12 @@ class Delivery {
   bool ApplyLocked(Batch& batch, std::vector<RedisReply>& replies,
                    int64_t before, int64_t after, RedisSession& session)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ApplyClaimLocked(const Op& op, const ClaimReply& reply, int64_t after)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ApplyStartLocked(const Op& op, const BatchReply& reply, int64_t after)
+  void ApplyClaimLocked(const Op& op, const ClaimReply& reply, int64_t before,
+                        int64_t after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ApplyStartLocked(const Op& op, const BatchReply& reply, int64_t before,
+                        int64_t after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues `key`, started by a round trip sent at `sent`, for a handler.
+  void QueueLocked(uint64_t key, Held& h, int64_t sent)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyItemsLocked(const Op& op, const BatchReply& reply)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -227,12 +281,20 @@ class Delivery {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnHoldExpired(uint64_t key, uint64_t hold_seq) ABSL_LOCKS_EXCLUDED(mu_);
   void EraseLocked(uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  int IdleHandlersLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks `key` (kQueued) kExpired: released unrun, its attempt taken back.
+  void ExpireLocked(uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The start budget's target: kQueued, kStarting and kRunning items this
+  // process may have at once (see the file comment).
+  int StartTargetLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Samples the rate at which handlers finish.
+  void UpdateRateLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const DeliveryOptions options_;
   Counters* const counters_;
   const Handler handler_;
   const int shards_;
+  // The start window: min(kStartWindowNanos, half the lease).
+  const int64_t start_window_nanos_;
 
   std::unique_ptr<Timer> hold_timer_;  // set by Start(), stopped by Stop()
   std::thread poller_;
@@ -248,12 +310,18 @@ class Delivery {
   std::unordered_map<uint64_t, Held> held_ ABSL_GUARDED_BY(mu_);
   uint64_t next_key_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_hold_seq_ ABSL_GUARDED_BY(mu_) = 1;
-  std::deque<uint64_t> ready_ ABSL_GUARDED_BY(mu_);   // kReady, oldest first
-  std::deque<uint64_t> queued_ ABSL_GUARDED_BY(mu_);  // kQueued
-  std::vector<uint64_t> done_ ABSL_GUARDED_BY(mu_);   // kDone
-  int starting_ ABSL_GUARDED_BY(mu_) = 0;             // kStarting
-  int running_ ABSL_GUARDED_BY(mu_) = 0;              // kRunning
-  int completions_ ABSL_GUARDED_BY(mu_) = 0;  // handlers done since a claim
+  std::deque<uint64_t> ready_ ABSL_GUARDED_BY(mu_);     // kReady, oldest first
+  std::deque<uint64_t> queued_ ABSL_GUARDED_BY(mu_);    // kQueued, by start_by
+  std::vector<uint64_t> expired_ ABSL_GUARDED_BY(mu_);  // kExpired
+  std::vector<uint64_t> done_ ABSL_GUARDED_BY(mu_);     // kDone
+  int starting_ ABSL_GUARDED_BY(mu_) = 0;               // kStarting
+  int running_ ABSL_GUARDED_BY(mu_) = 0;                // kRunning
+  // Handlers done since Start(), and the rate at which they finish
+  // (per second), sampled at least kRateSampleNanos apart.
+  int64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t rate_mark_nanos_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t rate_mark_completed_ ABSL_GUARDED_BY(mu_) = 0;
+  double finish_rate_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int64_t> next_check_ ABSL_GUARDED_BY(mu_);  // per shard, local
   // Per shard: the earliest next_check_ a Scheduled() asked for since the
   // shard's last claim was applied, so that a claim reply (which sets
@@ -266,6 +334,9 @@ class Delivery {
   // to each: a script's fixed cost is then shared by many timers.
   std::vector<bool> backlog_ ABSL_GUARDED_BY(mu_);
   RedisClock clock_ ABSL_GUARDED_BY(mu_);
+  // While Redis is believed full (Counters::redis_full), the local time of
+  // the next probe: a write that grows nothing, once per poll interval.
+  int64_t next_probe_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tickwheel::durable::internal

@@ -29,6 +29,17 @@ bool Delivery::ApplyLocked(Batch& batch, std::vector<RedisReply>& replies,
     const Op& op = batch.ops[i];
     RedisReply& reply = replies[i];
     absl::Status status;
+    if (op.probe) {
+      if (reply.IsErrorCode("OOM")) {
+        counters_->Oom(session.endpoint().ToString());
+      } else if (!reply.is_error()) {
+        counters_->Room(session.endpoint().ToString());
+      }
+      continue;
+    }
+    if (reply.IsErrorCode("OOM")) {
+      counters_->Oom(session.endpoint().ToString());
+    }
     if (reply.is_error()) {
       status =
           ReplyErrorStatus(reply, ScriptName(op.script), session.endpoint());
@@ -36,7 +47,7 @@ bool Delivery::ApplyLocked(Batch& batch, std::vector<RedisReply>& replies,
       absl::StatusOr<ClaimReply> claim = ParseClaimReply(std::move(reply));
       if (claim.ok()) {
         clock_.Observe(claim->now_us, before, after);
-        ApplyClaimLocked(op, *claim, after);
+        ApplyClaimLocked(op, *claim, before, after);
         continue;
       }
       status = claim.status();
@@ -46,7 +57,7 @@ bool Delivery::ApplyLocked(Batch& batch, std::vector<RedisReply>& replies,
       if (items.ok()) {
         clock_.Observe(items->now_us, before, after);
         if (op.script == Script::kStart) {
-          ApplyStartLocked(op, *items, after);
+          ApplyStartLocked(op, *items, before, after);
         } else {
           ApplyItemsLocked(op, *items);
         }
@@ -66,7 +77,7 @@ bool Delivery::ApplyLocked(Batch& batch, std::vector<RedisReply>& replies,
 }
 
 void Delivery::ApplyClaimLocked(const Op& op, const ClaimReply& reply,
-                                int64_t after) {
+                                int64_t before, int64_t after) {
   for (const ClaimedTimer& t : reply.timers) {
     const uint64_t key = next_key_++;
     Held& h = held_[key];
@@ -80,8 +91,7 @@ void Delivery::ApplyClaimLocked(const Op& op, const ClaimReply& reply,
     h.lease_us = t.lease_us;
     const int64_t due = std::max(t.due_us, t.deadline_us);
     if (t.started) {
-      h.stage = Stage::kQueued;
-      queued_.push_back(key);
+      QueueLocked(key, h, before);
     } else if (due <= reply.now_us) {
       h.stage = Stage::kReady;
       h.ready_since = after;
@@ -105,7 +115,7 @@ void Delivery::ApplyClaimLocked(const Op& op, const ClaimReply& reply,
 }
 
 void Delivery::ApplyStartLocked(const Op& op, const BatchReply& reply,
-                                int64_t after) {
+                                int64_t before, int64_t after) {
   for (size_t i = 0; i < op.items.size(); ++i) {
     const uint64_t key = op.items[i];
     Held& h = held_.at(key);
@@ -115,8 +125,7 @@ void Delivery::ApplyStartLocked(const Op& op, const BatchReply& reply,
     if (r > 0) {
       h.attempt = static_cast<int>(r);
       h.lease_us = reply.now_us + options_.lease_us;
-      h.stage = Stage::kQueued;
-      queued_.push_back(key);
+      QueueLocked(key, h, before);
     } else if (r < 0) {
       // Not yet due on Redis's clock (this process's estimate ran ahead):
       // hold it again, a millisecond at least.
@@ -187,8 +196,10 @@ void Delivery::UndoLocked(const Op& op) {
       case Script::kRelease:
         // Stop() releases whatever is not in flight on every plan; a
         // release of a timer that waited too long for a handler goes back
-        // to the ready queue.
+        // to the ready queue, one past its start window to be released
+        // again.
         if (!stopping_ && h.stage == Stage::kReady) ready_.push_front(key);
+        if (!stopping_ && h.stage == Stage::kExpired) expired_.push_back(key);
         break;
       default:
         break;

@@ -27,11 +27,28 @@ constexpr int64_t kMaxClaimBytes = 1 << 20;
 }  // namespace
 
 void Delivery::PlanLocked(int64_t now, Batch* batch, int64_t* wake) {
+  UpdateRateLocked(now);
   PlanResultsLocked(batch);
   if (!stopping_) PlanStartsLocked(batch);
   PlanReleasesLocked(now, batch, wake);
   PlanRenewalsLocked(now, batch, wake);
   if (!stopping_) PlanClaimsLocked(now, batch, wake);
+  if (!stopping_) PlanProbeLocked(now, batch, wake);
+}
+
+void Delivery::PlanProbeLocked(int64_t now, Batch* batch, int64_t* wake) {
+  if (!counters_->redis_full.load(std::memory_order_relaxed)) return;
+  if (now < next_probe_) {
+    *wake = std::min(*wake, next_probe_);
+    return;
+  }
+  // INCRBY of 0 is refused on a full Redis like any write that may grow
+  // memory, and changes nothing when accepted.
+  Op op;
+  op.probe = true;
+  batch->commands.push_back({"INCRBY", (*options_.keys)[0].seq, "0"});
+  batch->ops.push_back(std::move(op));
+  next_probe_ = now + options_.poll_nanos;
 }
 
 void Delivery::AddOpsLocked(
@@ -52,7 +69,11 @@ void Delivery::AddOpsLocked(
       for (const uint64_t key : op.items) {
         Held& h = held_.at(key);
         h.in_flight = true;
-        refs.push_back({h.id, h.version, h.due_us, h.stage == Stage::kQueued});
+        // A release of a started timer takes its attempt back: no handler
+        // ran it.
+        refs.push_back(
+            {h.id, h.version, h.due_us,
+             h.stage == Stage::kQueued || h.stage == Stage::kExpired});
       }
       const ShardKeys& k = keys[static_cast<size_t>(shard)];
       switch (script) {
@@ -91,15 +112,31 @@ void Delivery::PlanResultsLocked(Batch* batch) {
   AddOpsLocked(Script::kFail, fails, batch);
 }
 
-// Handlers about to be free: the threads, plus twice what finished since the
-// last claim (fast handlers drain a deep queue within one round trip). A
-// timer started beyond this would wait in this process while others idle.
-static int QueueTarget(int handler_threads, int completions) {
-  return std::min(kMaxClaimBatch, handler_threads + 2 * completions);
+void Delivery::UpdateRateLocked(int64_t now) {
+  const int64_t elapsed = now - rate_mark_nanos_;
+  if (elapsed < kRateSampleNanos) return;
+  const double sample = static_cast<double>(completed_ - rate_mark_completed_) *
+                        1e9 / static_cast<double>(elapsed);
+  // Up at once, so that a burst of due timers finds the budget wide; down
+  // by halves, so that one quiet sample does not starve fast handlers.
+  finish_rate_ = sample >= finish_rate_ ? sample : (finish_rate_ + sample) / 2;
+  rate_mark_nanos_ = now;
+  rate_mark_completed_ = completed_;
+}
+
+// The handler threads, plus what they finish within kQueueHorizonNanos at
+// their recent rate: fast handlers find the next timers started when they
+// are done, a slow or stuck one has nothing started behind it.
+int Delivery::StartTargetLocked() const {
+  const double ahead =
+      finish_rate_ * static_cast<double>(kQueueHorizonNanos) / 1e9;
+  return std::min<int>(
+      kMaxClaimBatch,
+      options_.handler_threads + static_cast<int>(std::min(ahead, 1e6)));
 }
 
 void Delivery::PlanStartsLocked(Batch* batch) {
-  int budget = QueueTarget(options_.handler_threads, completions_) - running_ -
+  int budget = StartTargetLocked() - running_ -
                static_cast<int>(queued_.size()) - starting_;
   std::map<int, std::vector<uint64_t>> starts;
   while (budget > 0 && !ready_.empty()) {
@@ -122,13 +159,30 @@ void Delivery::PlanReleasesLocked(int64_t now, Batch* batch, int64_t* wake) {
     for (const auto& [key, h] : held_) {
       if (!h.in_flight &&
           (h.stage == Stage::kWaiting || h.stage == Stage::kReady ||
-           h.stage == Stage::kQueued)) {
+           h.stage == Stage::kQueued || h.stage == Stage::kExpired)) {
         releases[h.shard].push_back(key);
       }
     }
     ready_.clear();
     queued_.clear();
+    expired_.clear();
   } else {
+    // Started, but no handler began it within its start window: released
+    // unrun (the handler threads expire those they find; these are the
+    // ones no thread came for).
+    while (!queued_.empty()) {
+      const Held& h = held_.at(queued_.front());
+      if (h.start_by >= now) {
+        *wake = std::min(*wake, h.start_by + 1);
+        break;
+      }
+      ExpireLocked(queued_.front());
+      queued_.pop_front();
+    }
+    for (const uint64_t key : expired_) {
+      releases[held_.at(key).shard].push_back(key);
+    }
+    expired_.clear();
     // Ready for longer than a poll interval and still no handler: other
     // processes may have one.
     while (!ready_.empty()) {
@@ -149,10 +203,10 @@ void Delivery::PlanRenewalsLocked(int64_t now, Batch* batch, int64_t* wake) {
   const int64_t redis_now = clock_.AtMostMicros(now);
   std::map<int, std::vector<uint64_t>> renewals;
   for (const auto& [key, h] : held_) {
-    if (h.in_flight || h.lease_lost || h.stage == Stage::kDone ||
-        h.stage == Stage::kStarting) {
-      continue;
-    }
+    // Only running handlers' timers: one that waits (kWaiting, kReady,
+    // kQueued) must not keep a lease that a busy or paused process cannot
+    // honour; its lease runs from its due time or start.
+    if (h.in_flight || h.lease_lost || h.stage != Stage::kRunning) continue;
     // Renew once half the lease may have passed.
     const int64_t renew_at = h.lease_us - options_.lease_us / 2;
     if (redis_now >= renew_at) {
@@ -171,7 +225,7 @@ void Delivery::PlanClaimsLocked(int64_t now, Batch* batch, int64_t* wake) {
   // the handlers busy, and timers claimed ahead up to twice that in all,
   // so that a burst due at one instant is not all reserved by one process
   // that would then make it wait.
-  const int target = QueueTarget(options_.handler_threads, completions_);
+  const int target = StartTargetLocked();
   const int busy =
       static_cast<int>(ready_.size() + queued_.size()) + starting_ + running_;
   const int waiting = static_cast<int>(std::count_if(
@@ -202,7 +256,6 @@ void Delivery::PlanClaimsLocked(int64_t now, Batch* batch, int64_t* wake) {
   hot.resize(take_hot);
   rotation_ =
       (rotation_ + static_cast<int>(std::max<size_t>(1, take_hot))) % shards_;
-  completions_ = 0;
   AskShardsLocked(now, cold, hot, {due, ahead, start}, batch);
 }
 

@@ -178,9 +178,11 @@ std::vector<RedisCommand> ScheduleManyCommands(
 std::string DurableMetrics::ToString() const {
   return fmt::format(
       "scheduled={} delivered={} acknowledged={} redelivered={} "
-      "handler_failures={} redis_errors={} reconnects={} lateness=[{}]",
+      "handler_failures={} start_window_misses={} redis_errors={} "
+      "reconnects={} redis_oom={} redis_full={} lateness=[{}]",
       scheduled, delivered, acknowledged, redelivered, handler_failures,
-      redis_errors, reconnects, lateness.ToString());
+      start_window_misses, redis_errors, reconnects, redis_oom, redis_full,
+      lateness.ToString());
 }
 
 struct DurableTimer::Impl {
@@ -197,8 +199,13 @@ struct DurableTimer::Impl {
   }
   absl::Status ErrorReply(const RedisReply& reply, std::string_view what) {
     counters.redis.errors.fetch_add(1, std::memory_order_relaxed);
+    if (reply.IsErrorCode("OOM")) {
+      counters.Oom(session_options.endpoint.ToString());
+    }
     return internal::ReplyErrorStatus(reply, what, session_options.endpoint);
   }
+  // A write that may grow memory was accepted: Redis is not full.
+  void Accepted() { counters.Room(session_options.endpoint.ToString()); }
   std::shared_ptr<Delivery> delivery_snapshot() {
     MutexLock lock(&mu);
     return delivery;
@@ -288,6 +295,7 @@ absl::Status DurableTimer::Schedule(std::string_view id, absl::Time deadline,
                       "again (it is idempotent)");
   }
   if (replies[0].is_error()) return impl_->ErrorReply(replies[0], "Schedule");
+  impl_->Accepted();
   impl_->counters.Add(impl_->counters.scheduled);
   if (std::shared_ptr<Delivery> d = impl_->delivery_snapshot()) {
     d->Scheduled(shard, args.time_us);
@@ -314,6 +322,7 @@ absl::Status DurableTimer::ScheduleAfter(std::string_view id,
   if (r.type != RedisReply::Type::kArray || r.elements.size() != 2) {
     return absl::InternalError("malformed reply to the schedule script");
   }
+  impl_->Accepted();
   impl_->counters.Add(impl_->counters.scheduled);
   if (std::shared_ptr<Delivery> d = impl_->delivery_snapshot()) {
     d->Scheduled(shard, r.elements[1].AsInt());
@@ -366,6 +375,7 @@ absl::Status DurableTimer::ScheduleMany(
           "again)");
     }
   }
+  impl_->Accepted();
   impl_->counters.Add(impl_->counters.scheduled,
                       static_cast<int64_t>(entries.size()));
   if (std::shared_ptr<Delivery> d = impl_->delivery_snapshot()) {
@@ -482,8 +492,11 @@ DurableMetrics DurableTimer::metrics() const {
   m.acknowledged = c.acknowledged.load(std::memory_order_relaxed);
   m.redelivered = c.redelivered.load(std::memory_order_relaxed);
   m.handler_failures = c.handler_failures.load(std::memory_order_relaxed);
+  m.start_window_misses = c.start_window_misses.load(std::memory_order_relaxed);
   m.redis_errors = c.redis.errors.load(std::memory_order_relaxed);
   m.reconnects = c.redis.reconnects.load(std::memory_order_relaxed);
+  m.redis_oom = c.redis_oom.load(std::memory_order_relaxed);
+  m.redis_full = c.redis_full.load(std::memory_order_relaxed);
   m.lateness = c.Lateness();
   return m;
 }

@@ -37,7 +37,11 @@
 //     (DurableTimerOptions::lease) that its process renews while the handler
 //     runs; no other process delivers the timer until the lease has ended.
 //     A process that stops renewing (it died, it hangs, it lost Redis) loses
-//     the timer when the lease ends, and its late acknowledgement is ignored.
+//     the timer when the lease ends, and its late acknowledgement is ignored;
+//     a process resumed after a pause begins no handler for what it lost.
+//     A handler that does not return holds its own timer and no other: a
+//     process starts timers only for handler threads that begin them at
+//     once, and renews only running handlers' leases.
 //   Shared load. Any number of processes may Start(); each claims due timers
 //     in batches sized to what its handler threads finish.
 //   Redis down: calls return Unavailable within about redis_timeout, never
@@ -151,8 +155,22 @@ struct DurableMetrics {
   int64_t acknowledged = 0;
   int64_t redelivered = 0;       // handler calls with attempt > 1
   int64_t handler_failures = 0;  // not OK, or threw
-  int64_t redis_errors = 0;      // failed round trips and error replies
-  int64_t reconnects = 0;        // connections made again after a failure
+  // Deliveries Redis started for this process that no handler thread began
+  // within the start window (the handlers fell behind, or the process was
+  // paused): released unrun, their attempt taken back, due at once for any
+  // process. A few under load are expected; a steady stream means the
+  // handler threads are starved of CPU.
+  int64_t start_window_misses = 0;
+  int64_t redis_errors = 0;  // failed round trips and error replies
+  // Writes Redis refused because it is full (maxmemory reached, with
+  // maxmemory-policy noeviction): OOM replies to Schedule*() and Connect().
+  int64_t redis_oom = 0;
+  // Whether Redis is full, as this process last found: set by a refused
+  // write, cleared by the next one accepted. While it is set, a Start()ed
+  // process tries a write that grows nothing once per poll_interval, so
+  // that it clears by itself when Redis has room again.
+  bool redis_full = false;
+  int64_t reconnects = 0;  // connections made again after a failure
   // Delivery start - the time the delivery was due (the deadline; for a
   // retry, the end of its back-off; for a redelivery, the end of the lost
   // lease), on Redis's clock as this process estimates it.
@@ -171,6 +189,9 @@ class DurableTimer {
   // Unavailable: Redis not reachable within redis_timeout.
   // FailedPrecondition: the keyspace was created with another shard count.
   // PermissionDenied: Redis refused the password.
+  // ResourceExhausted: Redis is full (maxmemory reached, noeviction) and
+  //   the keyspace is new, so its shard count cannot be recorded. A
+  //   keyspace that exists connects on a full Redis (Connect() only reads).
   static absl::StatusOr<std::unique_ptr<DurableTimer>> Connect(
       DurableTimerOptions options);
 
@@ -184,8 +205,16 @@ class DurableTimer {
   // past is due at once; beyond the year 2255 it is clamped there) with
   // `payload`. Persisted before OK returns. The same id again replaces
   // deadline and payload and starts its attempts over; a delivery of the
-  // old one that is running finishes, and its acknowledgement is ignored.
+  // old one that is running (see Cancel()) finishes, and its
+  // acknowledgement is ignored; no other copy of the old one begins once
+  // this returned OK.
   // InvalidArgument: empty id, id over 512 bytes, payload over 512 KiB.
+  // ResourceExhausted: Redis is full (maxmemory reached, with
+  //   maxmemory-policy noeviction): nothing was scheduled or replaced.
+  //   Timers already scheduled are still delivered, acknowledged and
+  //   cancelled on a full Redis, which frees memory; call again later, or
+  //   give Redis more memory. DurableMetrics::redis_full says whether it
+  //   is full now.
   // Unavailable: Redis unreachable or timed out: it may or may not be
   //   scheduled; call again (it is idempotent).
   // Cost: one round trip.
@@ -199,14 +228,23 @@ class DurableTimer {
   // checked first (InvalidArgument names the first bad one, and nothing is
   // scheduled), then one MULTI/EXEC transaction applies them together. A
   // later entry with the same id wins. Unavailable: all or none of them may
-  // be scheduled; call again. Keep batches to thousands of entries: Redis
+  // be scheduled; call again. ResourceExhausted: Redis is full, as for
+  // Schedule(); none was scheduled. Keep batches to thousands of entries: Redis
   // serves no one else while it applies one.
   absl::Status ScheduleMany(std::span<const ScheduleEntry> entries);
 
   // Cancels timer `id`. True iff it was scheduled and not yet acknowledged;
   // then it is never delivered again (a delivery already running finishes,
   // and its acknowledgement is ignored). False: unknown id (never scheduled,
-  // acknowledged or cancelled already). InvalidArgument: a bad id.
+  // acknowledged or cancelled already).
+  // A delivery is running from the moment Redis starts it, and a process
+  // has Redis start one only for a handler thread that begins it at once:
+  // within 50 ms of asking, or never (it is then handed back unrun; see
+  // DurableMetrics::start_window_misses). So after Cancel() returned true a
+  // handler begins for `id` only if Redis had started that delivery before
+  // the cancel, and then within that bound of its start; a copy that a
+  // process holds but has not started (claimed ahead, or waiting for a busy
+  // handler) never runs. InvalidArgument: a bad id.
   // Unavailable: it may or may not be cancelled; call again (false then
   // means it was). Cost: one round trip.
   absl::StatusOr<bool> Cancel(std::string_view id);

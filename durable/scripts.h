@@ -38,7 +38,9 @@
 //   kAck       ARGV (id, version)...: deletes each timer still held under
 //              that version. Returns {now, 1|0...}.
 //   kFail      ARGV base_us, max_us, then (id, version)...: a held timer is
-//              due again at now + min(base_us * 2^(attempt - 1), max_us).
+//              due again at now + min(base_us * 2^(attempt - 1), max_us):
+//              0 when either is 0, the exponent capped at 62, the sum at
+//              kMaxDeadlineMicros, so that it is finite for any attempt.
 //              Returns {now, 1|0...}.
 //   kRelease   ARGV (id, version, due_us, undo)...: a held timer is due
 //              again at due_us, at once for others to take; undo = 1 takes
@@ -47,6 +49,20 @@
 //   kRenew     ARGV lease_us, then (id, version)...: a held timer's lease
 //              ends no earlier than now + lease_us. Returns {now, lease_us
 //              or 0...}.
+//
+// Every script checks all of its arguments (counts, integers in range, ids
+// not empty) before its first write and answers a bad one with an error
+// reply, having changed nothing: a Lua error undoes nothing that ran before
+// it, so a check halfway through could leave a timer in neither :due nor
+// :leases, lost. The scripts that move a timer between the two write the
+// new place first.
+//
+// On a full Redis (maxmemory reached, noeviction) the scripts that delete
+// timers or hold memory about steady -- kCancel, kClaim, kStart, kAck,
+// kFail, kRelease, kRenew -- still run: their source opens with Redis 7's
+// "#!lua flags=allow-oom". kSchedule is refused with OOM before it writes;
+// kMeta reads first and writes (and may be refused) only for a new
+// keyspace.
 //
 // Batches are bounded by the caller (kMaxScriptBatch) so that Lua's
 // unpack() stays within its stack.

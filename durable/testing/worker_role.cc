@@ -118,6 +118,7 @@ TICKWHEEL_DURABLE_ROLE_MAIN(durable_worker) {
   (void)(*timers)->Stop();
   const DurableMetrics m = (*timers)->metrics();
   log->Write("stopped", "-", m.delivered, m.acknowledged);
+  log->Write("misses", "-", m.start_window_misses, m.redelivered);
   log->Write("lateness", "-",
              absl::ToInt64Microseconds(m.lateness.Percentile(0.5)),
              absl::ToInt64Microseconds(m.lateness.Percentile(0.99)));

@@ -11,6 +11,7 @@
 //   start    <id>     attempt  monotonic ns at the handler's start
 //   end      <id>     attempt  1 if the handler returned OK
 //   stopped  -        delivered acknowledged   after Stop() returned
+//   misses   -        start_window_misses redelivered   after Stop()
 //   lateness -        p50 us   p99 us   after Stop(), from metrics()
 //   latemax  -        max us   count
 // With `record_deliveries` false (the benchmark) there are no start and end

@@ -4,10 +4,13 @@
 // it is never delivered again -- also when a process (this one or another)
 // has already claimed it ahead of its deadline and holds it in its local
 // Timer. A delivery already running finishes, and its acknowledgement is
-// ignored. Replacing a timer that is running works the same way.
+// ignored. Replacing a timer that is running works the same way. A copy
+// that a busy process claimed but has not begun is not running: a Cancel()
+// or a replacement that returned wins over it.
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -24,6 +27,23 @@ using testing::Deliveries;
 using testing::RedisServer;
 using testing::TestOptions;
 using testing::WaitUntil;
+
+// 20 timers due now, which a process with one handler thread works
+// through, then "block" and `victims` others ("victim<i>", payload "old")
+// due at one instant a little later, which it claims while it is busy.
+std::vector<ScheduleEntry> BusyThenBlocked(int victims) {
+  std::vector<ScheduleEntry> entries;
+  const absl::Time now = absl::Now();
+  for (int i = 0; i < 20; ++i) {
+    entries.push_back({"warm" + std::to_string(i), now, ""});
+  }
+  const absl::Time later = now + absl::Milliseconds(300);
+  entries.push_back({"block", later, "block"});
+  for (int i = 0; i < victims; ++i) {
+    entries.push_back({"victim" + std::to_string(i), later, "old"});
+  }
+  return entries;
+}
 
 class DurableCancelTest : public testing::RedisTest {
  protected:
@@ -147,6 +167,97 @@ TEST_F(DurableCancelTest, ReplacingARunningTimerDeliversTheNewOneOnce) {
   EXPECT_EQ(seen.All()[1].payload, "v2");
   EXPECT_EQ(seen.All()[1].attempt, 1);  // a replacement starts over
   EXPECT_EQ(timers->metrics().acknowledged, 1);
+}
+
+// A process whose only handler thread is busy holds due timers it claimed:
+// they wait unstarted (Redis starts a delivery only for a free handler
+// thread), so a Cancel() from another process that returns true wins over
+// them, and none of them runs once the handler is free.
+TEST_F(DurableCancelTest, ATimerQueuedBehindABusyHandlerIsNeverDelivered) {
+  DurableTimerOptions o = TestOptions(*redis_);
+  o.handler_threads = 1;
+  auto holder = DurableTimer::Connect(o).value();
+  auto other = DurableTimer::Connect(o).value();  // "another process"
+  testing::Latch blocked, release;
+  Deliveries seen;
+  ASSERT_TRUE(holder
+                  ->Start([&](const FiredTimer& t) {
+                    seen.Add(t);
+                    if (t.payload == "block") {
+                      blocked.Notify();
+                      release.Wait();
+                    } else {
+                      absl::SleepFor(absl::Milliseconds(20));
+                    }
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  ASSERT_TRUE(holder->ScheduleMany(BusyThenBlocked(30)).ok());
+  ASSERT_TRUE(blocked.WaitFor());
+  // Its one thread is blocked: whatever it holds now has not started.
+  std::vector<std::string> cancelled;
+  for (int i = 0; i < 30; ++i) {
+    const std::string id = "victim" + std::to_string(i);
+    if (other->Cancel(id).value()) cancelled.push_back(id);
+  }
+  EXPECT_FALSE(cancelled.empty());
+  release.Notify();
+  ASSERT_TRUE(WaitUntil([&] { return holder->Pending().value() == 0; }));
+  absl::SleepFor(absl::Milliseconds(300));
+  ASSERT_TRUE(holder->Stop().ok());
+  for (const std::string& id : cancelled) {
+    EXPECT_EQ(seen.Count(id), 0) << id << " ran after Cancel() returned true";
+  }
+}
+
+// The same with a replacement: once Schedule(id, later, "new") returned OK,
+// the old copy a busy process holds never runs (it would carry the old
+// payload, early for the new deadline); the new one runs once.
+TEST_F(DurableCancelTest, AReplacedTimerQueuedBehindABusyHandlerRunsAsNewOnly) {
+  DurableTimerOptions o = TestOptions(*redis_);
+  o.handler_threads = 1;
+  auto holder = DurableTimer::Connect(o).value();
+  auto other = DurableTimer::Connect(o).value();
+  testing::Latch blocked, release;
+  Deliveries seen;
+  std::atomic<int> early{0};
+  ASSERT_TRUE(holder
+                  ->Start([&](const FiredTimer& t) {
+                    seen.Add(t);
+                    if (absl::Now() < t.deadline) ++early;
+                    if (t.payload == "block") {
+                      blocked.Notify();
+                      release.Wait();
+                    } else if (t.payload != "new") {
+                      absl::SleepFor(absl::Milliseconds(20));
+                    }
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  ASSERT_TRUE(holder->ScheduleMany(BusyThenBlocked(30)).ok());
+  ASSERT_TRUE(blocked.WaitFor());
+  const size_t before = seen.Total();
+  const absl::Time later = absl::Now() + absl::Milliseconds(500);
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(
+        other->Schedule("victim" + std::to_string(i), later, "new").ok());
+  }
+  release.Notify();
+  ASSERT_TRUE(WaitUntil([&] { return holder->Pending().value() == 0; }));
+  ASSERT_TRUE(holder->Stop().ok());
+  const std::vector<FiredTimer> all = seen.All();
+  for (size_t i = before; i < all.size(); ++i) {
+    EXPECT_NE(all[i].payload, "old")
+        << all[i].id << ": the old copy ran after it was replaced";
+  }
+  for (int i = 0; i < 30; ++i) {
+    int fresh = 0;
+    for (const FiredTimer& t : all) {
+      fresh += t.id == "victim" + std::to_string(i) && t.payload == "new";
+    }
+    EXPECT_EQ(fresh, 1) << "victim" << i;
+  }
+  EXPECT_EQ(early.load(), 0);
 }
 
 }  // namespace

@@ -5,12 +5,14 @@
 // process delivers it. A process that stops renewing (SIGSTOP: paused, as in
 // a long GC or a VM migration) loses the timer when the lease ends, another
 // process delivers it (attempt 2) and no earlier, and the paused process's
-// late acknowledgement is ignored. Stop() hands claimed-but-unstarted timers
-// back at once, so another process delivers them on time rather than after
-// the lease.
+// late acknowledgement is ignored; once resumed it starts no handler for
+// the timers it held and lost while paused. Stop() hands claimed-but-unstarted
+// timers back at once, so another process delivers them on time rather than
+// after the lease.
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -188,6 +190,67 @@ TEST_F(DurableLeaseTest, StopHandsBackWhatItClaimedAheadAtOnce) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(15));
   for (const FiredTimer& t : seen.All()) EXPECT_EQ(t.attempt, 1) << t.id;
   ASSERT_TRUE(second->Stop().ok());
+}
+
+// A process paused (SIGSTOP) past its leases while it held due timers loses
+// them to another process; once resumed (SIGCONT) it starts no handler for
+// any of them: what it had claimed but not begun is either found gone by
+// Redis or past its start window, never run. Only the handler that was
+// already running when it was paused finishes.
+TEST_F(DurableLeaseTest, AResumedProcessStartsNoTimerItLostWhilePaused) {
+  testing::WorkerConfig w;
+  w.redis = redis_->uri();
+  w.lease = absl::Seconds(1);
+  w.handler_threads = 1;
+  w.events = testing::TempPath("events");
+  w.handler_sleep = absl::Milliseconds(300);
+  const std::string out = testing::TempPath("worker.out");
+  absl::StatusOr<pid_t> owner = testing::SpawnWorker(w, out);
+  ASSERT_TRUE(owner.ok()) << owner.status();
+  auto count = [](std::string_view kind) {
+    return [kind](const std::vector<Event>& e) {
+      return std::count_if(e.begin(), e.end(),
+                           [&](const Event& x) { return x.kind == kind; });
+    };
+  };
+  ASSERT_TRUE(testing::WaitForEvents(
+      w.events, testing::kPatience,
+      [&](const std::vector<Event>& e) { return count("ready")(e) == 1; }));
+  auto other = DurableTimer::Connect(w.Options()).value();
+  std::vector<ScheduleEntry> entries;
+  for (int i = 0; i < 12; ++i) {
+    entries.push_back({"t" + std::to_string(i), absl::Now(), ""});
+  }
+  ASSERT_TRUE(other->ScheduleMany(entries).ok());
+  // Paused while it works through them, one at a time, holding the rest.
+  ASSERT_TRUE(testing::WaitForEvents(
+      w.events, testing::kPatience,
+      [&](const std::vector<Event>& e) { return count("end")(e) >= 2; }));
+  absl::SleepFor(absl::Milliseconds(100));
+  testing::SignalChild(*owner, SIGSTOP);
+  absl::SleepFor(absl::Milliseconds(50));  // stopped on every CPU
+  const auto started_before = count("start")(EventLog::Read(w.events));
+
+  Deliveries seen;
+  ASSERT_TRUE(other
+                  ->Start([&](const FiredTimer& t) {
+                    seen.Add(t);
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  ASSERT_TRUE(WaitUntil([&] { return other->Pending().value() == 0; }));
+  testing::SignalChild(*owner, SIGCONT);
+  // Long enough for its running handler to end and for anything it held
+  // to be tried several times over.
+  absl::SleepFor(absl::Milliseconds(1500));
+  testing::SignalChild(*owner, SIGTERM);
+  ASSERT_TRUE(testing::WaitChild(*owner, testing::kPatience).ok())
+      << testing::FileTail(out);
+  ASSERT_TRUE(other->Stop().ok());
+  const std::vector<Event> events = EventLog::Read(w.events);
+  EXPECT_EQ(count("start")(events), started_before)
+      << "handlers started after SIGCONT: " << testing::FileTail(w.events);
+  EXPECT_EQ(other->Pending().value(), 0);
 }
 
 }  // namespace

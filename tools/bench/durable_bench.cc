@@ -341,6 +341,7 @@ std::vector<Event> StopFleet(const Fleet& f) {
 struct DeliverResult {
   double rate = 0;
   int64_t acknowledged = 0;
+  int64_t misses = 0;        // start-window misses, all workers
   double redis_cpu_us = 0;   // Redis's CPU per delivery
   double worker_cpu_us = 0;  // the workers' CPU per delivery
 };
@@ -405,6 +406,7 @@ DeliverResult DeliverRate(RedisServer& redis, int processes, int n,
   r.redis_cpu_us = (RedisCpu(redis) - redis_before) * 1e6 / n;
   for (const Event& e : StopFleet(fleet)) {
     if (e.kind == "stopped") r.acknowledged += e.b;
+    if (e.kind == "misses") r.misses += e.a;
   }
   // The workers' whole lives: start-up and idle polling included.
   r.worker_cpu_us = (ChildrenCpu() - children_before) * 1e6 / n;
@@ -546,6 +548,7 @@ void Bench::RunDeliver() {
       {"  CPU per delivery: Redis / worker",
        fmt::format("{:.1f} / {:.1f} us", d1.redis_cpu_us, d1.worker_cpu_us),
        ""});
+  rows.push_back({"  start-window misses", fmt::format("{}", d1.misses), ""});
   PrintStats("deliver, 1 process");
   d3_ = DeliverRate(redis_, 3, flags_.deliver_n, lead_rate, dir_);
   rows.push_back(
@@ -554,6 +557,7 @@ void Bench::RunDeliver() {
       {"  CPU per delivery: Redis / workers",
        fmt::format("{:.1f} / {:.1f} us", d3_.redis_cpu_us, d3_.worker_cpu_us),
        ""});
+  rows.push_back({"  start-window misses", fmt::format("{}", d3_.misses), ""});
   PrintStats("deliver, 3 processes");
 }
 
