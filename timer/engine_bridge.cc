@@ -27,37 +27,6 @@ struct HistogramAccess {
   }
 };
 
-namespace {
-
-// A user's Clock as the engine's TimeSource: forwards every call.
-class ClockSource final : public TimeSource {
- public:
-  explicit ClockSource(std::shared_ptr<Clock> clock)
-      : clock_(std::move(clock)) {}
-  int64_t NowNanos() override { return clock_->NowNanos(); }
-  std::unique_ptr<TimeSource::Sleeper> NewSleeper() override {
-    return std::make_unique<SleeperSource>(clock_->NewSleeper());
-  }
-
- private:
-  class SleeperSource final : public TimeSource::Sleeper {
-   public:
-    explicit SleeperSource(std::unique_ptr<Clock::Sleeper> sleeper)
-        : sleeper_(std::move(sleeper)) {}
-    void SleepUntil(int64_t deadline_nanos) override {
-      sleeper_->SleepUntil(deadline_nanos);
-    }
-    void Wake() override { sleeper_->Wake(); }
-
-   private:
-    const std::unique_ptr<Clock::Sleeper> sleeper_;
-  };
-
-  const std::shared_ptr<Clock> clock_;
-};
-
-}  // namespace
-
 absl::StatusOr<CheckedShape> CheckShape(
     absl::Duration tick, int ticks_per_wheel,
     const std::optional<absl::Duration>& slack) {
@@ -98,11 +67,11 @@ absl::StatusOr<CheckedShape> CheckShape(
   return CheckedShape{tick_nanos, wheel, slack_nanos};
 }
 
-std::shared_ptr<TimeSource> AdaptClock(std::shared_ptr<Clock> clock,
-                                       bool* monotonic) {
+std::shared_ptr<Clock> ResolveClock(std::shared_ptr<Clock> clock,
+                                    bool* monotonic) {
   if (clock == nullptr) clock = RealClock::Shared();
   *monotonic = dynamic_cast<RealClock*>(clock.get()) != nullptr;
-  return std::make_shared<ClockSource>(std::move(clock));
+  return clock;
 }
 
 void CallWithHandle(TaskSlot& slot, TimeoutNode* node,

@@ -75,9 +75,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tickwheel/base/clock.h"
 #include "tickwheel/base/deadline_spec.h"
 #include "tickwheel/base/task_slot.h"
-#include "tickwheel/base/time_source.h"
 #include "tickwheel/worker/intake.h"
 #include "tickwheel/worker/shared_state.h"
 #include "tickwheel/worker/sweeper.h"
@@ -93,7 +93,7 @@ struct LocalEngineConfig {
   int64_t max_pending_timeouts = 0;
   // Calls a task with its handle (the facade's).
   TaskCaller call_task = nullptr;
-  std::shared_ptr<TimeSource> clock;  // non-null
+  std::shared_ptr<Clock> clock;  // non-null
   // `clock` reads CLOCK_MONOTONIC: read inline (MonotonicNanos()).
   bool monotonic_clock = false;
 };

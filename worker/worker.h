@@ -59,10 +59,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "tickwheel/base/clock.h"
 #include "tickwheel/base/deadline_spec.h"
 #include "tickwheel/base/mutex.h"
 #include "tickwheel/base/task_slot.h"
-#include "tickwheel/base/time_source.h"
 #include "tickwheel/worker/cancel_all_queue.h"
 #include "tickwheel/worker/intake.h"
 #include "tickwheel/worker/shared_state.h"
@@ -82,7 +82,7 @@ struct WorkerConfig {
   // Calls a task with its handle (the facade's).
   TaskCaller call_task = nullptr;
   TaskRunner::Executor task_executor;
-  std::shared_ptr<TimeSource> clock;  // non-null
+  std::shared_ptr<Clock> clock;  // non-null
   // `clock` reads CLOCK_MONOTONIC (MonotonicNanos()): newTimeout() then
   // reads it inline, without a virtual call, and the worker plans the node
   // pool's decay by it.

@@ -2,7 +2,7 @@
 // -----------------------------------------------------------------------------
 // Internal to the facade: what every timer type (Timer, LocalTimer) hands
 // its engine and takes back from it, written once: the options' wheel,
-// checked; a user's Clock as the engine's TimeSource; the TaskCaller that
+// checked; the clock the engine reads; the TaskCaller that
 // calls a task with its handle; metrics from the engine's counters. Only
 // the facade's .cc files include it (the engine's types are declared here,
 // not included, so that this header stays on the public side of the layers:
@@ -19,7 +19,6 @@
 #include "absl/time/time.h"
 #include "tickwheel/base/histogram.h"
 #include "tickwheel/base/task_slot.h"
-#include "tickwheel/base/time_source.h"
 #include "tickwheel/timer/clock.h"
 #include "tickwheel/timer/metrics.h"
 
@@ -45,11 +44,11 @@ absl::StatusOr<CheckedShape> CheckShape(
     absl::Duration tick, int ticks_per_wheel,
     const std::optional<absl::Duration>& slack);
 
-// `clock` (empty: RealClock::Shared()) as the engine's TimeSource;
-// `*monotonic` tells whether it is the real clock, which the engine then
-// reads inline (MonotonicNanos()).
-std::shared_ptr<TimeSource> AdaptClock(std::shared_ptr<Clock> clock,
-                                       bool* monotonic);
+// The clock the engine reads and sleeps on: `clock`, or RealClock::Shared()
+// when it is empty; `*monotonic` tells whether it is the real clock, which
+// the engine then reads inline (MonotonicNanos()).
+std::shared_ptr<Clock> ResolveClock(std::shared_ptr<Clock> clock,
+                                    bool* monotonic);
 
 // The engine's TaskCaller (worker/task_runner.h): the task in `slot`,
 // called with the handle of the timeout of `node`, lent the engine's
