@@ -3,6 +3,7 @@
 #include "tickwheel/timer/internal/engine_bridge.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include <fmt/format.h>
@@ -84,17 +85,18 @@ void CallWithHandle(TaskSlot& slot, TimeoutNode* node,
   slot.Invoke(std::as_const(timeout));
 }
 
-TimerMetrics MetricsFrom(const CountersSnapshot& c,
-                         const HistogramCounts& lateness) {
+TimerMetrics MetricsFrom(const TimerCounters& c, int64_t pending,
+                         int64_t cancel_calls) {
+  constexpr std::memory_order kRelaxed = std::memory_order_relaxed;
   TimerMetrics m;
-  m.pending = c.pending;
-  m.expired = c.expired;
-  m.cancelled = c.cancelled;
-  m.ticks = c.ticks;
-  m.catch_up_ticks = c.catch_up_ticks;
-  m.wakeups = c.wakeups;
-  m.worst_lateness = absl::Nanoseconds(c.worst_lateness_nanos);
-  HistogramAccess::Fill(m.lateness, lateness);
+  m.pending = pending;
+  m.expired = c.expired.load(kRelaxed);
+  m.cancelled = c.cancelled_by_all.load(kRelaxed) + cancel_calls;
+  m.ticks = c.ticks.load(kRelaxed);
+  m.catch_up_ticks = c.catch_up_ticks.load(kRelaxed);
+  m.wakeups = c.wakeups.load(kRelaxed);
+  m.worst_lateness = absl::Nanoseconds(c.lateness.max.load(kRelaxed));
+  HistogramAccess::Fill(m.lateness, c.lateness);
   return m;
 }
 

@@ -105,7 +105,8 @@ TimePoint LocalTimer::now() const {
 }
 
 TimerMetrics LocalTimer::metrics() const {
-  return internal::MetricsFrom(engine_->Counters(), engine_->lateness());
+  return internal::MetricsFrom(engine_->counters(), engine_->pending(),
+                               engine_->CancelCalls());
 }
 
 }  // namespace tickwheel

@@ -89,7 +89,8 @@ absl::StatusOr<std::vector<Timeout>> Timer::stop() {
 int64_t Timer::pendingTimeouts() const { return worker_->pending(); }
 
 TimerMetrics Timer::metrics() const {
-  return internal::MetricsFrom(worker_->Counters(), worker_->lateness());
+  return internal::MetricsFrom(worker_->counters(), worker_->pending(),
+                               worker_->CancelCalls());
 }
 
 }  // namespace tickwheel

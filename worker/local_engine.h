@@ -60,9 +60,9 @@
 //
 // Thread-safety: Schedule(), Advance(), NextWakeupNanos(), CancelAll() and
 // Stop() on the owner thread only (the first thread that calls one of them;
-// debug builds check it). pending(), Counters(), NowNanos() from any thread.
-// The destructor on the owner thread, or on another once the owner is done
-// with the engine (happens-before), never from inside a task.
+// debug builds check it). pending(), counters(), CancelCalls(), NowNanos() from
+// any thread. The destructor on the owner thread, or on another once the owner
+// is done with the engine (happens-before), never from inside a task.
 
 #ifndef TICKWHEEL_WORKER_LOCAL_ENGINE_H_
 #define TICKWHEEL_WORKER_LOCAL_ENGINE_H_
@@ -157,8 +157,13 @@ class LocalEngine final : private BacklogWaker, private OwnerCanceller {
   int64_t pending() const {
     return std::max<int64_t>(0, shared_.SumCounts(std::memory_order_relaxed));
   }
-  CountersSnapshot Counters() const;
-  const HistogramCounts& lateness() const { return counters_.lateness; }
+  // What LocalTimer::metrics() reads: the counters (one writer, the owner)
+  // and the successful cancel() calls, from other threads and the owner's.
+  const TimerCounters& counters() const { return counters_; }
+  int64_t CancelCalls() const {
+    return shared_.CancelCount() +
+           owner_cancels_.load(std::memory_order_relaxed);
+  }
   // The shared state that handles refer to.
   SharedTimerState* shared() { return &shared_; }
   int64_t NowNanos() const { return shared_.NowNanos(); }

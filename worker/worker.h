@@ -134,9 +134,10 @@ class Worker final : public std::enable_shared_from_this<Worker> {
   int64_t pending() const {
     return std::max<int64_t>(0, shared_.SumCounts(std::memory_order_relaxed));
   }
-  CountersSnapshot Counters() const;
-  // The lateness counters (one writer, the worker).
-  const HistogramCounts& lateness() const { return counters_.lateness; }
+  // What Timer::metrics() reads: the counters (one writer, the worker) and
+  // the successful cancel() calls, which the producers' shared state keeps.
+  const TimerCounters& counters() const { return counters_; }
+  int64_t CancelCalls() const { return shared_.CancelCount(); }
   bool OnWorkerThread() const;
   // The producer-side state that handles refer to.
   SharedTimerState* shared() { return &shared_; }

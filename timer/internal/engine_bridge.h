@@ -17,7 +17,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "tickwheel/base/histogram.h"
 #include "tickwheel/base/task_slot.h"
 #include "tickwheel/timer/clock.h"
 #include "tickwheel/timer/metrics.h"
@@ -26,7 +25,7 @@ namespace tickwheel::internal {
 
 struct TimeoutNode;
 struct SharedTimerState;
-struct CountersSnapshot;
+struct TimerCounters;
 
 // A timer's wheel, checked: the tick in nanoseconds, ticks_per_wheel
 // rounded up to a power of two, the slack in [0, tick] nanoseconds.
@@ -56,11 +55,11 @@ std::shared_ptr<Clock> ResolveClock(std::shared_ptr<Clock> clock,
 void CallWithHandle(TaskSlot& slot, TimeoutNode* node,
                     SharedTimerState* shared);
 
-// TimerMetrics from a snapshot of the engine's counters and its lateness
-// histogram (relaxed loads: each value exact, the set a few events apart
-// while the engine runs).
-TimerMetrics MetricsFrom(const CountersSnapshot& counters,
-                         const HistogramCounts& lateness);
+// TimerMetrics from an engine's counters and lateness histogram, its
+// pending count and its successful cancel() calls (relaxed loads: each
+// value exact, the set a few events apart while the engine runs).
+TimerMetrics MetricsFrom(const TimerCounters& counters, int64_t pending,
+                         int64_t cancel_calls);
 
 }  // namespace tickwheel::internal
 
