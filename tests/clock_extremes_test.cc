@@ -11,7 +11,7 @@
 //     reading a is, negative ones included.
 //   * A tick end that the clock cannot express saturates to INT64_MAX, which
 //     a Sleeper takes as "no deadline, until woken", even on a clock that
-//     reads INT64_MAX (base/time_source.h). A worker facing a tick that can
+//     reads INT64_MAX (base/clock.h). A worker facing a tick that can
 //     never end therefore sleeps instead of spinning, ManualClock::AwaitIdle()
 //     sees it idle, and stop() still wakes it. What cannot be reached is kept,
 //     never run, and returned by stop().

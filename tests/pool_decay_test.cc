@@ -20,7 +20,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/pool_test_util.h"
-#include "tickwheel/base/time_source.h"
+#include "tickwheel/base/clock.h"
 #include "tickwheel/worker/cell_depot.h"
 #include "tickwheel/worker/cell_pool.h"
 #include "tickwheel/worker/chunk.h"

@@ -3,6 +3,7 @@
 #include "tickwheel/timer/internal/engine_bridge.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include <fmt/format.h>
@@ -26,37 +27,6 @@ struct HistogramAccess {
     h.sum_ = counts.sum.load(std::memory_order_relaxed);
   }
 };
-
-namespace {
-
-// A user's Clock as the engine's TimeSource: forwards every call.
-class ClockSource final : public TimeSource {
- public:
-  explicit ClockSource(std::shared_ptr<Clock> clock)
-      : clock_(std::move(clock)) {}
-  int64_t NowNanos() override { return clock_->NowNanos(); }
-  std::unique_ptr<TimeSource::Sleeper> NewSleeper() override {
-    return std::make_unique<SleeperSource>(clock_->NewSleeper());
-  }
-
- private:
-  class SleeperSource final : public TimeSource::Sleeper {
-   public:
-    explicit SleeperSource(std::unique_ptr<Clock::Sleeper> sleeper)
-        : sleeper_(std::move(sleeper)) {}
-    void SleepUntil(int64_t deadline_nanos) override {
-      sleeper_->SleepUntil(deadline_nanos);
-    }
-    void Wake() override { sleeper_->Wake(); }
-
-   private:
-    const std::unique_ptr<Clock::Sleeper> sleeper_;
-  };
-
-  const std::shared_ptr<Clock> clock_;
-};
-
-}  // namespace
 
 absl::StatusOr<CheckedShape> CheckShape(
     absl::Duration tick, int ticks_per_wheel,
@@ -98,11 +68,11 @@ absl::StatusOr<CheckedShape> CheckShape(
   return CheckedShape{tick_nanos, wheel, slack_nanos};
 }
 
-std::shared_ptr<TimeSource> AdaptClock(std::shared_ptr<Clock> clock,
-                                       bool* monotonic) {
+std::shared_ptr<Clock> ResolveClock(std::shared_ptr<Clock> clock,
+                                    bool* monotonic) {
   if (clock == nullptr) clock = RealClock::Shared();
   *monotonic = dynamic_cast<RealClock*>(clock.get()) != nullptr;
-  return std::make_shared<ClockSource>(std::move(clock));
+  return clock;
 }
 
 void CallWithHandle(TaskSlot& slot, TimeoutNode* node,
@@ -115,17 +85,18 @@ void CallWithHandle(TaskSlot& slot, TimeoutNode* node,
   slot.Invoke(std::as_const(timeout));
 }
 
-TimerMetrics MetricsFrom(const CountersSnapshot& c,
-                         const HistogramCounts& lateness) {
+TimerMetrics MetricsFrom(const TimerCounters& c, int64_t pending,
+                         int64_t cancel_calls) {
+  constexpr std::memory_order kRelaxed = std::memory_order_relaxed;
   TimerMetrics m;
-  m.pending = c.pending;
-  m.expired = c.expired;
-  m.cancelled = c.cancelled;
-  m.ticks = c.ticks;
-  m.catch_up_ticks = c.catch_up_ticks;
-  m.wakeups = c.wakeups;
-  m.worst_lateness = absl::Nanoseconds(c.worst_lateness_nanos);
-  HistogramAccess::Fill(m.lateness, lateness);
+  m.pending = pending;
+  m.expired = c.expired.load(kRelaxed);
+  m.cancelled = c.cancelled_by_all.load(kRelaxed) + cancel_calls;
+  m.ticks = c.ticks.load(kRelaxed);
+  m.catch_up_ticks = c.catch_up_ticks.load(kRelaxed);
+  m.wakeups = c.wakeups.load(kRelaxed);
+  m.worst_lateness = absl::Nanoseconds(c.lateness.max.load(kRelaxed));
+  HistogramAccess::Fill(m.lateness, c.lateness);
   return m;
 }
 

@@ -35,7 +35,7 @@ absl::StatusOr<std::unique_ptr<LocalTimer>> LocalTimer::Create(
   config.max_pending_timeouts = options.max_pending_timeouts;
   config.call_task = &internal::CallWithHandle;
   config.clock =
-      internal::AdaptClock(std::move(options.clock), &config.monotonic_clock);
+      internal::ResolveClock(std::move(options.clock), &config.monotonic_clock);
   std::unique_ptr<internal::LocalEngine> engine;
   try {
     engine = std::make_unique<internal::LocalEngine>(std::move(config));
@@ -105,7 +105,8 @@ TimePoint LocalTimer::now() const {
 }
 
 TimerMetrics LocalTimer::metrics() const {
-  return internal::MetricsFrom(engine_->Counters(), engine_->lateness());
+  return internal::MetricsFrom(engine_->counters(), engine_->pending(),
+                               engine_->CancelCalls());
 }
 
 }  // namespace tickwheel

@@ -116,6 +116,7 @@
 #include "tickwheel/timer/internal/task.h"
 #include "tickwheel/timer/log.h"
 #include "tickwheel/timer/metrics.h"
+#include "tickwheel/timer/scheduling.h"
 #include "tickwheel/timer/task.h"
 #include "tickwheel/timer/timeout.h"
 
@@ -151,7 +152,7 @@ struct LocalTimerOptions {
   std::shared_ptr<Clock> clock;
 };
 
-class LocalTimer {
+class LocalTimer : public SchedulingCalls<LocalTimer> {
  public:
   // Validates `options` and makes a timer; reads the clock once (startTime,
   // from which ticks count). Starts no thread.
@@ -170,125 +171,10 @@ class LocalTimer {
   LocalTimer(const LocalTimer&) = delete;
   LocalTimer& operator=(const LocalTimer&) = delete;
 
-  // Schedules `task` to run once, `delay` from now, as Timer::newTimeout():
-  // negative counts as zero; rounded up to whole nanoseconds; huge delays
-  // saturate at ~292 years. The task runs in an advance() on this thread
-  // (see "When a task runs"), never before its deadline. `task` is any
-  // TimerTaskCallable (timer/task.h). Owner thread only.
-  // InvalidArgument: `task` is empty.
-  // FailedPrecondition: the timer was stopped.
-  // ResourceExhausted: the pending count would exceed max_pending_timeouts
-  //   (the message names both numbers), or no memory for the timeout.
-  // Cost: a thread-local pop of a pool cell, one clock read, one atomic
-  // add on the pending count (a CAS loop with max_pending_timeouts set),
-  // one CAS on the node, and an O(1) insertion into the wheel; no lock, no
-  // wake-up, no allocation while the pool has cells and the callable fits
-  // in the cell.
-  template <TimerTaskCallable F>
-  absl::StatusOr<Timeout> newTimeout(F&& task, absl::Duration delay) {
-    return ScheduleTask(std::forward<F>(task),
-                        {.nanos = internal::DelayNanos(delay)});
-  }
-  // Any std::chrono::duration, converted as Timer's overload does.
-  // InvalidArgument for a NaN count.
-  template <TimerTaskCallable F, typename Rep, typename Period>
-  absl::StatusOr<Timeout> newTimeout(F&& task,
-                                     std::chrono::duration<Rep, Period> delay) {
-    const std::optional<absl::Duration> d = internal::FromChrono(delay);
-    if (!d.has_value()) return internal::NanError("newTimeout", "delay");
-    return newTimeout(std::forward<F>(task), *d);
-  }
-  // A TimerTask, or what converts to one (nullptr: an empty task, refused).
-  absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay) {
-    return ScheduleTask(std::move(task),
-                        {.nanos = internal::DelayNanos(delay)});
-  }
-  template <typename Rep, typename Period>
-  absl::StatusOr<Timeout> newTimeout(TimerTask task,
-                                     std::chrono::duration<Rep, Period> delay) {
-    const std::optional<absl::Duration> d = internal::FromChrono(delay);
-    if (!d.has_value()) return internal::NanError("newTimeout", "delay");
-    return newTimeout(std::move(task), *d);
-  }
-
-  // Schedules `task` to run once at `deadline`, a point on this timer's
-  // clock (now()). A deadline in the past is taken as now(). As
-  // newTimeout() otherwise.
-  template <TimerTaskCallable F>
-  absl::StatusOr<Timeout> newTimeoutAt(F&& task, TimePoint deadline) {
-    return ScheduleTask(std::forward<F>(task),
-                        internal::AbsoluteSpec(deadline));
-  }
-
-  // Schedules `task` to run at a fixed rate, as Timer::newPeriodic(): at
-  // start + initial_delay + k * period, never early. Runs missed by a whole
-  // period or more (a loop that called advance() late) follow
-  // `missed_runs`, as on a Timer (base/missed_runs.h): kSkip (the default)
-  // runs once and resumes at the next grid time in the future; kBurst runs
-  // each missed run (at most kMaxBurstRuns, the latest), back to back in
-  // that advance(), then the grid; kDelay runs once and moves the grid to a
-  // period after that run. Otherwise one advance() runs it once, unless a
-  // task reset() it meanwhile (see advance()). It ends only by cancel(),
-  // cancelAll() or stop(); each run counts in metrics().expired and in
-  // advance()'s result.
-  // InvalidArgument: `period` <= 0 or infinite, either duration is NaN, or
-  //   `task` is empty; other errors as newTimeout().
-  template <TimerTaskCallable F, TimerDuration D1, TimerDuration D2>
-  absl::StatusOr<Timeout> newPeriodic(
-      F&& task, D1 initial_delay, D2 period,
-      MissedRuns missed_runs = MissedRuns::kSkip) {
-    absl::StatusOr<internal::DeadlineSpec> when =
-        internal::PeriodicSpec(initial_delay, period, missed_runs);
-    if (!when.ok()) return when.status();
-    return ScheduleTask(std::forward<F>(task), *when);
-  }
-
-  // What is not a task, or not a delay: one readable error each, as for
-  // Timer (internal::TaskError explains which).
-  template <typename F, typename... Args>
-  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
-      absl::StatusOr<Timeout> newTimeout(F&&, Args&&...) {
-    internal::TaskError<F>();
-    return absl::InternalError("unreachable");
-  }
-  template <typename F, typename... Args>
-  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
-      absl::StatusOr<Timeout> newTimeoutAt(F&&, Args&&...) {
-    internal::TaskError<F>();
-    return absl::InternalError("unreachable");
-  }
-  template <typename F, typename... Args>
-  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
-      absl::StatusOr<Timeout> newPeriodic(F&&, Args&&...) {
-    internal::TaskError<F>();
-    return absl::InternalError("unreachable");
-  }
-  template <typename F, typename D>
-  requires((TimerTaskCallable<F> ||
-            std::is_convertible_v<F, TimerTask>)&&!TimerDuration<D>)
-      absl::StatusOr<Timeout> newTimeout(F&&, D&&) {
-    static_assert(internal::kAlwaysFalse<D>,
-                  "tickwheel: a delay is an absl::Duration or a "
-                  "std::chrono::duration (e.g. absl::Seconds(1), 1s, 250ms)");
-    return absl::InternalError("unreachable");
-  }
-  template <typename F, typename D1, typename D2, typename... M>
-  requires(TimerTaskCallable<F> && (!TimerDuration<D1> || !TimerDuration<D2>))
-      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&, M&&...) {
-    static_assert(internal::kAlwaysFalse<D1>,
-                  "tickwheel: newPeriodic's initial delay and period are "
-                  "each an absl::Duration or a std::chrono::duration");
-    return absl::InternalError("unreachable");
-  }
-  template <typename F, typename D1, typename D2, typename M>
-  requires(TimerTaskCallable<F>&& TimerDuration<D1>&& TimerDuration<D2> &&
-           !std::is_same_v<std::remove_cvref_t<M>, MissedRuns>)
-      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&, M&&) {
-    static_assert(internal::kAlwaysFalse<M>,
-                  "tickwheel: newPeriodic's last argument is a "
-                  "tickwheel::MissedRuns (kSkip, kBurst or kDelay)");
-    return absl::InternalError("unreachable");
-  }
+  // newTimeout(), newTimeoutAt() and newPeriodic(), in every duration and
+  // time-point form: SchedulingCalls (timer/scheduling.h) documents each,
+  // with its errors and its cost on a LocalTimer. Owner thread only; the
+  // task runs in an advance() on this thread (see "When a task runs").
 
   // Reads the clock once and runs, on this thread, every task due at that
   // reading, in deadline order (ties in the order they were scheduled);
@@ -386,27 +272,19 @@ class LocalTimer {
   absl::Duration slack() const { return slack_; }
 
  private:
-  // Schedules the sleeps of timer/coro.h as library timeouts.
+  // Expedites the sleeps of timer/coro.h (ExpediteSleep()).
   friend class internal::LibraryTimeouts;
 
   LocalTimer(std::unique_ptr<internal::LocalEngine> engine, absl::Duration tick,
              int ticks_per_wheel, absl::Duration slack);
 
-  template <typename F>
-  absl::StatusOr<Timeout> ScheduleTask(F&& task,
-                                       const internal::DeadlineSpec& when) {
-    return internal::ScheduleCallable(
-        std::forward<F>(task), when,
-        [this](internal::TaskEmplacer emplace, void* callable,
-               const internal::DeadlineSpec& spec) {
-          return Schedule(emplace, callable, spec);
-        });
-  }
   // A sleep whose stop was requested on the owner thread, reset to now:
   // runs in the next advance() without waiting for its tick's end, and the
   // plan is now until then (LocalEngine::Expedite()).
   void ExpediteSleep(const Timeout& timeout);
-  // A callable that is not empty, to the engine (LocalEngine::Schedule).
+  // A callable that is not empty, to the engine (LocalEngine::Schedule):
+  // what every scheduling call ends in.
+  friend class SchedulingCalls<LocalTimer>;
   absl::StatusOr<Timeout> Schedule(internal::TaskEmplacer emplace,
                                    void* callable,
                                    const internal::DeadlineSpec& when);

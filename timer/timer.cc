@@ -41,7 +41,7 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
   config.thread_name = std::move(options.thread_name);
   config.task_executor = std::move(options.task_executor);
   config.clock =
-      internal::AdaptClock(std::move(options.clock), &config.monotonic_clock);
+      internal::ResolveClock(std::move(options.clock), &config.monotonic_clock);
   config.owner = timer.get();
   try {
     timer->worker_ = std::make_shared<internal::Worker>(std::move(config));
@@ -89,7 +89,8 @@ absl::StatusOr<std::vector<Timeout>> Timer::stop() {
 int64_t Timer::pendingTimeouts() const { return worker_->pending(); }
 
 TimerMetrics Timer::metrics() const {
-  return internal::MetricsFrom(worker_->Counters(), worker_->lateness());
+  return internal::MetricsFrom(worker_->counters(), worker_->pending(),
+                               worker_->CancelCalls());
 }
 
 }  // namespace tickwheel

@@ -98,6 +98,7 @@
 #include "tickwheel/timer/internal/task.h"
 #include "tickwheel/timer/log.h"
 #include "tickwheel/timer/metrics.h"
+#include "tickwheel/timer/scheduling.h"
 #include "tickwheel/timer/task.h"
 #include "tickwheel/timer/timeout.h"
 
@@ -161,7 +162,7 @@ struct TimerOptions {
   std::optional<absl::Duration> slack;
 };
 
-class Timer {
+class Timer : public SchedulingCalls<Timer> {
  public:
   // Validates `options` and makes a timer. No thread starts until the first
   // timeout is scheduled.
@@ -185,160 +186,9 @@ class Timer {
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
 
-  // Schedules `task` to run once, `delay` from now (negative counts as zero;
-  // rounded up to whole nanoseconds; InfiniteDuration and other huge delays
-  // saturate at ~292 years and never wrap into the past). The first call
-  // starts the worker thread.
-  //
-  // `task` is any TimerTaskCallable (timer/task.h): invocable as
-  // `void(const Timeout&)` or `void()`. If copying or moving `task` into the
-  // timeout throws, the exception propagates and nothing is scheduled.
-  // InvalidArgument: `task` is empty (a null function pointer, an empty
-  //   std::function or TimerTask).
-  // FailedPrecondition: the timer was stopped.
-  // ResourceExhausted: the pending count would exceed max_pending_timeouts
-  //   (the message names both numbers), or no memory for the timeout, or the
-  //   worker thread cannot start.
-  // Cost: a thread-local pop of a pool cell, one clock read, one atomic RMW
-  // on the calling thread's shard of the pending count and one CAS on its
-  // shard's ring; lock-free, no allocation while the pool has cells and the
-  // callable fits in the cell (docs/BENCHMARKS.md has the measured
-  // figures). It wakes the worker (a mutex and a condition variable) only
-  // when the new deadline is earlier than the one the sleeping worker
-  // planned to wake for, or when the calling thread's ring of 16384
-  // timeouts waiting for the worker is full.
-  template <TimerTaskCallable F>
-  absl::StatusOr<Timeout> newTimeout(F&& task, absl::Duration delay) {
-    return ScheduleTask(std::forward<F>(task),
-                        {.nanos = internal::DelayNanos(delay)});
-  }
-  // Any std::chrono::duration: integer counts of any period converted
-  // exactly, floating-point counts in long double, each rounded up to whole
-  // nanoseconds and saturated (base/nanos.h). InvalidArgument for a NaN
-  // count.
-  template <TimerTaskCallable F, typename Rep, typename Period>
-  absl::StatusOr<Timeout> newTimeout(F&& task,
-                                     std::chrono::duration<Rep, Period> delay) {
-    const std::optional<absl::Duration> d = internal::FromChrono(delay);
-    if (!d.has_value()) return internal::NanError("newTimeout", "delay");
-    return newTimeout(std::forward<F>(task), *d);
-  }
-  // A TimerTask, or what converts to one (nullptr: an empty task, refused).
-  absl::StatusOr<Timeout> newTimeout(TimerTask task, absl::Duration delay) {
-    return ScheduleTask(std::move(task),
-                        {.nanos = internal::DelayNanos(delay)});
-  }
-  template <typename Rep, typename Period>
-  absl::StatusOr<Timeout> newTimeout(TimerTask task,
-                                     std::chrono::duration<Rep, Period> delay) {
-    const std::optional<absl::Duration> d = internal::FromChrono(delay);
-    if (!d.has_value()) return internal::NanError("newTimeout", "delay");
-    return newTimeout(std::move(task), *d);
-  }
-
-  // Schedules `task` to run once at `deadline`, a point on this timer's
-  // clock (now()). A deadline in the past (TimePoint::min() included) is
-  // taken as now(): it runs promptly, and deadline() and the lateness it
-  // records count from the call. As newTimeout() otherwise, with the same
-  // errors and cost.
-  template <TimerTaskCallable F>
-  absl::StatusOr<Timeout> newTimeoutAt(F&& task, TimePoint deadline) {
-    return ScheduleTask(std::forward<F>(task),
-                        internal::AbsoluteSpec(deadline));
-  }
-
-  // Schedules `task` to run at a fixed rate: at start + initial_delay +
-  // k * period for k = 0, 1, 2, ..., where start is the time of the call.
-  // Never early; runs never overlap, also with a task_executor. When runs
-  // fall behind by a whole period or more (a slow task, a busy worker, a
-  // suspended process), `missed_runs` decides (base/missed_runs.h has the
-  // exact rules):
-  //   MissedRuns::kSkip   (the default) the missed runs are skipped: it runs
-  //                       once, then resumes at the next grid time in the
-  //                       future;
-  //   MissedRuns::kBurst  the missed runs run at once, back to back, then
-  //                       the grid goes on; of more than kMaxBurstRuns
-  //                       missed runs, only the kMaxBurstRuns latest run;
-  //   MissedRuns::kDelay  the missed runs are skipped and the grid moves:
-  //                       the next run is one period after the late one.
-  // Each run, burst runs included, counts in metrics().expired and records
-  // its lateness from its own grid time. The task may take its Timeout to
-  // cancel itself (then that run is its last, also within a burst) or
-  // reset() its next run (the grid restarts from it, under every policy,
-  // and a burst ends there).
-  // A periodic timeout counts as one pending timeout until it ends, which is
-  // only by cancel(), cancelAll() or stop() (which returns it, isCancelled(),
-  // with its task inside for takeTask()); it never reports isExpired(). One
-  // allocation for its task, one node for all its runs; the policy costs
-  // nothing more.
-  // InvalidArgument: `period` <= 0 or infinite, or `task` is empty; other
-  //   errors as newTimeout().
-  //
-  // Either duration may be an absl::Duration or any std::chrono::duration,
-  // converted as newTimeout() does; a period below 1 ns is rounded up to
-  // 1 ns. InvalidArgument: `period` <= 0 or infinite, either is NaN.
-  template <TimerTaskCallable F, TimerDuration D1, TimerDuration D2>
-  absl::StatusOr<Timeout> newPeriodic(
-      F&& task, D1 initial_delay, D2 period,
-      MissedRuns missed_runs = MissedRuns::kSkip);
-
-  // What is not a task, or not a delay: one readable error each, instead of
-  // a list of every overload (internal::TaskError explains which).
-  template <typename F, typename... Args>
-  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
-      absl::StatusOr<Timeout> newTimeout(F&&, Args&&...) {
-    internal::TaskError<F>();
-    return absl::InternalError("unreachable");
-  }
-  template <typename F, typename... Args>
-  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
-      absl::StatusOr<Timeout> newTimeoutAt(F&&, Args&&...) {
-    internal::TaskError<F>();
-    return absl::InternalError("unreachable");
-  }
-  template <typename F, typename... Args>
-  requires(!TimerTaskCallable<F> && !std::is_convertible_v<F, TimerTask>)
-      absl::StatusOr<Timeout> newPeriodic(F&&, Args&&...) {
-    internal::TaskError<F>();
-    return absl::InternalError("unreachable");
-  }
-  template <typename F, typename D>
-  requires((TimerTaskCallable<F> ||
-            std::is_convertible_v<F, TimerTask>)&&!TimerDuration<D>)
-      absl::StatusOr<Timeout> newTimeout(F&&, D&&) {
-    static_assert(internal::kAlwaysFalse<D>,
-                  "tickwheel: a delay is an absl::Duration or a "
-                  "std::chrono::duration (e.g. absl::Seconds(1), 1s, 250ms)");
-    return absl::InternalError("unreachable");
-  }
-  template <typename F, typename D1, typename D2, typename... M>
-  requires(TimerTaskCallable<F> && (!TimerDuration<D1> || !TimerDuration<D2>))
-      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&, M&&...) {
-    static_assert(internal::kAlwaysFalse<D1>,
-                  "tickwheel: newPeriodic's initial delay and period are "
-                  "each an absl::Duration or a std::chrono::duration");
-    return absl::InternalError("unreachable");
-  }
-  // A task with no period (one duration, or none): one line that names the
-  // form, where the overload set would list every candidate.
-  template <typename F, typename... D>
-  requires((TimerTaskCallable<F> || std::is_convertible_v<F, TimerTask>)&&(
-      sizeof...(D) < 2)) absl::StatusOr<Timeout> newPeriodic(F&&, D&&...) {
-    static_assert(internal::kAlwaysFalse<F>,
-                  "tickwheel: newPeriodic needs an initial delay and a "
-                  "period: newPeriodic(task, initial_delay, period"
-                  "[, missed_runs])");
-    return absl::InternalError("unreachable");
-  }
-  template <typename F, typename D1, typename D2, typename M>
-  requires(TimerTaskCallable<F>&& TimerDuration<D1>&& TimerDuration<D2> &&
-           !std::is_same_v<std::remove_cvref_t<M>, MissedRuns>)
-      absl::StatusOr<Timeout> newPeriodic(F&&, D1&&, D2&&, M&&) {
-    static_assert(internal::kAlwaysFalse<M>,
-                  "tickwheel: newPeriodic's last argument is a "
-                  "tickwheel::MissedRuns (kSkip, kBurst or kDelay)");
-    return absl::InternalError("unreachable");
-  }
+  // newTimeout(), newTimeoutAt() and newPeriodic(), in every duration and
+  // time-point form: SchedulingCalls (timer/scheduling.h) documents each,
+  // with its errors and its cost on a Timer. Any thread may call them.
 
   // Cancels every timeout pending at the call, one-shot and periodic, and
   // keeps the timer running; returns how many it cancelled. Their tasks
@@ -388,24 +238,11 @@ class Timer {
   absl::Duration slack() const { return slack_; }
 
  private:
-  // tickwheel's own components that run on an application's Timer (the idle
-  // tracker) schedule through it (timer/internal/library_timeouts.h).
-  friend class internal::LibraryTimeouts;
-
   Timer(absl::Duration tick, int ticks_per_wheel, absl::Duration slack);
 
-  template <typename F>
-  absl::StatusOr<Timeout> ScheduleTask(F&& task,
-                                       const internal::DeadlineSpec& when) {
-    return internal::ScheduleCallable(
-        std::forward<F>(task), when,
-        [this](internal::TaskEmplacer emplace, void* callable,
-               const internal::DeadlineSpec& spec) {
-          return Schedule(emplace, callable, spec);
-        });
-  }
-
-  // A callable that is not empty, to the worker (Worker::Schedule).
+  // A callable that is not empty, to the worker (Worker::Schedule): what
+  // every scheduling call ends in.
+  friend class SchedulingCalls<Timer>;
   absl::StatusOr<Timeout> Schedule(internal::TaskEmplacer emplace,
                                    void* callable,
                                    const internal::DeadlineSpec& when);
@@ -416,15 +253,6 @@ class Timer {
   absl::Duration slack_;
   std::atomic<bool> counted_{true};  // holds an instance-limit slot
 };
-
-template <TimerTaskCallable F, TimerDuration D1, TimerDuration D2>
-absl::StatusOr<Timeout> Timer::newPeriodic(F&& task, D1 initial_delay,
-                                           D2 period, MissedRuns missed_runs) {
-  absl::StatusOr<internal::DeadlineSpec> when =
-      internal::PeriodicSpec(initial_delay, period, missed_runs);
-  if (!when.ok()) return when.status();
-  return ScheduleTask(std::forward<F>(task), *when);
-}
 
 }  // namespace tickwheel
 

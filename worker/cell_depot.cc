@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "tickwheel/base/clock.h"
 #include "tickwheel/base/fork_guard.h"
-#include "tickwheel/base/time_source.h"
 
 namespace tickwheel::internal {
 

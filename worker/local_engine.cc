@@ -282,12 +282,4 @@ Sweeper::StoppedNodes LocalEngine::Stop() {
   return Collect();
 }
 
-CountersSnapshot LocalEngine::Counters() const {
-  CountersSnapshot c = counters_.Snapshot();
-  c.pending = pending();
-  c.cancelled +=
-      shared_.CancelCount() + owner_cancels_.load(std::memory_order_relaxed);
-  return c;
-}
-
 }  // namespace tickwheel::internal

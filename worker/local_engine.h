@@ -60,9 +60,9 @@
 //
 // Thread-safety: Schedule(), Advance(), NextWakeupNanos(), CancelAll() and
 // Stop() on the owner thread only (the first thread that calls one of them;
-// debug builds check it). pending(), Counters(), NowNanos() from any thread.
-// The destructor on the owner thread, or on another once the owner is done
-// with the engine (happens-before), never from inside a task.
+// debug builds check it). pending(), counters(), CancelCalls(), NowNanos() from
+// any thread. The destructor on the owner thread, or on another once the owner
+// is done with the engine (happens-before), never from inside a task.
 
 #ifndef TICKWHEEL_WORKER_LOCAL_ENGINE_H_
 #define TICKWHEEL_WORKER_LOCAL_ENGINE_H_
@@ -75,9 +75,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tickwheel/base/clock.h"
 #include "tickwheel/base/deadline_spec.h"
 #include "tickwheel/base/task_slot.h"
-#include "tickwheel/base/time_source.h"
 #include "tickwheel/worker/intake.h"
 #include "tickwheel/worker/shared_state.h"
 #include "tickwheel/worker/sweeper.h"
@@ -93,7 +93,7 @@ struct LocalEngineConfig {
   int64_t max_pending_timeouts = 0;
   // Calls a task with its handle (the facade's).
   TaskCaller call_task = nullptr;
-  std::shared_ptr<TimeSource> clock;  // non-null
+  std::shared_ptr<Clock> clock;  // non-null
   // `clock` reads CLOCK_MONOTONIC: read inline (MonotonicNanos()).
   bool monotonic_clock = false;
 };
@@ -157,8 +157,13 @@ class LocalEngine final : private BacklogWaker, private OwnerCanceller {
   int64_t pending() const {
     return std::max<int64_t>(0, shared_.SumCounts(std::memory_order_relaxed));
   }
-  CountersSnapshot Counters() const;
-  const HistogramCounts& lateness() const { return counters_.lateness; }
+  // What LocalTimer::metrics() reads: the counters (one writer, the owner)
+  // and the successful cancel() calls, from other threads and the owner's.
+  const TimerCounters& counters() const { return counters_; }
+  int64_t CancelCalls() const {
+    return shared_.CancelCount() +
+           owner_cancels_.load(std::memory_order_relaxed);
+  }
   // The shared state that handles refer to.
   SharedTimerState* shared() { return &shared_; }
   int64_t NowNanos() const { return shared_.NowNanos(); }

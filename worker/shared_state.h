@@ -10,7 +10,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "tickwheel/base/time_source.h"
+#include "tickwheel/base/clock.h"
 #include "tickwheel/worker/lane.h"
 #include "tickwheel/worker/mpsc_queue.h"
 #include "tickwheel/worker/timeout_node.h"
@@ -194,7 +194,7 @@ struct SharedTimerState {
   // The timer's clock, for Timeout::reset(): reached only under the same
   // keep-alive as `waker`. `monotonic_clock`: it is CLOCK_MONOTONIC, read
   // inline (MonotonicNanos()).
-  TimeSource* clock = nullptr;
+  Clock* clock = nullptr;
   bool monotonic_clock = false;
   int64_t NowNanos() const {
     return monotonic_clock ? MonotonicNanos() : clock->NowNanos();

@@ -2,7 +2,9 @@
 // -----------------------------------------------------------------------------
 // Internal. The counters a timer keeps of its own work, for
 // Timer::metrics(): runs, cancelAll()'s cancellations, ticks, catch-up ticks,
-// wake-ups, and the lateness histogram.
+// wake-ups, and the lateness histogram. The facade reads them straight into
+// the public TimerMetrics (timer/internal/engine_bridge.h, MetricsFrom()),
+// with no snapshot type of the engine's own in between.
 //
 // Thread-safety: one writer at a time, the thread that drives the wheel (a
 // Timer's worker, then the thread that stops it after joining the worker; a
@@ -21,17 +23,6 @@
 
 namespace tickwheel::internal {
 
-// A snapshot, for the facade's TimerMetrics.
-struct CountersSnapshot {
-  int64_t pending = 0;
-  int64_t expired = 0;
-  int64_t cancelled = 0;
-  int64_t ticks = 0;
-  int64_t catch_up_ticks = 0;
-  int64_t wakeups = 0;
-  int64_t worst_lateness_nanos = 0;
-};
-
 struct TimerCounters {
   std::atomic<int64_t> expired{0};           // runs started, periodic ones each
   std::atomic<int64_t> cancelled_by_all{0};  // what cancelAll() cancelled
@@ -48,18 +39,6 @@ struct TimerCounters {
   void NoteRun(int64_t lateness_nanos) {
     Bump(expired);
     lateness.Record(lateness_nanos);
-  }
-  // Everything but the pending count and the cancel() calls, which the
-  // producers' shared state keeps.
-  CountersSnapshot Snapshot() const {
-    CountersSnapshot s;
-    s.expired = expired.load(std::memory_order_relaxed);
-    s.cancelled = cancelled_by_all.load(std::memory_order_relaxed);
-    s.ticks = ticks.load(std::memory_order_relaxed);
-    s.catch_up_ticks = catch_up_ticks.load(std::memory_order_relaxed);
-    s.wakeups = wakeups.load(std::memory_order_relaxed);
-    s.worst_lateness_nanos = lateness.max.load(std::memory_order_relaxed);
-    return s;
   }
 };
 

@@ -32,9 +32,9 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "tickwheel/base/clock.h"
 #include "tickwheel/base/interleave.h"
 #include "tickwheel/base/mutex.h"
-#include "tickwheel/base/time_source.h"
 #include "tickwheel/worker/shared_state.h"
 
 namespace tickwheel::internal {
@@ -50,7 +50,7 @@ class WakePlanner final : public BacklogWaker {
   // this before any wake (a producer wakes only a worker that planned a
   // sleep, and wake_limit_ is kAwake until then), which the analysis cannot
   // see.
-  void SetSleeperBeforeStart(std::unique_ptr<TimeSource::Sleeper> sleeper)
+  void SetSleeperBeforeStart(std::unique_ptr<Clock::Sleeper> sleeper)
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
     sleeper_ = std::move(sleeper);
   }
@@ -97,7 +97,7 @@ class WakePlanner final : public BacklogWaker {
   // The worker sleeps without wake_mu_, since a Wake() must be able to take
   // it meanwhile. The sleeper cannot die under it: only the worker's own
   // shutdown, or stop() after joining the worker, destroys it.
-  TimeSource::Sleeper& OwnSleeper() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  Clock::Sleeper& OwnSleeper() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return *sleeper_;
   }
 
@@ -106,7 +106,7 @@ class WakePlanner final : public BacklogWaker {
   // sleeps with nothing due.
   alignas(64) std::atomic<int64_t> wake_limit_{kAwake};
   Mutex wake_mu_;
-  std::unique_ptr<TimeSource::Sleeper> sleeper_ ABSL_GUARDED_BY(wake_mu_);
+  std::unique_ptr<Clock::Sleeper> sleeper_ ABSL_GUARDED_BY(wake_mu_);
 };
 
 }  // namespace tickwheel::internal

@@ -136,11 +136,4 @@ void Worker::Sleep() {
   if (slept) TimerCounters::Bump(counters_.wakeups);
 }
 
-CountersSnapshot Worker::Counters() const {
-  CountersSnapshot c = counters_.Snapshot();
-  c.pending = pending();
-  c.cancelled += shared_.CancelCount();
-  return c;
-}
-
 }  // namespace tickwheel::internal

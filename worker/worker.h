@@ -59,10 +59,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "tickwheel/base/clock.h"
 #include "tickwheel/base/deadline_spec.h"
 #include "tickwheel/base/mutex.h"
 #include "tickwheel/base/task_slot.h"
-#include "tickwheel/base/time_source.h"
 #include "tickwheel/worker/cancel_all_queue.h"
 #include "tickwheel/worker/intake.h"
 #include "tickwheel/worker/shared_state.h"
@@ -82,7 +82,7 @@ struct WorkerConfig {
   // Calls a task with its handle (the facade's).
   TaskCaller call_task = nullptr;
   TaskRunner::Executor task_executor;
-  std::shared_ptr<TimeSource> clock;  // non-null
+  std::shared_ptr<Clock> clock;  // non-null
   // `clock` reads CLOCK_MONOTONIC (MonotonicNanos()): newTimeout() then
   // reads it inline, without a virtual call, and the worker plans the node
   // pool's decay by it.
@@ -134,9 +134,10 @@ class Worker final : public std::enable_shared_from_this<Worker> {
   int64_t pending() const {
     return std::max<int64_t>(0, shared_.SumCounts(std::memory_order_relaxed));
   }
-  CountersSnapshot Counters() const;
-  // The lateness counters (one writer, the worker).
-  const HistogramCounts& lateness() const { return counters_.lateness; }
+  // What Timer::metrics() reads: the counters (one writer, the worker) and
+  // the successful cancel() calls, which the producers' shared state keeps.
+  const TimerCounters& counters() const { return counters_; }
+  int64_t CancelCalls() const { return shared_.CancelCount(); }
   bool OnWorkerThread() const;
   // The producer-side state that handles refer to.
   SharedTimerState* shared() { return &shared_; }

@@ -2,7 +2,7 @@
 // -----------------------------------------------------------------------------
 // Internal to the facade: what every timer type (Timer, LocalTimer) hands
 // its engine and takes back from it, written once: the options' wheel,
-// checked; a user's Clock as the engine's TimeSource; the TaskCaller that
+// checked; the clock the engine reads; the TaskCaller that
 // calls a task with its handle; metrics from the engine's counters. Only
 // the facade's .cc files include it (the engine's types are declared here,
 // not included, so that this header stays on the public side of the layers:
@@ -17,9 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "tickwheel/base/histogram.h"
 #include "tickwheel/base/task_slot.h"
-#include "tickwheel/base/time_source.h"
 #include "tickwheel/timer/clock.h"
 #include "tickwheel/timer/metrics.h"
 
@@ -27,7 +25,7 @@ namespace tickwheel::internal {
 
 struct TimeoutNode;
 struct SharedTimerState;
-struct CountersSnapshot;
+struct TimerCounters;
 
 // A timer's wheel, checked: the tick in nanoseconds, ticks_per_wheel
 // rounded up to a power of two, the slack in [0, tick] nanoseconds.
@@ -45,11 +43,11 @@ absl::StatusOr<CheckedShape> CheckShape(
     absl::Duration tick, int ticks_per_wheel,
     const std::optional<absl::Duration>& slack);
 
-// `clock` (empty: RealClock::Shared()) as the engine's TimeSource;
-// `*monotonic` tells whether it is the real clock, which the engine then
-// reads inline (MonotonicNanos()).
-std::shared_ptr<TimeSource> AdaptClock(std::shared_ptr<Clock> clock,
-                                       bool* monotonic);
+// The clock the engine reads and sleeps on: `clock`, or RealClock::Shared()
+// when it is empty; `*monotonic` tells whether it is the real clock, which
+// the engine then reads inline (MonotonicNanos()).
+std::shared_ptr<Clock> ResolveClock(std::shared_ptr<Clock> clock,
+                                    bool* monotonic);
 
 // The engine's TaskCaller (worker/task_runner.h): the task in `slot`,
 // called with the handle of the timeout of `node`, lent the engine's
@@ -57,11 +55,11 @@ std::shared_ptr<TimeSource> AdaptClock(std::shared_ptr<Clock> clock,
 void CallWithHandle(TaskSlot& slot, TimeoutNode* node,
                     SharedTimerState* shared);
 
-// TimerMetrics from a snapshot of the engine's counters and its lateness
-// histogram (relaxed loads: each value exact, the set a few events apart
-// while the engine runs).
-TimerMetrics MetricsFrom(const CountersSnapshot& counters,
-                         const HistogramCounts& lateness);
+// TimerMetrics from an engine's counters and lateness histogram, its
+// pending count and its successful cancel() calls (relaxed loads: each
+// value exact, the set a few events apart while the engine runs).
+TimerMetrics MetricsFrom(const TimerCounters& counters, int64_t pending,
+                         int64_t cancel_calls);
 
 }  // namespace tickwheel::internal
 
