@@ -16,9 +16,9 @@
 // What differs from the worker, and why:
 //   * Filing. The owner schedules on the driving thread, so a new node is
 //     armed and filed into the wheel at once, without a lane or a queue.
-//     A task that schedules during Advance() cannot change the wheel under
-//     the walk: its node waits in `deferred_` and is filed when the walk
-//     is over, so it runs in a later Advance(), never in this one.
+//     A task that schedules during Advance() is promised a later
+//     Advance(): its node waits in `deferred_` and is filed when the walk
+//     is over (filed at once, a node due by then would run in this one).
 //   * Order. Each tick's nodes run in deadline order whatever the slack
 //     (WheelShape::deadline_order), so one Advance() runs what is due in
 //     deadline order.
