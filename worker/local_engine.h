@@ -10,7 +10,7 @@
 //                   NextWakeupNanos() ──► WheelDriver::PlanWake()
 //                   CancelAll(), Stop() ──► Sweeper
 //   owner thread:   Timeout::cancel() ──► CancelOnOwner(): unlinked at
-//                   once (inside Advance(): as from any thread)
+//                   once, from a task inside Advance() too
 //   any thread:     Timeout::cancel() ──► a shard's notice queue
 //
 // What differs from the worker, and why:
@@ -37,7 +37,8 @@
 //     (worker/timeout_node.h): a node in the wheel goes on its canceller's
 //     shard's notice queue, drained at the start of Advance() and of
 //     NextWakeupNanos(); exactly one of cancel() and the owner's claim wins.
-//   * A cancel() on the owner thread outside Advance() settles the node
+//   * A cancel() on the owner thread, from a task inside Advance() too
+//     (the wheel lets its walk's callback unlink nodes), settles the node
 //     itself (OwnerCanceller): the claim's CAS also drops the engine's
 //     reference, the node leaves the wheel at once, no queue. So a bucket
 //     holds no cancelled nodes between two Advance() calls, and a loop
@@ -168,8 +169,8 @@ class LocalEngine final : private BacklogWaker, private OwnerCanceller {
   void WakeForBacklog() override {}
   void WakeIfSleepingPast(int64_t) override {}
   // Timeout::cancel() on the owner thread of an armed node it scheduled:
-  // kElsewhere inside Advance()'s walk or when the wheel does not hold
-  // `node` as plainly armed.
+  // kElsewhere when the wheel does not hold `node` as plainly armed (it is
+  // running, waiting to be filed again, deferred, or has a notice).
   TimeoutNode::OwnerClaim CancelOnOwner(TimeoutNode* node) override;
   // The owner's slot in its pending word (shard 0's), taken by Schedule()
   // and given back by CancelOnOwner(): a load and a store without a limit,
