@@ -1,11 +1,11 @@
 // tests/local_timer_owner_cancel_test.cc
 // -----------------------------------------------------------------------------
-// Timeout::cancel() on a LocalTimer's owner thread, outside advance(),
-// settles the timeout on the spot: the task is destroyed, the slot given
-// back and the cancel counted before cancel() returns, and nothing is left
-// for the next advance() to clear. Inside advance() (from a task) and on
-// other threads it takes the path every thread takes, and both race with
-// the owner's cancel exactly once. Time is a ManualClock; nothing here
+// Timeout::cancel() on a LocalTimer's owner thread, from a task inside
+// advance() too, settles a timeout its wheel holds on the spot: the task is
+// destroyed, the slot given back and the cancel counted before cancel()
+// returns, and nothing is left for the next advance() to clear. On other
+// threads it takes the path every thread takes, and races with the owner's
+// cancel exactly once. Time is a ManualClock; nothing here
 // measures time.
 
 #include <atomic>

@@ -213,5 +213,42 @@ TEST(ResetTest, LaterDeadlineInsideOneCatchUpPassRunsInThatPass) {
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
 
+// Many timeouts moved later inside one catch-up pass, more than a pass ever
+// had to stop its wheel for: each runs in its own tick's turn, so the pass
+// runs them all in deadline order among the timeouts that were not moved.
+TEST(ResetTest, ManyLaterDeadlinesInsideOneCatchUpPassKeepDeadlineOrder) {
+  constexpr int kMoved = 300;
+  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
+  std::mutex mu;
+  std::vector<int> order;
+  auto log = [&](int id) {
+    return [&mu, &order, id] {
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(id);
+    };
+  };
+  std::vector<Timeout> moved;
+  std::vector<Timeout> kept;
+  for (int i = 0; i < kMoved; ++i) {
+    moved.push_back(
+        t.timer->newTimeout(log(2 * i), absl::Microseconds(500)).value());
+    kept.push_back(
+        t.timer
+            ->newTimeout(log(2 * i + 1), absl::Milliseconds(2 * i + 2) +
+                                             absl::Microseconds(500))
+            .value());
+  }
+  t.clock->AwaitIdle();  // all filed: the moved ones in tick 0
+  for (int i = 0; i < kMoved; ++i) {
+    ASSERT_TRUE(moved[i].reset(absl::Milliseconds(2 * i + 1) +
+                               absl::Microseconds(500)));
+  }
+  t.clock->AdvanceAndSettle(absl::Milliseconds(2 * kMoved + 10));
+  std::vector<int> expected(2 * kMoved);
+  for (int i = 0; i < 2 * kMoved; ++i) expected[i] = i;
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(order, expected);
+}
+
 }  // namespace
 }  // namespace tickwheel

@@ -95,9 +95,11 @@ void LocalEngine::CheckOwner(const char* call) {
 TimeoutNode::OwnerClaim LocalEngine::CancelOnOwner(TimeoutNode* node) {
   using Claim = TimeoutNode::OwnerClaim;
   // Called on the owner thread (the node carries its tag, set by
-  // Schedule()), so in_advance_ and `where`, the owner's own fields, may be
-  // read.
-  if (in_advance_ || !Wheel::Linked(node)) return Claim::kElsewhere;
+  // Schedule()), so `where`, the owner's own field, may be read. Inside
+  // Advance() too: the wheel lets a task unlink any node it holds while it
+  // expires a bucket (Wheel, "Expiring a bucket"). A node it does not hold
+  // (running, waiting to be filed again, deferred) takes the general path.
+  if (!Wheel::Linked(node)) return Claim::kElsewhere;
   if (const Claim claim = node->ClaimCancelOnOwner(); claim != Claim::kWon) {
     return claim;
   }

@@ -10,15 +10,15 @@
 //                   NextWakeupNanos() ──► WheelDriver::PlanWake()
 //                   CancelAll(), Stop() ──► Sweeper
 //   owner thread:   Timeout::cancel() ──► CancelOnOwner(): unlinked at
-//                   once (inside Advance(): as from any thread)
+//                   once, from a task inside Advance() too
 //   any thread:     Timeout::cancel() ──► a shard's notice queue
 //
 // What differs from the worker, and why:
 //   * Filing. The owner schedules on the driving thread, so a new node is
 //     armed and filed into the wheel at once, without a lane or a queue.
-//     A task that schedules during Advance() cannot change the wheel under
-//     the walk: its node waits in `deferred_` and is filed when the walk
-//     is over, so it runs in a later Advance(), never in this one.
+//     A task that schedules during Advance() is promised a later
+//     Advance(): its node waits in `deferred_` and is filed when the walk
+//     is over (filed at once, a node due by then would run in this one).
 //   * Order. Each tick's nodes run in deadline order whatever the slack
 //     (WheelShape::deadline_order), so one Advance() runs what is due in
 //     deadline order.
@@ -37,7 +37,8 @@
 //     (worker/timeout_node.h): a node in the wheel goes on its canceller's
 //     shard's notice queue, drained at the start of Advance() and of
 //     NextWakeupNanos(); exactly one of cancel() and the owner's claim wins.
-//   * A cancel() on the owner thread outside Advance() settles the node
+//   * A cancel() on the owner thread, from a task inside Advance() too
+//     (the wheel lets its walk's callback unlink nodes), settles the node
 //     itself (OwnerCanceller): the claim's CAS also drops the engine's
 //     reference, the node leaves the wheel at once, no queue. So a bucket
 //     holds no cancelled nodes between two Advance() calls, and a loop
@@ -173,8 +174,8 @@ class LocalEngine final : private BacklogWaker, private OwnerCanceller {
   void WakeForBacklog() override {}
   void WakeIfSleepingPast(int64_t) override {}
   // Timeout::cancel() on the owner thread of an armed node it scheduled:
-  // kElsewhere inside Advance()'s walk or when the wheel does not hold
-  // `node` as plainly armed.
+  // kElsewhere when the wheel does not hold `node` as plainly armed (it is
+  // running, waiting to be filed again, deferred, or has a notice).
   TimeoutNode::OwnerClaim CancelOnOwner(TimeoutNode* node) override;
   // The owner's slot in its pending word (shard 0's), taken by Schedule()
   // and given back by CancelOnOwner(): a load and a store without a limit,

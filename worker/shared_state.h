@@ -44,9 +44,8 @@ class OwnerCanceller {
  public:
   // TimeoutNode::OwnerClaim: kWon, the node is cancelled, unlinked, its
   // task destroyed and its slot given back; kLost, it was no longer
-  // pending; kElsewhere, nothing done (inside a walk of the wheel, or a
-  // node the wheel does not hold as plainly armed): use the protocol every
-  // thread uses.
+  // pending; kElsewhere, nothing done (a node the wheel does not hold as
+  // plainly armed): use the protocol every thread uses.
   virtual TimeoutNode::OwnerClaim CancelOnOwner(TimeoutNode* node) = 0;
 
  protected:

@@ -592,15 +592,14 @@ struct TimeoutNode {
     }
   }
 
-  // cancel() on a LocalTimer's owner thread, outside advance(), of a node
-  // its wheel holds (worker/local_engine.h): kArmed -> kCancelled, dropping
-  // the engine's reference in the same CAS, since the caller unlinks the
-  // node at once. Only a plainly armed node: with kNoticed a notice is on
-  // its way and holds that reference; kBusy cannot be held by another
-  // thread (reset() is an owner call, periodic runs happen in advance()),
-  // but is left to the general path all the same. The caller's handle
-  // holds a reference, so the count stays above zero. kElsewhere: nothing
-  // done, use ClaimCancel().
+  // cancel() on a LocalTimer's owner thread of a node its wheel holds
+  // (worker/local_engine.h): kArmed -> kCancelled, dropping the engine's
+  // reference in the same CAS, since the caller unlinks the node at once. Only
+  // a plainly armed node: with kNoticed a notice is on its way and holds that
+  // reference; kBusy cannot be held by another thread (reset() is an owner
+  // call, periodic runs happen in advance()), but is left to the general path
+  // all the same. The caller's handle holds a reference, so the count stays
+  // above zero. kElsewhere: nothing done, use ClaimCancel().
   enum class OwnerClaim { kWon, kLost, kElsewhere };
   OwnerClaim ClaimCancelOnOwner() {
     uint32_t w = refs_state.load(std::memory_order_relaxed);

@@ -143,10 +143,52 @@ void Wheel::Remove(TimeoutNode* node) {
   const int level = code == kOverdueLevel ? 0 : code;
   const int64_t slot =
       SlotOf(level, code == kOverdueLevel ? elapsed_ : DueTickOf(node));
+  // A node of the bucket being expired names its slot, as does one filed
+  // there meanwhile: the run's array at the node's index tells which.
+  if (run_ != nullptr && level == 0 && slot == run_slot_ &&
+      index < run_->size && run_->slots[index] == node) {
+    TakeSlot(*run_, index);  // Reattach() tidies the run
+    return;
+  }
   Bucket& b = levels_[level].buckets[slot];
   assert(b.slots[index] == node);
   TakeSlot(b, index);
   Tidy(b, level, slot);
+}
+
+void Wheel::Reattach(Bucket& run, int64_t slot, bool sorted) {
+  Level& l = levels_[0];
+  Bucket& b = l.buckets[slot];
+  if (run.live == 0) {
+    // All handed out: the slot keeps whichever array it can reuse.
+    if (b.slots == nullptr && run.capacity <= kKeptSlots) {
+      b.slots = run.slots;
+      b.capacity = run.capacity;
+    } else if (run.slots != nullptr) {
+      FreeSlots(run);
+    }
+  } else {
+    // What is left runs first, in its order; the nodes filed into the slot
+    // meanwhile follow, in theirs. Only they are touched (`where`).
+    const bool appended = b.live > 0;
+    for (uint32_t i = b.begin; i < b.size; ++i) {
+      TimeoutNode* n = b.slots[i];
+      if (n == nullptr) continue;
+      --size_;  // counted already; Append() counts it again
+      Append(run, 0, slot, LevelOf(n), n);
+    }
+    if (b.slots != nullptr) FreeSlots(b);
+    b = run;
+    if (sorted && !appended) sorted_bucket_ = &b;
+  }
+  SetAllocated(0, slot, b.slots != nullptr);
+  if (b.live > 0) {
+    l.occupied[slot >> 6] |= uint64_t{1} << (slot & 63);
+    Tidy(b, 0, slot);
+  } else {
+    b.size = b.begin = 0;
+    b.last_filed = INT64_MIN;
+  }
 }
 
 void Wheel::Tidy(Bucket& b, int level, int64_t slot) {

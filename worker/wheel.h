@@ -55,6 +55,20 @@
 //   the pass; one that was already due when it last read the clock it
 //   expires at once instead: worker/worker.h, step 2.)
 //
+// Expiring a bucket
+//   A level-0 bucket is taken off its slot whole before its nodes are handed
+//   out (ExpireRun()), as tokio's wheel takes a slot's entries before it
+//   fires them: the slot holds an empty bucket meanwhile, so the callback
+//   may Insert anywhere, that tick included, and the walk never reads an
+//   array that an Insert grows or compacts. The bucket being expired, `run_`,
+//   is still part of the wheel: size() counts its nodes, Remove() finds
+//   them (their `where` is unchanged, and the slot they name is run_slot_;
+//   the pointer in the run's array at their index tells them from the nodes
+//   filed into the fresh bucket meanwhile), ForEach() and DrainAll() visit
+//   them. When the walk ends (the bucket done, the budget spent, or the
+//   callback asking to stop) what is left of the run goes back to its slot,
+//   in front of what was filed there meanwhile (Reattach()).
+//
 // Invariants (tests/wheel_test_peer.h checks I1 to I3)
 //   I1  A node is linked iff `where` names a level and an index, and that
 //       slot holds the node; its bucket is (level, digit of its due tick at
@@ -205,8 +219,13 @@ class Wheel {
   // been expired or cascaded, or when `expire` returns false, and then returns
   // false: call again to go on. Returns true when everything up to `last_tick`
   // is done; elapsed() is then max(elapsed(), last_tick + 1). While
-  // `expire(node)` runs, elapsed() is the tick being expired. `expire` must not
-  // call Insert or Remove.
+  // `expire(node)` runs, elapsed() is the tick being expired, and `expire`
+  // may Insert and Remove freely: the bucket being expired is taken off its
+  // slot first (see "Expiring a bucket" above), so a node filed meanwhile,
+  // into that tick too, lands in a bucket the walk is not reading. A node
+  // filed for a later tick up to `last_tick` is handed out in that tick's
+  // turn; one filed for the tick being expired (or overdue) after the
+  // nodes the bucket held, since the tick's bucket has work again.
   template <typename F>
   bool Advance(int64_t last_tick, int64_t budget, F&& expire);
 
@@ -228,15 +247,18 @@ class Wheel {
   // deadline is at or before `deadline`, earliest first, unlinking each;
   // elapsed() does not move, and the later nodes stay for a later call or
   // for Advance(). Call EarliestFiledAt(elapsed()) first (it sorts). Budget
-  // and result as for Advance(); `expire` must not Insert or Remove.
+  // and result as for Advance(); `expire` may Insert and Remove, and what it
+  // files into elapsed()'s bucket waits for the next call.
   template <typename F>
   bool ExpireFiledBy(int64_t deadline, int64_t budget, F&& expire);
 
-  // Unlinks every node, calling `f(node)` for each.
+  // Unlinks every node, calling `f(node)` for each (the nodes of a bucket
+  // being expired too).
   template <typename F>
   void DrainAll(F&& f);
-  // Calls `f(node)` for every linked node, and changes nothing (f must not
-  // Insert or Remove). O(size() + occupied buckets).
+  // Calls `f(node)` for every linked node (the nodes of a bucket being
+  // expired too), and changes nothing (f must not Insert or Remove).
+  // O(size() + occupied buckets).
   template <typename F>
   void ForEach(F&& f) const;
 
@@ -363,9 +385,9 @@ class Wheel {
   // more tombstones than live nodes.
   void Tidy(Bucket& b, int level, int64_t slot);
   void Compact(Bucket& b);
-  // Unlinks the live nodes of `b` from b.begin, in order, handing each to
-  // `take` (expiry, or a cascade's Insert into a lower level); false if
-  // `take` or the budget stopped it first.
+  // Unlinks the live nodes of upper bucket `b` from b.begin, in order,
+  // handing each to `take`, a cascade's Insert into a lower level (never
+  // back into `b`); false if the budget stopped it first.
   template <bool kWholeNode, typename F>
   bool Sweep(Bucket& b, int level, int64_t slot, int64_t budget, int64_t& ops,
              F& take);
@@ -395,6 +417,23 @@ class Wheel {
   // append can bring the size back to what it was at the sort.)
   const Bucket* sorted_bucket_ = nullptr;
   bool sort_each_tick_ = false;
+  // The level-0 bucket being expired, taken off slot run_slot_ while its
+  // nodes are handed out (see "Expiring a bucket"); null otherwise.
+  Bucket* run_ = nullptr;
+  int64_t run_slot_ = -1;
+  // Hands `expire` the live nodes of level-0 bucket `slot` whose `filed`
+  // deadline is at or before `filed_by`, in order, unlinking each, with the
+  // bucket taken off its slot meanwhile; puts back what is left. False if
+  // the budget or `expire` stopped it first.
+  // kByDeadline: stop at the first node filed after `filed_by` (the bucket
+  // is sorted); else hand out all of them and never read `filed`.
+  template <bool kByDeadline, typename F>
+  bool ExpireRun(int64_t slot, int64_t filed_by, int64_t budget, int64_t& ops,
+                 F& expire);
+  // Puts `run`, what is left of the bucket taken off level-0 slot `slot`,
+  // back there, followed by the nodes filed into that slot meanwhile;
+  // `sorted`: the run was EarliestFiledAt()'s sorted bucket.
+  void Reattach(Bucket& run, int64_t slot, bool sorted);
   // Sorts level-0 bucket `b` by `filed` (ties in insertion order) unless it
   // is sorted already.
   void SortBucket(Bucket& b);
@@ -434,30 +473,49 @@ bool Wheel::Sweep(Bucket& b, int level, int64_t slot, int64_t budget,
   return true;
 }
 
-template <typename F>
-bool Wheel::ExpireFiledBy(int64_t deadline, int64_t budget, F&& expire) {
-  const int64_t slot = SlotOf(0, elapsed_);
+template <bool kByDeadline, typename F>
+bool Wheel::ExpireRun(int64_t slot, int64_t filed_by, int64_t budget,
+                      int64_t& ops, F& expire) {
   Bucket& b = levels_[0].buckets[slot];
-  assert(sorted_bucket_ == &b);
-  int64_t ops = 0;
-  for (uint32_t i = b.begin; i < b.size; ++i) {
-    TimeoutNode* n = b.slots[i];
+  const bool sorted = sorted_bucket_ == &b;
+  if (sorted) sorted_bucket_ = nullptr;
+  // Take the bucket off: the slot is empty (occupancy bit and all) until
+  // Reattach(), and its array, if an Insert needs one, is a new one.
+  Bucket run = b;
+  b = Bucket{};
+  b.last_filed = INT64_MIN;
+  levels_[0].occupied[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
+  run_ = &run;
+  run_slot_ = slot;
+  bool done = true;
+  for (uint32_t i = run.begin; i < run.size; ++i) {
+    Prefetch<true>(run, i);
+    TimeoutNode* n = run.slots[i];
     if (n == nullptr) continue;
-    if (n->filed > deadline) break;  // sorted: the rest are later
+    if (kByDeadline && n->filed > filed_by) break;  // sorted: the rest later
     if (ops == budget) {
-      b.begin = i;
-      return false;
+      run.begin = i;
+      done = false;
+      break;
     }
     ++ops;
-    TakeSlot(b, i);
-    b.begin = i + 1;
+    TakeSlot(run, i);
+    run.begin = i + 1;
     if (!expire(n)) {
-      Tidy(b, 0, slot);
-      return false;
+      done = false;
+      break;
     }
   }
-  Tidy(b, 0, slot);
-  return true;
+  run_ = nullptr;
+  Reattach(run, slot, sorted);
+  return done;
+}
+
+template <typename F>
+bool Wheel::ExpireFiledBy(int64_t deadline, int64_t budget, F&& expire) {
+  assert(sorted_bucket_ == &levels_[0].buckets[SlotOf(0, elapsed_)]);
+  int64_t ops = 0;
+  return ExpireRun<true>(SlotOf(0, elapsed_), deadline, budget, ops, expire);
 }
 
 template <typename F>
@@ -474,7 +532,7 @@ bool Wheel::Advance(int64_t last_tick, int64_t budget, F&& expire) {
     Bucket& b = levels_[level].buckets[slot];
     if (level == 0) {
       if (sort_each_tick_) SortBucket(b);
-      if (!Sweep<true>(b, 0, slot, budget, ops, expire)) return false;
+      if (!ExpireRun<false>(slot, 0, budget, ops, expire)) return false;
       continue;
     }
     // Cascade: every node lands at a lower level (its due tick shares
@@ -498,6 +556,12 @@ void Wheel::DrainAll(F&& f) {
     b.begin = b.size;
     Tidy(b, level, slot);
   };
+  if (run_ != nullptr) {  // Reattach() tidies it
+    for (uint32_t i = run_->begin; i < run_->size; ++i) {
+      if (run_->slots[i] != nullptr) f(TakeSlot(*run_, i));
+    }
+    run_->begin = run_->size;
+  }
   for (int level = 0; level < num_levels_; ++level) {
     const Level& l = levels_[level];
     const int64_t words = ((int64_t{1} << l.bits) + 63) / 64;
@@ -512,6 +576,11 @@ void Wheel::DrainAll(F&& f) {
 
 template <typename F>
 void Wheel::ForEach(F&& f) const {
+  if (run_ != nullptr) {
+    for (uint32_t i = run_->begin; i < run_->size; ++i) {
+      if (run_->slots[i] != nullptr) f(run_->slots[i]);
+    }
+  }
   for (int level = 0; level < num_levels_; ++level) {
     const Level& l = levels_[level];
     const int64_t words = ((int64_t{1} << l.bits) + 63) / 64;

@@ -49,16 +49,11 @@ void WheelDriver::NoteExpiringTick(int64_t tick, int64_t now) {
       TaskRunner::DropCancelled(node, claim.word);
       return true;
     case TimeoutNode::ClaimOutcome::kNotDue:
-      // A reset() moved the deadline past the limit: file it again. Due
-      // later in this same advance (a driver catching up): stop the wheel
-      // here, so that it is filed before the wheel reaches its tick; filed
-      // after the wheel had passed it, it would run a pass late, after
-      // timeouts due later than it.
-      refile_.push_back(node);
-      if (wheel_.DueTickAt(claim.deadline) <= advance_last_tick_) {
-        refiled_within_pass_ = true;
-        return false;
-      }
+      // A reset() moved the deadline past the limit: file it again, now.
+      // The wheel has taken this bucket off (Wheel::Advance()), so the node
+      // goes straight to its tick, which this pass reaches in its turn if
+      // it has ended.
+      Refile(node);
       return true;
   }
   if (tick != expiring_tick_) NoteExpiringTick(tick, now);
@@ -131,21 +126,23 @@ bool WheelDriver::RunNow(TimeoutNode* node, int64_t now) {
   return go_on;
 }
 
-void WheelDriver::FlushRefiles() {
+void WheelDriver::Refile(TimeoutNode* node) {
   // A periodic run that waits for its previous run to leave the task
   // executor (kBurst, kDelay) has a deadline that has passed. Filed by it,
   // it would be looked at again in the next pass, and with a slack below the
   // tick the driver would plan to wake at once, pass after pass, for as
   // long as the executor holds the previous run. It is filed by the end of
   // the tick in progress instead: looked at once a tick.
-  for (TimeoutNode* node : refile_) {
-    node->filed = node->deadline.load(std::memory_order_relaxed);
-    if (node->filed <= last_advance_now_ && node->RunInFlight()) {
-      node->filed = TickEnd(SaturatingSub(last_advance_now_, origin_) /
-                            shape_.tick_nanos);
-    }
-    wheel_.Insert(node);
+  node->filed = node->deadline.load(std::memory_order_relaxed);
+  if (node->filed <= last_advance_now_ && node->RunInFlight()) {
+    node->filed =
+        TickEnd(SaturatingSub(last_advance_now_, origin_) / shape_.tick_nanos);
   }
+  wheel_.Insert(node);
+}
+
+void WheelDriver::FlushRefiles() {
+  for (TimeoutNode* node : refile_) Refile(node);
   refile_.clear();
 }
 
@@ -154,29 +151,20 @@ bool WheelDriver::AdvanceTicks(int64_t now) {
   // passed.
   const int64_t last_tick = SaturatingSub(now, origin_) / shape_.tick_nanos - 1;
   last_advance_now_ = now;
-  advance_last_tick_ = last_tick;
-  // A node moved to a later tick of this same advance stops the wheel (see
-  // Expire()): file it again and go on, in the same pass, so that what
-  // tasks schedule meanwhile waits for the pass's end as it always does. A
-  // bounded number of times: then the next pass goes on.
-  bool advanced = false;
-  for (int restarts = 0; !advanced && restarts < kMovedRestartsPerPass;
-       ++restarts) {
-    refiled_within_pass_ = false;
-    advanced = wheel_.Advance(last_tick, kSliceBudget, [&](TimeoutNode* node) {
-      return Expire(node, now, wheel_.elapsed());
-    });
-    FlushRefiles();
-    if (!refiled_within_pass_ || stopping()) break;
-  }
-  advance_last_tick_ = INT64_MIN;
+  const bool advanced = wheel_.Advance(
+      last_tick, kSliceBudget,
+      [&](TimeoutNode* node) { return Expire(node, now, wheel_.elapsed()); });
+  // The periodic nodes that ran: filed once the wheel has moved on, so that
+  // their next run, if it is due already, is the next pass's.
+  FlushRefiles();
   return advanced;
 }
 
 bool WheelDriver::ExpireWithinTick(int64_t now) {
   const int64_t tick = wheel_.elapsed();
   if (wheel_.EarliestFiledAt(tick) > now) return true;  // kNever: nothing
-  // A node a reset() moved past now is filed again by Expire()'s claim.
+  // A node a reset() moved past now is filed again by Expire()'s claim; the
+  // wheel hands out only what the bucket held when the call began.
   const bool done = wheel_.ExpireFiledBy(
       now, kSliceBudget,
       [&](TimeoutNode* node) { return Expire(node, now, tick); });

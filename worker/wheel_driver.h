@@ -22,10 +22,13 @@
 //   2. with a slack below the tick, the nodes of the tick in progress whose
 //      deadline `now` has reached.
 // Both in slices of kSliceBudget nodes: a burst is worked off in slices,
-// and the caller serves its queues in between. A node a reset() moved to a
-// tick that the same pass has still to process stops the wheel, is filed
-// again, and the pass goes on (kMovedRestartsPerPass times at most), so
-// that it runs in its own tick's turn.
+// and the caller serves its queues in between. The wheel takes a bucket off
+// before it hands out its nodes (Wheel, "Expiring a bucket"), so the driver
+// files again, at once, a node that a reset() moved past its claim: to a
+// tick the same pass has still to process, it runs in that tick's turn. A
+// periodic node that ran is filed when the slice ends (refiles()), so that
+// a pass runs it once (a burst aside) and its next run, due already or not,
+// is a later pass's.
 //
 // Thread-safety: thread-compatible; one driving thread at a time.
 
@@ -64,9 +67,6 @@ class WheelDriver {
   // behind a burst for one slice, and a burst does not wait for the next
   // tick.
   static constexpr int kSliceBudget = 4096;
-  // How often one pass may stop its wheel to file a moved node again before
-  // it leaves the rest to the next pass.
-  static constexpr int kMovedRestartsPerPass = 256;
 
   // `stopping`: set when a task stopped or destroyed the timer; the driver
   // then ends its pass after that task. Throws std::bad_alloc when the wheel
@@ -96,8 +96,9 @@ class WheelDriver {
   // when it is due already: it runs in the first Advance() that reaches its
   // tick (a node due before elapsed() joins elapsed()'s bucket). For an
   // owner that schedules on the driving thread between advances
-  // (LocalTimer): its newTimeout() must not run a task. Not during an
-  // Advance(): the wheel must not change while it is walked.
+  // (LocalTimer): its newTimeout() must not run a task. During an Advance()
+  // the wheel would take it, and run it in that same Advance() if due by
+  // then: an owner that promises a later one files it after the walk.
   void FileForLater(TimeoutNode* node) {
     node->filed = node->deadline.load(std::memory_order_relaxed);
     wheel_.Insert(node);
@@ -140,11 +141,9 @@ class WheelDriver {
   };
   WakePlan PlanWake(bool now_tick_too);
 
-  // Nodes waiting to be filed again (moved, or periodic after a run);
-  // FlushRefiles() files them by their deadlines, but a periodic run that
-  // waits for its previous run to leave the task executor, whose deadline
-  // has passed, by the end of the tick in progress. cancelAll() may take
-  // some out.
+  // Nodes waiting to be filed again: periodic ones after a run, and what a
+  // caller hands in (a LocalTimer's cancelAll() its deferred nodes).
+  // FlushRefiles() files them (Refile()). cancelAll() may take some out.
   std::vector<TimeoutNode*>& refiles() { return refile_; }
   void FlushRefiles();
 
@@ -157,17 +156,21 @@ class WheelDriver {
 
  private:
   // Claims `node` as part of tick `tick` (its bucket's, which the wheel has
-  // made elapsed(), or an overdue node's own ended tick) and runs it. False
-  // to stop the wheel: a moved node due later in this same advance, or a
-  // task that stopped the timer.
+  // made elapsed(), or an overdue node's own ended tick) and runs it, or
+  // files it again if a reset() moved it past the claim. False when a task
+  // stopped the timer: the pass ends there.
   bool Expire(TimeoutNode* node, int64_t now, int64_t tick);
+  // Files a node again by its deadline; but a periodic run that waits for
+  // its previous run to leave the task executor, whose deadline has passed,
+  // by the end of the tick in progress.
+  void Refile(TimeoutNode* node);
   // Runs a periodic node claimed as `claim` and hands it on (refile_, or
   // its reference dropped), running a burst's further runs at once.
   void RunPeriodic(TimeoutNode* node, TimeoutNode::Claim claim, int64_t now);
   // Per-tick bookkeeping of Expire(): counters' ticks, and catch_up_ticks
   // for a tick whose expiry starts a full tick or more after its end.
   void NoteExpiringTick(int64_t tick, int64_t now);
-  // Step 1 of a pass: the ticks that ended, restarting after a moved node.
+  // Step 1 of a pass: the ticks that ended.
   bool AdvanceTicks(int64_t now);
   // Step 2: the tick in progress, up to `now`.
   bool ExpireWithinTick(int64_t now);
@@ -184,13 +187,10 @@ class WheelDriver {
   int64_t origin_ = 0;
   std::vector<TimeoutNode*> refile_;
   int64_t expiring_tick_ = -1;  // the tick Expire() last saw (bookkeeping)
-  // The clock reading of the last Advance(); none yet: nothing is overdue.
+  // The clock reading of the latest Advance(); none yet: nothing is
+  // overdue. File() runs at once only what was due before it, and Refile()
+  // places a waiting periodic run by it.
   int64_t last_advance_now_ = INT64_MIN;
-  // While the wheel advances, the last tick it will process; INT64_MIN
-  // otherwise. A node that reset() moved to a tick at or before it ends the
-  // slice, so that it is filed again before the wheel gets there.
-  int64_t advance_last_tick_ = INT64_MIN;
-  bool refiled_within_pass_ = false;  // Expire() stopped the wheel for it
 };
 
 }  // namespace tickwheel::internal
