@@ -186,7 +186,7 @@ class Delivery {
 
   // One script call of a round trip and the items it carries.
   struct Op {
-    Script script;
+    Script script = Script::kMeta;  // unread for a probe
     int shard = 0;
     std::vector<uint64_t> items;
     ClaimArgs claim;     // kClaim
