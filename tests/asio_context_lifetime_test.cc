@@ -36,6 +36,7 @@ namespace {
 
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
+using ::tickwheel::testing::QueueExecutor;
 using ::tickwheel::testing::Tick;
 
 constexpr absl::Duration kTick = absl::Milliseconds(1);
@@ -116,17 +117,6 @@ TEST(AsioContextLifetimeTest, DestroyedWithTheCompletionPosted) {
   EXPECT_EQ(fate.calls.load(), 0);
   EXPECT_EQ(fate.alive.load(), 0);
 }
-
-// A task_executor that queues what it is given, for the test to run.
-struct QueueExecutor {
-  std::mutex mu;
-  std::vector<absl::AnyInvocable<void()>> queue;
-
-  std::vector<absl::AnyInvocable<void()>> Take() {
-    std::lock_guard<std::mutex> lock(mu);
-    return std::move(queue);
-  }
-};
 
 // The worker claimed the sleep and handed its task to the executor, so the
 // context's shutdown cannot cancel it: the task, run or dropped after the

@@ -47,6 +47,7 @@ using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualLocalTimer;
 using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Outcome;
+using ::tickwheel::testing::QueueExecutor;
 using ::tickwheel::testing::Tick;
 
 // A coroutine the test owns: it starts at once, and its frame stays (also
@@ -208,17 +209,6 @@ TEST(CoroSleepDestroyTest, TimerDestroyedByATaskOfTheSameTick) {
   EXPECT_EQ(frames.load(), 0);
   EXPECT_EQ(t.timer->pendingTimeouts(), 0);
 }
-
-// A task_executor that queues what it is given, for the test to run.
-struct QueueExecutor {
-  std::mutex mu;
-  std::vector<absl::AnyInvocable<void()>> queue;
-
-  std::vector<absl::AnyInvocable<void()>> Take() {
-    std::lock_guard<std::mutex> lock(mu);
-    return std::move(queue);
-  }
-};
 
 // The expiry won (the worker handed the sleep's task to the executor, so
 // the destructor's cancel() fails): the task, run or dropped later, finds

@@ -31,6 +31,7 @@ using ::tickwheel::testing::AwaitSleeps;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Outcome;
+using ::tickwheel::testing::QueueExecutor;
 using ::tickwheel::testing::Tick;
 
 constexpr absl::Duration kTick = absl::Milliseconds(1);
@@ -260,17 +261,6 @@ TEST(CoroSleepTest, ZeroDelaysInARowEachResumeOnce) {
   EXPECT_EQ(out.resumes.load(), kRounds);
   EXPECT_TRUE(out.Status().ok()) << out.Status();
 }
-
-// An executor that queues what it is given; the test runs or drops it.
-struct QueueExecutor {
-  std::mutex mu;
-  std::vector<absl::AnyInvocable<void()>> queue;
-
-  std::vector<absl::AnyInvocable<void()>> Take() {
-    std::lock_guard<std::mutex> lock(mu);
-    return std::move(queue);
-  }
-};
 
 TimerOptions WithExecutor(std::shared_ptr<QueueExecutor> executor) {
   TimerOptions options = Tick(kTick);

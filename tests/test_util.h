@@ -20,6 +20,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/functional/any_invocable.h"
+
 #include "tickwheel/timer/manual_clock.h"
 #include "tickwheel/timer/timer.h"
 
@@ -150,6 +152,18 @@ class CapturedLog {
   std::mutex mu_;
   std::vector<std::string> messages_;
   LogSink previous_;
+};
+
+// A task_executor's target that queues what it is given, so that a test
+// decides when each task runs, or drops it unrun.
+struct QueueExecutor {
+  std::mutex mu;
+  std::vector<absl::AnyInvocable<void()>> queue;
+
+  std::vector<absl::AnyInvocable<void()>> Take() {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::move(queue);
+  }
 };
 
 }  // namespace tickwheel::testing
