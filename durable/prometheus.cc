@@ -47,13 +47,7 @@ absl::Status AddMetrics(PrometheusExposition& exposition,
 absl::StatusOr<std::string> PrometheusText(
     const durable::DurableMetrics& metrics, const PrometheusLabels& labels,
     const PrometheusOptions& options) {
-  absl::StatusOr<PrometheusExposition> exposition =
-      PrometheusExposition::Create(options);
-  if (!exposition.ok()) return exposition.status();
-  if (absl::Status s = AddMetrics(*exposition, metrics, labels); !s.ok()) {
-    return s;
-  }
-  return exposition->ToString();
+  return internal::PrometheusTextOf(metrics, labels, options);
 }
 
 }  // namespace tickwheel

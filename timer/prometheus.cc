@@ -79,39 +79,20 @@ bool IsUtf8(std::string_view s) {
   return true;
 }
 
-// A label value between double quotes: \ " and line feed escaped.
-void AppendLabelValue(std::string_view value, std::string* out) {
-  for (const char c : value) {
-    switch (c) {
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      default:
-        out->push_back(c);
-    }
-  }
-}
-
-// Help text: \ and line feed escaped (a double quote stays as it is).
-std::string EscapeHelp(std::string_view help) {
-  std::string out;
-  out.reserve(help.size());
-  for (const char c : help) {
+// `text` escaped as the format wants it: backslash and line feed always, the
+// double quote inside a label value (between quotes) but not in help text.
+void AppendEscaped(std::string_view text, bool in_quotes, std::string* out) {
+  for (const char c : text) {
     if (c == '\\') {
-      out.append("\\\\");
+      out->append("\\\\");
     } else if (c == '\n') {
-      out.append("\\n");
+      out->append("\\n");
+    } else if (c == '"' && in_quotes) {
+      out->append("\\\"");
     } else {
-      out.push_back(c);
+      out->push_back(c);
     }
   }
-  return out;
 }
 
 // A sample value as the format spells it: the shortest text that reads back
@@ -156,7 +137,7 @@ absl::StatusOr<std::string> RenderLabels(const PrometheusLabels& labels) {
     if (i > 0) out.push_back(',');
     out.append(name);
     out.append("=\"");
-    AppendLabelValue(value, &out);
+    AppendEscaped(value, /*in_quotes=*/true, &out);
     out.push_back('"');
   }
   return out;
@@ -372,8 +353,9 @@ absl::Status PrometheusExposition::Add(
 void PrometheusExposition::AppendTo(std::string* out) const {
   for (const Family& family : families_) {
     if (!family.help.empty()) {
-      out->append(
-          fmt::format("# HELP {} {}\n", family.name, EscapeHelp(family.help)));
+      out->append(fmt::format("# HELP {} ", family.name));
+      AppendEscaped(family.help, /*in_quotes=*/false, out);
+      out->push_back('\n');
     }
     out->append(
         fmt::format("# TYPE {} {}\n", family.name, TypeName(family.type)));
@@ -464,33 +446,16 @@ absl::Status AddMetrics(PrometheusExposition& exposition,
       });
 }
 
-namespace {
-
-template <typename Metrics>
-absl::StatusOr<std::string> TextOf(const Metrics& metrics,
-                                   const PrometheusLabels& labels,
-                                   const PrometheusOptions& options) {
-  absl::StatusOr<PrometheusExposition> exposition =
-      PrometheusExposition::Create(options);
-  if (!exposition.ok()) return exposition.status();
-  if (absl::Status s = AddMetrics(*exposition, metrics, labels); !s.ok()) {
-    return s;
-  }
-  return exposition->ToString();
-}
-
-}  // namespace
-
 absl::StatusOr<std::string> PrometheusText(const TimerMetrics& metrics,
                                            const PrometheusLabels& labels,
                                            const PrometheusOptions& options) {
-  return TextOf(metrics, labels, options);
+  return internal::PrometheusTextOf(metrics, labels, options);
 }
 
 absl::StatusOr<std::string> PrometheusText(const IdleTrackerMetrics& metrics,
                                            const PrometheusLabels& labels,
                                            const PrometheusOptions& options) {
-  return TextOf(metrics, labels, options);
+  return internal::PrometheusTextOf(metrics, labels, options);
 }
 
 }  // namespace tickwheel

@@ -223,6 +223,24 @@ absl::StatusOr<std::string> PrometheusText(
     const IdleTrackerMetrics& metrics, const PrometheusLabels& labels = {},
     const PrometheusOptions& options = {});
 
+namespace internal {
+
+// What every PrometheusText() overload does, for any snapshot type that has
+// an AddMetrics() overload (found through PrometheusExposition's namespace).
+template <typename Metrics>
+absl::StatusOr<std::string> PrometheusTextOf(const Metrics& metrics,
+                                             const PrometheusLabels& labels,
+                                             const PrometheusOptions& options) {
+  absl::StatusOr<PrometheusExposition> exposition =
+      PrometheusExposition::Create(options);
+  if (!exposition.ok()) return exposition.status();
+  if (absl::Status s = AddMetrics(*exposition, metrics, labels); !s.ok()) {
+    return s;
+  }
+  return exposition->ToString();
+}
+
+}  // namespace internal
 }  // namespace tickwheel
 
 #endif  // TICKWHEEL_TIMER_PROMETHEUS_H_

@@ -361,9 +361,9 @@ class Wheel {
     --size_;
     return n;
   }
-  // kWholeNode: the sweep expires the nodes (state, task: the whole cell),
-  // else it cascades them (state, where, filed: the first 16 bytes, one
-  // line, see TimeoutNode::filed).
+  // kWholeNode: the walk expires the nodes (ExpireRun(): state, task: the
+  // whole cell), else it cascades them (Sweep(): state, where, filed: the
+  // first 16 bytes, one line, see TimeoutNode::filed).
   template <bool kWholeNode>
   void Prefetch(const Bucket& b, uint32_t i) const {
     if (i + kPrefetchDistance < b.size) {
@@ -388,7 +388,7 @@ class Wheel {
   // Unlinks the live nodes of upper bucket `b` from b.begin, in order,
   // handing each to `take`, a cascade's Insert into a lower level (never
   // back into `b`); false if the budget stopped it first.
-  template <bool kWholeNode, typename F>
+  template <typename F>
   bool Sweep(Bucket& b, int level, int64_t slot, int64_t budget, int64_t& ops,
              F& take);
   // The first occupied bucket of `level` at or after elapsed's digit there,
@@ -451,11 +451,11 @@ class Wheel {
   Append(b, level, slot, overdue ? kOverdueLevel : level, node);
 }
 
-template <bool kWholeNode, typename F>
+template <typename F>
 bool Wheel::Sweep(Bucket& b, int level, int64_t slot, int64_t budget,
                   int64_t& ops, F& take) {
   for (uint32_t i = b.begin; i < b.size; ++i) {
-    Prefetch<kWholeNode>(b, i);
+    Prefetch<false>(b, i);
     if (b.slots[i] == nullptr) continue;
     if (ops == budget) {
       b.begin = i;
@@ -541,7 +541,7 @@ bool Wheel::Advance(int64_t last_tick, int64_t budget, F&& expire) {
       Insert(n);
       return true;
     };
-    if (!Sweep<false>(b, level, slot, budget, ops, cascade)) return false;
+    if (!Sweep(b, level, slot, budget, ops, cascade)) return false;
   }
   if (last_tick >= elapsed_) elapsed_ = last_tick + 1;
   return true;
