@@ -244,6 +244,7 @@ absl::StatusOr<std::unique_ptr<DurableTimer>> DurableTimer::Connect(
   auto impl = std::make_unique<Impl>(std::move(options));
   const DurableTimerOptions& o = impl->options;
   impl->session_options.endpoint = *std::move(endpoint);
+  impl->session_options.username = o.username;
   impl->session_options.password = o.password;
   impl->timeout_nanos = absl::ToInt64Nanoseconds(o.redis_timeout);
   impl->session_options.timeout_nanos = impl->timeout_nanos;

@@ -93,7 +93,12 @@ struct DurableTimerOptions {
   // Where Redis listens: "tcp://host:port" or "unix:///path/redis.sock".
   // One Redis (or its primary); not a Redis Cluster (docs/DURABLE.md).
   std::string redis = "tcp://127.0.0.1:6379";
-  // Sent with AUTH after connecting, when not empty.
+  // Credentials, sent with AUTH on every connection. With a username (an
+  // ACL user, Redis 6 and later): AUTH username password. Without one:
+  // AUTH password when the password is not empty (the default user, as
+  // with requirepass), else no AUTH. A refused pair is PermissionDenied
+  // from Connect(); the password never appears in a status or a log.
+  std::string username;
   std::string password;
   // Every key starts with "{<keyspace>:<shard>}". 1-128 bytes, no braces.
   // Timers of different keyspaces never meet.
@@ -188,7 +193,9 @@ class DurableTimer {
   //   braces, a bad URI, handler_threads < 0, negative back-off).
   // Unavailable: Redis not reachable within redis_timeout.
   // FailedPrecondition: the keyspace was created with another shard count.
-  // PermissionDenied: Redis refused the password.
+  // PermissionDenied: Redis refused the username and password (WRONGPASS),
+  //   or needs them (NOAUTH), or the ACL user may not run the commands and
+  //   scripts this library uses (NOPERM).
   // ResourceExhausted: Redis is full (maxmemory reached, noeviction) and
   //   the keyspace is new, so its shard count cannot be recorded. A
   //   keyspace that exists connects on a full Redis (Connect() only reads).

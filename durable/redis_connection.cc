@@ -145,8 +145,8 @@ int64_t RedisReply::AsInt() const {
 }
 
 absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Open(
-    const RedisEndpoint& endpoint, const std::string& password,
-    int64_t deadline_nanos) {
+    const RedisEndpoint& endpoint, const std::string& username,
+    const std::string& password, int64_t deadline_nanos) {
   const int64_t left = deadline_nanos - RealClock::MonotonicNanos();
   if (left <= 0) {
     return absl::UnavailableError(
@@ -176,8 +176,10 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Open(
         fmt::format("Redis at {}: connecting took the whole redis_timeout",
                     endpoint.ToString()));
   }
-  if (!password.empty()) {
-    const RedisCommand auth = {"AUTH", password};
+  if (!username.empty() || !password.empty()) {
+    const RedisCommand auth = username.empty()
+                                  ? RedisCommand{"AUTH", password}
+                                  : RedisCommand{"AUTH", username, password};
     std::vector<RedisReply> replies;
     if (absl::Status s = conn->Pipeline({&auth, 1}, &replies, deadline_nanos);
         !s.ok()) {
@@ -185,8 +187,12 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Open(
     }
     if (replies[0].is_error()) {
       return absl::PermissionDeniedError(fmt::format(
-          "Redis at {} refused AUTH: {}; check DurableTimerOptions::password",
-          endpoint.ToString(), replies[0].str));
+          "Redis at {} refused AUTH{}: {}; check DurableTimerOptions::{}",
+          endpoint.ToString(),
+          username.empty() ? "" : fmt::format(" as user \"{}\"", username),
+          replies[0].str,
+          username.empty() ? "password (and username, for an ACL user)"
+                           : "username and password"));
     }
   }
   return conn;

@@ -67,13 +67,15 @@ using RedisCommand = std::vector<std::string>;
 
 class RedisConnection {
  public:
-  // Connects, sets the socket timeouts and, with a non-empty `password`,
-  // sends AUTH, all before `deadline_nanos` (MonotonicNanos()).
-  // Unavailable: refused, unreachable, timed out, or AUTH failed (with the
-  // server's message and what to do).
+  // Connects, sets the socket timeouts and authenticates, all before
+  // `deadline_nanos` (MonotonicNanos()): AUTH `username` `password` (an ACL
+  // user, Redis 6 and later) when `username` is not empty, else AUTH
+  // `password` (the default user) when `password` is not empty.
+  // Unavailable: refused, unreachable or timed out. PermissionDenied: AUTH
+  // was refused (with the server's message and what to check).
   static absl::StatusOr<std::unique_ptr<RedisConnection>> Open(
-      const RedisEndpoint& endpoint, const std::string& password,
-      int64_t deadline_nanos);
+      const RedisEndpoint& endpoint, const std::string& username,
+      const std::string& password, int64_t deadline_nanos);
 
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;

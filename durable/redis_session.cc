@@ -32,10 +32,18 @@ absl::Status ReplyErrorStatus(const RedisReply& reply, std::string_view what,
         "maxmemory-policy noeviction for durable timers)",
         where, what, reply.str));
   }
+  if (reply.IsErrorCode("NOPERM")) {
+    return absl::PermissionDeniedError(fmt::format(
+        "Redis at {} refused {}: {}; grant the ACL user of "
+        "DurableTimerOptions::username the commands and keys durable timers "
+        "use (docs/DURABLE.md)",
+        where, what, reply.str));
+  }
   if (reply.IsErrorCode("NOAUTH") || reply.IsErrorCode("WRONGPASS")) {
     return absl::PermissionDeniedError(fmt::format(
-        "Redis at {} refused {}: {}; set DurableTimerOptions::password", where,
-        what, reply.str));
+        "Redis at {} refused {}: {}; set DurableTimerOptions::password (and "
+        "username, for an ACL user)",
+        where, what, reply.str));
   }
   if (reply.IsErrorCode("WRONGTYPE")) {
     return absl::FailedPreconditionError(fmt::format(
@@ -67,8 +75,9 @@ absl::Status RedisSession::Connect(int64_t deadline_nanos) {
   }
   if (connected()) return absl::OkStatus();
   conn_.reset();
-  absl::StatusOr<std::unique_ptr<RedisConnection>> conn = RedisConnection::Open(
-      options_->endpoint, options_->password, deadline_nanos);
+  absl::StatusOr<std::unique_ptr<RedisConnection>> conn =
+      RedisConnection::Open(options_->endpoint, options_->username,
+                            options_->password, deadline_nanos);
   if (!conn.ok()) return Failed(conn.status());
   conn_ = *std::move(conn);
   if (absl::Status s = LoadScripts(deadline_nanos); !s.ok()) {

@@ -37,6 +37,7 @@ struct SessionOptions {
   RedisEndpoint endpoint;
   std::string password;
   int64_t timeout_nanos = 1'000'000'000;  // redis_timeout
+  std::string username;  // an ACL user; empty: the default user
 };
 
 // Written by any thread with relaxed atomic adds; read for metrics().
@@ -48,7 +49,7 @@ struct RedisCounters {
 
 // The status an error reply stands for, with what to do about it:
 // Unavailable (LOADING, READONLY, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN),
-// ResourceExhausted (OOM), PermissionDenied (NOAUTH, WRONGPASS),
+// ResourceExhausted (OOM), PermissionDenied (NOAUTH, WRONGPASS, NOPERM),
 // FailedPrecondition (WRONGTYPE: the keyspace holds other data; MOVED, ASK,
 // CROSSSLOT: a Redis Cluster), Internal otherwise. `what` names the call.
 absl::Status ReplyErrorStatus(const RedisReply& reply, std::string_view what,

@@ -164,8 +164,8 @@ absl::Status RedisServer::WaitReady() {
           ReadTail(dir_ + "/redis.log"), ReadTail(dir_ + "/stdout.log")));
     }
     absl::StatusOr<std::unique_ptr<internal::RedisConnection>> c =
-        internal::RedisConnection::Open(endpoint, options_.password,
-                                        Now() + 500'000'000);
+        internal::RedisConnection::Open(endpoint, options_.username,
+                                        options_.password, Now() + 500'000'000);
     if (c.ok()) {
       const internal::RedisCommand ping = {"PING"};
       std::vector<internal::RedisReply> replies;
@@ -216,7 +216,8 @@ absl::StatusOr<internal::RedisReply> RedisServer::Command(
   if (conn_ == nullptr || conn_->broken()) {
     absl::StatusOr<std::unique_ptr<internal::RedisConnection>> c =
         internal::RedisConnection::Open({"127.0.0.1", port_, ""},
-                                        options_.password, deadline);
+                                        options_.username, options_.password,
+                                        deadline);
     if (!c.ok()) return c.status();
     conn_ = *std::move(c);
   }

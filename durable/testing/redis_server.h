@@ -46,7 +46,9 @@ class RedisServer {
     absl::Duration ready_timeout = absl::Seconds(20);
     // More "--name value" arguments, e.g. {"--requirepass", "secret"}.
     std::vector<std::string> extra_args;
-    // The password PING (and Command()) use, with --requirepass.
+    // The credentials PING (and Command()) use, with --requirepass or an
+    // ACL user (--user): AUTH [username] password.
+    std::string username;
     std::string password;
   };
 

@@ -40,7 +40,8 @@ RedisEndpoint Local(const RedisServer& r) {
 
 TEST(DurableRedisClientTest, PipelinesAreBinarySafeAndInOrder) {
   auto redis = RedisServer::Start().value();
-  auto conn = RedisConnection::Open(Local(*redis), "", In(absl::Seconds(5)));
+  auto conn =
+      RedisConnection::Open(Local(*redis), "", "", In(absl::Seconds(5)));
   ASSERT_TRUE(conn.ok()) << conn.status();
   const std::string value("a\0b\r\nc", 6);
   std::vector<RedisCommand> cmds = {{"SET", "k", value},
@@ -80,7 +81,8 @@ TEST(DurableRedisClientTest, AUnixSocketWorks) {
 
 TEST(DurableRedisClientTest, AHungRedisTimesOutAndBreaksTheConnection) {
   auto redis = RedisServer::Start().value();
-  auto conn = RedisConnection::Open(Local(*redis), "", In(absl::Seconds(5)));
+  auto conn =
+      RedisConnection::Open(Local(*redis), "", "", In(absl::Seconds(5)));
   ASSERT_TRUE(conn.ok());
   ASSERT_TRUE(redis->Pause().ok());
   const RedisCommand ping = {"PING"};
