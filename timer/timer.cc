@@ -65,13 +65,13 @@ absl::StatusOr<Timeout> Timer::Schedule(internal::TaskEmplacer emplace,
   absl::StatusOr<internal::TimeoutNode*> node =
       worker_->Schedule(emplace, callable, when);
   if (!node.ok()) return node.status();
-  return internal::TimeoutAccess::Adopt(*node, worker_->shared());
+  return internal::TimeoutAccess::Adopt(*node, worker_->engine().shared());
 }
 
 int64_t Timer::cancelAll() { return worker_->CancelAll(); }
 
 TimePoint Timer::now() const {
-  return TimePoint(std::chrono::nanoseconds(worker_->NowNanos()));
+  return TimePoint(std::chrono::nanoseconds(worker_->engine().NowNanos()));
 }
 
 absl::StatusOr<std::vector<Timeout>> Timer::stop() {
@@ -81,16 +81,18 @@ absl::StatusOr<std::vector<Timeout>> Timer::stop() {
   std::vector<Timeout> result;
   result.reserve(nodes->size());
   for (const internal::Worker::Stopped& s : *nodes) {
-    result.push_back(internal::TimeoutAccess::Adopt(s.node, worker_->shared()));
+    result.push_back(
+        internal::TimeoutAccess::Adopt(s.node, worker_->engine().shared()));
   }
   return result;
 }
 
-int64_t Timer::pendingTimeouts() const { return worker_->pending(); }
+int64_t Timer::pendingTimeouts() const { return worker_->engine().pending(); }
 
 TimerMetrics Timer::metrics() const {
-  return internal::MetricsFrom(worker_->counters(), worker_->pending(),
-                               worker_->CancelCalls());
+  return internal::MetricsFrom(worker_->engine().counters(),
+                               worker_->engine().pending(),
+                               worker_->engine().CancelCalls());
 }
 
 }  // namespace tickwheel

@@ -1,4 +1,5 @@
-// The LocalTimer's engine: the wheel driven by its owner's calls.
+// The single-threaded engine: its parts assembled once, driven by its
+// owner's calls (a LocalTimer) or by a Worker's passes.
 
 #include "tickwheel/worker/local_engine.h"
 
@@ -13,34 +14,34 @@
 #include "tickwheel/worker/wheel.h"
 
 namespace tickwheel::internal {
-namespace {
 
-WheelShape InDeadlineOrder(WheelShape shape) {
-  shape.deadline_order = true;
-  return shape;
-}
-
-}  // namespace
-
-LocalEngine::LocalEngine(LocalEngineConfig config)
+LocalEngine::LocalEngine(LocalEngineConfig config, BacklogWaker* waker)
     : config_(std::move(config)),
-      runner_(shared_, counters_, config_.call_task, /*executor=*/nullptr,
-              "advance() goes on with the next task"),
-      driver_(InDeadlineOrder(config_.shape), runner_, counters_, stopping_),
+      owner_driven_(waker == nullptr),
+      runner_(shared_, counters_, config_.call_task, config_.task_executor,
+              owner_driven_ ? "advance() goes on with the next task"
+                            : "the worker goes on"),
+      driver_(
+          [this] {
+            WheelShape shape = config_.shape;
+            shape.deadline_order |= owner_driven_;
+            return shape;
+          }(),
+          runner_, counters_, stopping_),
       intake_(shared_, driver_),
       sweeper_(shared_, intake_, driver_, runner_, counters_) {
-  // One thread reserves (the owner), in shard 0's word; owner stays null,
-  // so Timeout::timer() answers nullptr.
+  shared_.owner.store(config_.owner, std::memory_order_relaxed);
   shared_.limited = config_.max_pending_timeouts > 0;
-  shared_.waker = this;
-  shared_.owner_canceller = this;
+  shared_.waker = owner_driven_ ? this : waker;
+  if (owner_driven_) shared_.owner_canceller = this;
   shared_.clock = config_.clock.get();
   shared_.monotonic_clock = config_.monotonic_clock;
-  origin_ = shared_.NowNanos();
-  driver_.Start(origin_);
+  if (owner_driven_) Start(shared_.NowNanos());
 }
 
-LocalEngine::~LocalEngine() { Shutdown(); }
+LocalEngine::~LocalEngine() {
+  if (owner_driven_) Shutdown();
+}
 
 void LocalEngine::Shutdown() {
   if (in_advance_) {
@@ -52,28 +53,38 @@ void LocalEngine::Shutdown() {
   }
   shared_.Close();
   ClearExpedited();
-  Sweeper::StoppedNodes left = Collect();
+  StoppedNodes left = CollectOwned();
   left.insert(left.end(), stopped_.begin(), stopped_.end());
   stopped_.clear();
-  for (const Sweeper::Stopped& s : left) Sweeper::Discard(s.node);
+  Discard(left);
 }
 
-Sweeper::StoppedNodes LocalEngine::Collect() {
+LocalEngine::StoppedNodes LocalEngine::Collect(StoppedNodes* library) {
   if (collected_) return {};
   collected_ = true;
-  Sweeper::StoppedNodes nodes = sweeper_.Collect();
+  StoppedNodes nodes = sweeper_.Collect();
+  *library = Sweeper::TakeLibrary(nodes);
+  return nodes;
+}
+
+LocalEngine::StoppedNodes LocalEngine::CollectOwned() {
   // Library timeouts (the sleeps of timer/coro.h) are not the caller's:
   // their tasks are destroyed unrun, which ends each sleep and resumes its
   // coroutine on this thread. That comes last, once collected_ is set and
   // the timer closed, since the coroutine may call the timer again.
-  for (const Sweeper::Stopped& s : Sweeper::TakeLibrary(nodes)) {
-    Sweeper::Discard(s.node);
-  }
+  StoppedNodes library;
+  StoppedNodes nodes = Collect(&library);
+  Discard(library);
   return nodes;
+}
+
+void LocalEngine::Discard(const StoppedNodes& nodes) {
+  for (const Stopped& s : nodes) Sweeper::Discard(s.node);
 }
 
 void LocalEngine::CheckOwner(const char* call) {
 #ifndef NDEBUG
+  if (!owner_driven_) return;
   const std::thread::id me = std::this_thread::get_id();
   std::thread::id owner{};
   if (owner_.compare_exchange_strong(owner, me, std::memory_order_relaxed) ||
@@ -141,7 +152,7 @@ absl::StatusOr<TimeoutNode*> LocalEngine::Schedule(TaskEmplacer emplace,
   if (absl::Status s = ReserveOwnSlot(); !s.ok()) return s;
   std::atomic<int64_t>& count = shared_.CountWord(0);
   absl::StatusOr<TimeoutNode*> node =
-      NewNode(emplace, callable, DeadlineFor(now, origin_, when), when, count);
+      NewNode(emplace, callable, DeadlineFor(now, origin(), when), when, count);
   if (!node.ok()) return node;
   // No other thread can reach the node before the handle is returned, so
   // it goes straight from kQueued to kArmed, never through a lane.
@@ -199,7 +210,7 @@ void LocalEngine::RunExpedited(int64_t now) {
   const std::vector<TimeoutNode*> nodes = std::exchange(expedited_, {});
   for (TimeoutNode* node : nodes) {
     // After a task stopped the timer, the collection takes what is left.
-    if (!stopping_.load(std::memory_order_relaxed)) driver_.RunNow(node, now);
+    if (!stopping()) driver_.RunNow(node, now);
     node->Unref();
   }
 }
@@ -208,11 +219,6 @@ void LocalEngine::TakeNotices() {
   while (!intake_.TakeNotices()) {
   }
   if (sweeper_.purge_pending()) sweeper_.PurgeCancelled();
-}
-
-void LocalEngine::FileDeferred() {
-  for (TimeoutNode* node : deferred_) driver_.FileForLater(node);
-  deferred_.clear();
 }
 
 int64_t LocalEngine::Advance() {
@@ -225,11 +231,12 @@ int64_t LocalEngine::Advance() {
   // The driver works in slices (WheelDriver::kSliceBudget); with no queues
   // to serve in between, go on until it is done, or a task stopped the
   // timer.
-  while (!driver_.Advance(now) && !stopping_.load(std::memory_order_relaxed)) {
+  while (!driver_.Advance(now) && !stopping()) {
   }
-  if (!stopping_.load(std::memory_order_relaxed)) RunExpedited(now);
+  if (!stopping()) RunExpedited(now);
   in_advance_ = false;
-  FileDeferred();
+  for (TimeoutNode* node : deferred_) driver_.FileForLater(node);
+  deferred_.clear();
   // A cancelAll() from a task left its nodes in the wheel.
   if (sweeper_.purge_pending()) sweeper_.PurgeCancelled();
   TimerCounters::Bump(counters_.wakeups);
@@ -240,10 +247,32 @@ int64_t LocalEngine::Advance() {
       counters_.expired.load(std::memory_order_relaxed) - ran_before;
   // A task stopped the timer: collect now, so that the sleeps end as this
   // Advance() returns; the next Stop() returns the rest.
-  if (stopping_.load(std::memory_order_relaxed) && !collected_) {
-    stopped_ = Collect();
+  if (stopping() && !collected_) {
+    stopped_ = CollectOwned();
   }
   return ran;
+}
+
+bool LocalEngine::Pass(int64_t now) {
+  intake_.StartPass();
+  if (sweeper_.purge_pending()) sweeper_.PurgeCancelled();
+  bool done = intake_.TakeNotices();
+  in_advance_ = true;
+  done &= intake_.TakeNew(now);
+  driver_.FlushRefiles();
+  // An overdue node run by TakeNew() may have stopped the timer.
+  if (!stopping()) done &= driver_.Advance(now, done);
+  in_advance_ = false;
+  if (stopping()) return false;
+  // Fault node memory in ahead of the producers, and give back what has
+  // gone unused for long enough (worker/chunk_policy.h): a relaxed load each
+  // unless there is work. A reserve still short after this pass's share
+  // makes the next pass start at once, like any other budget.
+  if constexpr (TimeoutNode::kPooled) {
+    if (NodePool::Depot().Replenish()) done = false;
+    NodePool::Depot().MaybeDecay();
+  }
+  return done;
 }
 
 int64_t LocalEngine::NextWakeupNanos() {
@@ -271,17 +300,17 @@ int64_t LocalEngine::CancelAll() {
   return cancelled;
 }
 
-Sweeper::StoppedNodes LocalEngine::Stop() {
+LocalEngine::StoppedNodes LocalEngine::Stop() {
   CheckOwner("stop");
   shared_.Close();
   if (in_advance_) {
-    stopping_.store(true, std::memory_order_relaxed);
+    RequestStop();
     return {};
   }
   ClearExpedited();
   // After a stop() from a task, Advance() collected what was left.
   if (collected_) return std::exchange(stopped_, {});
-  return Collect();
+  return CollectOwned();
 }
 
 }  // namespace tickwheel::internal

@@ -1,29 +1,20 @@
 // worker/worker.h
 // -----------------------------------------------------------------------------
-// Internal. The engine behind tickwheel::Timer: one dedicated thread that
-// turns a wheel, made of parts with one job each:
+// Internal. The engine behind tickwheel::Timer: the single-threaded engine
+// (local_engine.h: driver, runner, intake, sweeper, counters, slots) driven
+// by one dedicated thread, plus what producers on other threads need:
 //
-//   producers ──► SharedTimerState (shared_state.h: counts, lanes, queues)
-//                        │
-//   worker thread:  Intake (intake.h) ──► WheelDriver (wheel_driver.h)
-//                   takes new nodes         files, claims what is due,
-//                   and notices in          files moved nodes again
-//                                                 │
-//                                           TaskRunner (task_runner.h)
-//                                           runs tasks: inline, executor,
-//                                           periodic
-//   sleeping:       WakePlanner (wake_planner.h): the plan, and who wakes it
-//   cancelAll():    CancelAllQueue (cancel_all_queue.h), from other threads
-//   cancelAll() and stop() over every node held: Sweeper (sweeper.h)
-//   metrics:        TimerCounters (timer_counters.h)
+//   producers:  Schedule() ──► a shard's lane or queue (shared_state.h)
+//                          ──► WakePlanner (wake_planner.h) if the thread
+//                              sleeps past the new deadline
+//   cancelAll() from another thread ──► CancelAllQueue (cancel_all_queue.h)
+//   the thread: Run(): serve cancelAll() tickets, LocalEngine::Pass(now),
+//               then sleep on LocalEngine::PlanSleep() until the next work
+//   stop(), ~Timer: close, join, LocalEngine::Collect()
 //
-// This class is the loop that drives them and the life cycle around it:
-// newTimeout()'s side (worker_schedule.cc: reserve a pending slot and build
-// the node with worker/new_node.h, publish it, wake the worker when it must),
-// the loop (worker.cc: one pass serves cancelAll() tickets, takes notices and
-// new nodes in, advances the wheel to the clock, then sleeps until the next
-// work), and stop(), ~Timer and cancelAll() (worker_stop.cc). docs/DESIGN.md
-// tells the story.
+// This class adds no step to the engine's: newTimeout() reserves its slot
+// and builds its node with worker/new_node.h, as a LocalTimer's does, and
+// publishes it instead of filing it. docs/DESIGN.md tells the story.
 //
 // Stopping (newTimeout and cancel vs stop). Each pending-count word
 // (SharedTimerState, one per shard) holds a count and a closed bit.
@@ -45,7 +36,7 @@
 // may reuse. Timeout handles hold only nodes; worker/timeout_node.h says why
 // cancel() and reset() are safe against destruction.
 //
-// Thread-safety: Schedule(), CancelAll(), Stop(), Shutdown() and the
+// Thread-safety: Schedule(), CancelAll(), Stop(), Shutdown() and engine()'s
 // queries from any thread; everything else on the worker thread.
 
 #ifndef TICKWHEEL_WORKER_WORKER_H_
@@ -53,42 +44,23 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "tickwheel/base/clock.h"
 #include "tickwheel/base/deadline_spec.h"
 #include "tickwheel/base/mutex.h"
 #include "tickwheel/base/task_slot.h"
 #include "tickwheel/worker/cancel_all_queue.h"
-#include "tickwheel/worker/intake.h"
-#include "tickwheel/worker/shared_state.h"
-#include "tickwheel/worker/sweeper.h"
-#include "tickwheel/worker/task_runner.h"
+#include "tickwheel/worker/local_engine.h"
 #include "tickwheel/worker/timeout_node.h"
-#include "tickwheel/worker/timer_counters.h"
 #include "tickwheel/worker/wake_planner.h"
-#include "tickwheel/worker/wheel_driver.h"
 
 namespace tickwheel::internal {
 
-struct WorkerConfig {
-  WheelShape shape;
-  int64_t max_pending_timeouts = 0;
+struct WorkerConfig : LocalEngineConfig {
   std::string thread_name;
-  // Calls a task with its handle (the facade's).
-  TaskCaller call_task = nullptr;
-  TaskRunner::Executor task_executor;
-  std::shared_ptr<Clock> clock;  // non-null
-  // `clock` reads CLOCK_MONOTONIC (MonotonicNanos()): newTimeout() then
-  // reads it inline, without a virtual call, and the worker plans the node
-  // pool's decay by it.
-  bool monotonic_clock = false;
-  // The facade's Timer, opaque here (SharedTimerState::owner).
-  void* owner = nullptr;
 };
 
 class Worker final : public std::enable_shared_from_this<Worker> {
@@ -111,9 +83,8 @@ class Worker final : public std::enable_shared_from_this<Worker> {
                                         const DeadlineSpec& when)
       ABSL_LOCKS_EXCLUDED(start_mu_);
 
-  // What stop() returns: a node and the deadline it was sorted by.
-  using Stopped = Sweeper::Stopped;
-  using StoppedNodes = Sweeper::StoppedNodes;
+  using Stopped = LocalEngine::Stopped;
+  using StoppedNodes = LocalEngine::StoppedNodes;
 
   // Timer::stop: every node neither run nor cancelled (but for library
   // timeouts, whose tasks it destroys), earliest deadline first, each marked
@@ -131,54 +102,26 @@ class Worker final : public std::enable_shared_from_this<Worker> {
   // from another thread it asks the worker and waits for the answer.
   int64_t CancelAll();
 
-  int64_t pending() const {
-    return std::max<int64_t>(0, shared_.SumCounts(std::memory_order_relaxed));
-  }
-  // What Timer::metrics() reads: the counters (one writer, the worker) and
-  // the successful cancel() calls, which the producers' shared state keeps.
-  const TimerCounters& counters() const { return counters_; }
-  int64_t CancelCalls() const { return shared_.CancelCount(); }
   bool OnWorkerThread() const;
-  // The producer-side state that handles refer to.
-  SharedTimerState* shared() { return &shared_; }
-  int64_t NowNanos() const { return shared_.NowNanos(); }
+  // pending(), counters(), CancelCalls(), NowNanos(), shared(): any thread.
+  LocalEngine& engine() { return engine_; }
 
  private:
-  // ---- newTimeout()'s side (worker_schedule.cc; the slot, the deadline and
-  // the node are worker/new_node.h's) ----
   // The lane or the queue, then the wake-up if the worker sleeps past the
   // deadline.
   void Publish(TimeoutNode* node, int shard);
   absl::Status StartThread() ABSL_LOCKS_EXCLUDED(start_mu_);
-
-  // ---- The loop (worker.cc) ----
+  // The thread: passes, and sleeps in between.
   void Run();
-  // One pass at clock reading `now`; true when it finished all work that is
-  // due (then the worker may sleep).
-  bool Pass(int64_t now);
   // Sleeps until the next work, a producer's wake-up, or (on the real
   // clock) the node pool's decay.
   void Sleep();
   // The node pool's waker (CellDepot::AddWaker()).
   static void WakeForPool(void* self);
 
-  // ---- stop() and cancelAll() (worker_stop.cc) ----
-  // One ticket of another thread's cancelAll(), served on the worker (or,
-  // after stop() has joined it, by stop(): then nothing is pending, and
-  // the answer is 0).
-  int64_t AnswerCancelAll();
-
-  const WorkerConfig config_;
-  SharedTimerState shared_;
-  TimerCounters counters_;
-  // Set when the timer stops or a task destroys it; the loop and the
-  // driver's pass end there.
-  std::atomic<bool> shutdown_{false};
-  TaskRunner runner_;
-  WheelDriver driver_;
-  Intake intake_;
-  WakePlanner planner_;
-  Sweeper sweeper_;
+  const std::string thread_name_;
+  WakePlanner planner_;  // before engine_, which hands it to producers
+  LocalEngine engine_;
   CancelAllQueue cancel_all_;
 
   // Start-up. start_mu_ serialises StartThread() and makes its check of the
@@ -186,14 +129,13 @@ class Worker final : public std::enable_shared_from_this<Worker> {
   // thread started and joins it, or the thread never starts. No field is
   // ABSL_GUARDED_BY(start_mu_), since none is only ever touched under it:
   // started_ is written under it but read without it by newTimeout()
-  // (acquire, pairing with the release store); start_nanos_ is published
-  // through start_ready_ and started_; thread_ is written once under it,
-  // before started_, then joined or detached only by the stop() or
-  // Shutdown() that set the closed bit.
+  // (acquire, pairing with the release store); the engine's origin is
+  // published through start_ready_ and started_; thread_ is written once
+  // under it, before started_, then joined or detached only by the stop()
+  // or Shutdown() that set the closed bit.
   Mutex start_mu_;
   std::atomic<bool> started_{false};
   std::atomic<bool> start_ready_{false};  // set by the worker thread
-  int64_t start_nanos_ = 0;               // clock reading at startTime
   std::thread thread_;
 
   // Serialises stop() and Shutdown(): a second stop() returns only once the
@@ -201,7 +143,7 @@ class Worker final : public std::enable_shared_from_this<Worker> {
   // closed bit owns the shutdown; the others then find the bit set and
   // return. Lock order: stop_mu_, then start_mu_.
   Mutex stop_mu_ ABSL_ACQUIRED_BEFORE(start_mu_);
-  bool finish_on_thread_ = false;  // set before shutdown_ (release)
+  bool finish_on_thread_ = false;  // set before the stop request (release)
 };
 
 }  // namespace tickwheel::internal
