@@ -112,7 +112,7 @@ std::string RaceCancelWithAdvance(Reader& in, FuzzContext& c, int64_t id) {
                       if (c.local) {
                         // The queries any thread may make, under TSan.
                         (void)c.real.Pending();
-                        (void)c.real.NowNanos();
+                        (void)c.real.LocalNow();
                       }
                     });
   c.trace += fmt::format("  race: cancel(#{}) -> {} || advance({}ns) -> {}\n",

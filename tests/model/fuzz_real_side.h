@@ -113,6 +113,8 @@ class RealSide {
   std::optional<int64_t> NextWakeup() const;
   int PollTimeoutMs() const { return local_->pollTimeoutMs(); }
   int64_t NowNanos() const { return clock_->NowNanos(); }
+  // LocalTimer::now(), a query any thread may make.
+  TimePoint LocalNow() const { return local_->now(); }
   int64_t Expired() const {
     return local_kind_ ? local_->metrics().expired : timer_->metrics().expired;
   }

@@ -1,7 +1,7 @@
 // The passes of TimerModel (tests/model/timer_model.h), one per timer type:
 // what a Timer's worker does when the clock has moved (ThreadedPass()), and
-// what a LocalTimer's advance() does (LocalPass()), with the contract checks
-// that differ between the two.
+// what a LocalTimer's advance() does (LocalPass()); and the contract checks,
+// those both share and those that differ between the two.
 
 #include <algorithm>
 #include <cstdint>
@@ -13,6 +13,51 @@
 #include "tests/model/timer_model.h"
 
 namespace tickwheel::model {
+
+std::string TimerModel::CheckContract() const {
+  std::vector<int> runs(nodes_.size(), 0);
+  size_t r = 0;
+  for (const Event& e : events_) {
+    if (e.kind != Event::Kind::kRan) continue;
+    if (++runs[e.id] > 1 && !nodes_[e.id].periodic) {
+      return fmt::format("task {} ran twice", e.id);
+    }
+    if (e.clock < runs_[r].deadline) {
+      return fmt::format("task {} ran early: clock {} deadline {}", e.id,
+                         e.clock, runs_[r].deadline);
+    }
+    ++r;
+  }
+  if (std::string d = local() ? CheckLocalContract() : CheckThreadedContract();
+      !d.empty()) {
+    return d;
+  }
+  int64_t pending = 0;
+  for (size_t id = 0; id < nodes_.size(); ++id) {
+    const Node& n = nodes_[id];
+    if (n.periodic) {
+      if (runs[id] != n.runs) {
+        return fmt::format("periodic task {} ran {} times, counted {}", id,
+                           runs[id], n.runs);
+      }
+    } else if ((runs[id] == 1) != (n.state == State::kRan)) {
+      return fmt::format("task {} state {} but ran {} times", id,
+                         StateName(n.state), runs[id]);
+    }
+    if (n.state == State::kPending) {
+      ++pending;
+      if (collected_) return fmt::format("task {} pending after stop()", id);
+    }
+    if (n.state == State::kRejected && n.captures_alive) {
+      return fmt::format("rejected task {} still holds captures", id);
+    }
+  }
+  if (pending != pending_) {
+    return fmt::format("pending count {} but {} tasks pending", pending_,
+                       pending);
+  }
+  return "";
+}
 
 // ---- kThreaded: a Timer's worker. ----
 
