@@ -1,10 +1,11 @@
 // tests/local_timer_model_test.cc
 // -----------------------------------------------------------------------------
-// The LocalTimer's reference model (tests/model/local_timer_model.h) checked
-// against expectations worked out by hand from timer/local_timer.h, so that
-// the LocalTimer fuzzer compares against something known to be right.
+// The LocalTimer's reference model (tests/model/timer_model.h,
+// TimerKind::kLocal) checked against expectations worked out by hand from
+// timer/local_timer.h, so that the LocalTimer fuzzer compares against something
+// known to be right.
 
-#include "tests/model/local_timer_model.h"
+#include "tests/model/timer_model.h"
 
 #include <optional>
 #include <vector>
@@ -14,7 +15,7 @@
 namespace tickwheel::model {
 namespace {
 
-std::vector<int64_t> RanIds(const LocalTimerModel& m) {
+std::vector<int64_t> RanIds(const TimerModel& m) {
   std::vector<int64_t> ids;
   for (const Event& e : m.events()) {
     if (e.kind == Event::Kind::kRan) ids.push_back(e.id);
@@ -23,7 +24,8 @@ std::vector<int64_t> RanIds(const LocalTimerModel& m) {
 }
 
 TEST(LocalTimerModelTest, OneAdvanceRunsWhatIsDueInDeadlineOrder) {
-  LocalTimerModel m({.tick_nanos = 10, .clock_start = 1000});
+  TimerModel m(
+      {.kind = TimerKind::kLocal, .tick_nanos = 10, .clock_start = 1000});
   Code code;
   for (int d : {25, 5, 25, 15, 31}) {
     m.Schedule(false, absl::Nanoseconds(d), {}, &code);
@@ -38,7 +40,8 @@ TEST(LocalTimerModelTest, OneAdvanceRunsWhatIsDueInDeadlineOrder) {
 }
 
 TEST(LocalTimerModelTest, ZeroSlackRunsAtTheDeadline) {
-  LocalTimerModel m({.tick_nanos = 10, .zero_slack = true});
+  TimerModel m(
+      {.kind = TimerKind::kLocal, .tick_nanos = 10, .zero_slack = true});
   Code code;
   m.Schedule(false, absl::Nanoseconds(3), {}, &code);
   EXPECT_EQ(m.EarliestRunTime(), std::optional<int64_t>(3));
@@ -50,7 +53,8 @@ TEST(LocalTimerModelTest, ZeroSlackRunsAtTheDeadline) {
 }
 
 TEST(LocalTimerModelTest, WhatATaskSchedulesRunsInALaterAdvance) {
-  LocalTimerModel m({.tick_nanos = 10, .zero_slack = true});
+  TimerModel m(
+      {.kind = TimerKind::kLocal, .tick_nanos = 10, .zero_slack = true});
   Code code;
   TaskAction parent;
   parent.repeat = 1;  // a child due at once
@@ -69,7 +73,7 @@ TEST(LocalTimerModelTest, WhatATaskSchedulesRunsInALaterAdvance) {
 // With the default slack, a deadline in a tick an advance() has processed
 // waits for the end of the next tick, whoever schedules it.
 TEST(LocalTimerModelTest, NothingIsFiledIntoAProcessedTick) {
-  LocalTimerModel m({.tick_nanos = 10});
+  TimerModel m({.kind = TimerKind::kLocal, .tick_nanos = 10});
   Code code;
   TaskAction parent;
   parent.repeat = 1;
@@ -87,7 +91,7 @@ TEST(LocalTimerModelTest, NothingIsFiledIntoAProcessedTick) {
 }
 
 TEST(LocalTimerModelTest, PeriodicRunsOncePerAdvanceAndSkipsMissedRuns) {
-  LocalTimerModel m({.tick_nanos = 10});
+  TimerModel m({.kind = TimerKind::kLocal, .tick_nanos = 10});
   Code code;
   const int64_t id = m.SchedulePeriodic(
       absl::Nanoseconds(10), absl::Nanoseconds(10), {}, Missed::kSkip, &code);
@@ -101,7 +105,7 @@ TEST(LocalTimerModelTest, PeriodicRunsOncePerAdvanceAndSkipsMissedRuns) {
 }
 
 TEST(LocalTimerModelTest, StopFromATaskEndsTheAdvanceAndLeavesTheRest) {
-  LocalTimerModel m({.tick_nanos = 10});
+  TimerModel m({.kind = TimerKind::kLocal, .tick_nanos = 10});
   Code code;
   TaskAction stops;
   stops.try_stop = true;
@@ -110,7 +114,7 @@ TEST(LocalTimerModelTest, StopFromATaskEndsTheAdvanceAndLeavesTheRest) {
   m.Schedule(false, absl::Nanoseconds(30), {}, &code);
   m.AdvanceClock(10);
   EXPECT_EQ(m.Advance(), 1);
-  EXPECT_TRUE(m.closed());
+  EXPECT_TRUE(m.stopped());
   EXPECT_EQ(m.EarliestRunTime(), std::nullopt);
   m.Schedule(false, absl::Nanoseconds(1), {}, &code);
   EXPECT_EQ(code, Code::kFailedPrecondition);
@@ -120,7 +124,7 @@ TEST(LocalTimerModelTest, StopFromATaskEndsTheAdvanceAndLeavesTheRest) {
 }
 
 TEST(LocalTimerModelTest, ResetMovesTheRunTime) {
-  LocalTimerModel m({.tick_nanos = 10});
+  TimerModel m({.kind = TimerKind::kLocal, .tick_nanos = 10});
   Code code;
   m.Schedule(false, absl::Nanoseconds(10), {}, &code);
   EXPECT_TRUE(m.Reset(0, absl::Nanoseconds(35)));

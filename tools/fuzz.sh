@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the differential fuzzers with clang 14 (libFuzzer + ASan + UBSan) and
-# runs them: //tests:timer_fuzzer drives a real Timer and the reference model
-# (tests/model/timer_model.h), //tests:local_timer_fuzzer a LocalTimer as an
-# event loop drives it and its model (tests/model/local_timer_model.h); each
-# fails on any difference.
+# runs them: one harness and one reference model (tests/model/fuzz_harness.h,
+# tests/model/timer_model.h) drive a real Timer (//tests:timer_fuzzer) or a
+# LocalTimer as an event loop drives it (//tests:local_timer_fuzzer); each
+# fails on any difference from the model.
 #
 #   tools/fuzz.sh                 CI: a short fixed-seed run of each over its
 #                                 committed corpus (tests/fuzz_corpus/,

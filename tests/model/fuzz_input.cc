@@ -10,14 +10,16 @@ namespace tickwheel::model {
 
 std::string FuzzConfig::ToString() const {
   return fmt::format(
-      "tick={}ns ticks_per_wheel={} max_pending={} inline_executor={} "
-      "clock_start={}",
-      tick_nanos, ticks_per_wheel, max_pending, inline_executor, clock_start);
+      "{} tick={}ns ticks_per_wheel={} max_pending={} inline_executor={} "
+      "slack={} clock_start={}",
+      kind == TimerKind::kLocal ? "LocalTimer" : "Timer", tick_nanos,
+      ticks_per_wheel, max_pending, inline_executor,
+      zero_slack ? "0" : "one tick", clock_start);
 }
 
 // byte 0: tick (bits 0-2), ticks_per_wheel (bits 3-5). byte 1: max_pending
 // (bits 0-3), the inline executor (bit 4), the clock's start (bits 5-7).
-FuzzConfig DecodeConfig(Reader& in) {
+FuzzConfig DecodeConfig(Reader& in, TimerKind kind) {
   static constexpr std::array<int64_t, 8> kTicks = {1,  2,   3,    7,
                                                     10, 100, 1000, 1000000};
   static constexpr std::array<int, 8> kWheels = {1, 2, 3, 4, 5, 8, 16, 64};
@@ -34,6 +36,14 @@ FuzzConfig DecodeConfig(Reader& in) {
   c.inline_executor = (b1 & 16) != 0;
   c.clock_start = kStarts[(b1 >> 5) & 3];
   if (b1 & 0x80) c.clock_start = -c.clock_start - 1;
+  c.kind = kind;
+  if (kind == TimerKind::kLocal) {
+    c.zero_slack = kFuzzLocalSlackBelowTick && c.inline_executor;
+    c.inline_executor = false;
+    if (!kFuzzLocalEndOfRange && c.clock_start < 0) {
+      c.clock_start = -(c.clock_start + 1);
+    }
+  }
   return c;
 }
 

@@ -1,18 +1,57 @@
 #include "tests/model/fuzz_races.h"
 
+#include <array>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "tests/model/fuzz_compare.h"
-
 namespace tickwheel::model {
 namespace {
 
-// Kinds 0, 1, 2 and 7: cancel() through the handle object from both threads
-// (0, 7), through two copies (1), or against copies of it (2); the model
-// takes them as one cancel() (kind 2 has only one canceller).
+std::array<std::atomic<int64_t>, 2> races_executed{};
+
+std::string CancelWonNotPending(int64_t id) {
+  return fmt::format("race: cancel(#{}) won, but the model has it not pending",
+                     id);
+}
+
+std::string CancelLostStillPending(int64_t id, const char* after) {
+  return fmt::format(
+      "race: cancel(#{}) lost, but the model has it pending after {}", id,
+      after);
+}
+
+// The racer's cancel() of `id` while the test thread runs `mine`; how many
+// cancel() calls returned true.
+int RacerCancels(FuzzContext& c, int64_t id,
+                 const std::function<void()>& mine) {
+  const Timeout& shared = c.real.SharedHandle(id);
+  std::atomic<int> wins{0};
+  Racer::Get().Race(mine, [&] {
+    if (shared.cancel()) wins.fetch_add(1);
+  });
+  return wins.load();
+}
+
+// Checks a cancel() that won (`won`) against the model, and applies `other`,
+// the racing call, to the model in the order the result shows.
+template <typename Other>
+std::string Ordered(FuzzContext& c, int64_t id, bool won, const char* after,
+                    Other other) {
+  if (won) {
+    if (!c.model.Cancel(id)) return CancelWonNotPending(id);
+    other();
+  } else {
+    other();
+    if (c.model.Cancel(id)) return CancelLostStillPending(id, after);
+  }
+  return "";
+}
+
+// cancel() through the handle object from both threads (kind 0), through
+// two copies (1), or against copies of it (2); the model takes them as one
+// cancel() (kind 2 has only one canceller).
 std::string RaceCancels(int kind, FuzzContext& c, int64_t id) {
   const Timeout& shared = c.real.SharedHandle(id);
   std::atomic<int> wins{0};
@@ -44,54 +83,93 @@ std::string RaceCancels(int kind, FuzzContext& c, int64_t id) {
   return "";
 }
 
-// Kind 3: either order, the cancel() before the advance or after it.
+// One order the racer's cancel() and the advance could take, played on a
+// copy of the model.
+struct Order {
+  const char* name;
+  TimerModel model;
+  bool cancelled = false;  // the racer's cancel() returned true
+  int64_t ran = 0;         // runs in the advance
+};
+
+// The racer's cancel() against the advance: whoever claims the timeout
+// first wins. A Timer's clock moves in the race (its worker runs what is
+// due); a LocalTimer's moves first and advance() races.
 std::string RaceCancelWithAdvance(Reader& in, FuzzContext& c, int64_t id) {
+  int64_t nanos = c.TakeAdvance(in.Byte());
+  const int64_t moved = nanos;
+  if (c.local) {
+    c.real.AdvanceClock(nanos);
+    c.model.AdvanceClock(nanos);
+    nanos = 0;
+  }
   const Timeout& shared = c.real.SharedHandle(id);
   std::atomic<int> wins{0};
-  const int64_t nanos = c.TakeAdvance(in.Byte());
-  Racer::Get().Race([&] { c.real.Advance(nanos); },
+  int64_t ran = 0;
+  Racer::Get().Race([&] { ran = c.real.Advance(nanos); },
                     [&] {
                       if (shared.cancel()) wins.fetch_add(1);
+                      if (c.local) {
+                        // The queries any thread may make, under TSan.
+                        (void)c.real.Pending();
+                        (void)c.real.LocalNow();
+                      }
                     });
-  c.trace += fmt::format("  race: cancel(#{}) -> {} || advance({}ns)\n", id,
-                         wins.load(), nanos);
+  c.trace += fmt::format("  race: cancel(#{}) -> {} || advance({}ns) -> {}\n",
+                         id, wins.load(), moved, ran);
   const std::vector<Event> observed = c.real.events();
-  auto advance = [&] { c.model.Advance(absl::Nanoseconds(nanos), &observed); };
-  if (wins.load() == 1) {
-    if (!c.model.Cancel(id)) return RaceCancelWonNotPending(id);
-    advance();
-  } else {
-    advance();
-    if (c.model.Cancel(id))
-      return RaceCancelLostStillPending(id, "the advance");
+  const absl::Duration d = absl::Nanoseconds(nanos);
+  std::vector<Order> orders;
+  orders.push_back({"cancel() first", c.model});
+  orders.back().cancelled = orders.back().model.Cancel(id);
+  orders.back().ran = orders.back().model.Advance(d, &observed);
+  orders.push_back({"advance first", c.model});
+  orders.back().ran = orders.back().model.Advance(d, &observed);
+  orders.back().cancelled = orders.back().model.Cancel(id);
+  if (c.local && c.model.IsPeriodic(id)) {
+    for (const bool at_start : {true, false}) {
+      orders.push_back({at_start ? "cancel() as its run starts"
+                                 : "cancel() right after its run",
+                        c.model});
+      Order& o = orders.back();
+      o.ran = o.model.Advance(&observed, id, at_start);
+      o.cancelled = o.model.cancelled_in_run();
+    }
   }
-  return "";
+  std::string tried;
+  for (Order& o : orders) {
+    if (o.cancelled == (wins.load() == 1) && o.ran == ran &&
+        o.model.events() == observed && o.model.Pending() == c.real.Pending()) {
+      c.model = std::move(o.model);
+      if (o.cancelled && c.model.IsPeriodic(id)) c.model.OpenDeadline(id);
+      return "";
+    }
+    tried += fmt::format(" {}: cancel {} ran {} pending {};", o.name,
+                         o.cancelled, o.ran, o.model.Pending());
+  }
+  return fmt::format(
+      "race cancel(#{}) || advance: real cancel {} ran {} pending {}, no "
+      "order gives that:{}",
+      id, wins.load() == 1, ran, c.real.Pending(), tried);
 }
 
-// Kind 4: either order, the cancel() before stop() or after it.
+// The cancel() before stop() or after it.
 std::string RaceCancelWithStop(FuzzContext& c, int64_t id) {
-  const Timeout& shared = c.real.SharedHandle(id);
-  std::atomic<int> wins{0};
   Code code;
   std::vector<int64_t> stopped;
-  Racer::Get().Race([&] { stopped = c.real.Stop(&code); },
-                    [&] {
-                      if (shared.cancel()) wins.fetch_add(1);
-                    });
+  const int wins = RacerCancels(c, id, [&] { stopped = c.real.Stop(&code); });
   c.trace += fmt::format("  race: cancel(#{}) -> {} || stop() -> [{}]\n", id,
-                         wins.load(), fmt::join(stopped, ","));
+                         wins, fmt::join(stopped, ","));
   std::vector<int64_t> expected;
-  if (wins.load() == 1) {
-    if (!c.model.Cancel(id)) return RaceCancelWonNotPending(id);
-    expected = c.model.Stop();
-  } else {
-    expected = c.model.Stop();
-    if (c.model.Cancel(id)) return RaceCancelLostStillPending(id, "stop()");
+  if (std::string d = Ordered(c, id, wins == 1, "stop()",
+                              [&] { expected = c.model.Stop(); });
+      !d.empty()) {
+    return d;
   }
   return CompareStop(c.model, code, stopped, expected);
 }
 
-// Kind 5: of two takeTask() calls, one gets the task when there is one.
+// Of two takeTask() calls, one gets the task when there is one.
 std::string RaceTakeTasks(FuzzContext& c, int64_t id) {
   const Timeout& shared = c.real.SharedHandle(id);
   std::atomic<int> taken{0};
@@ -109,24 +187,12 @@ std::string RaceTakeTasks(FuzzContext& c, int64_t id) {
   return "";
 }
 
-// Kind 6: either order, the cancel() before ~Timer or after it.
+// The cancel() before the destructor or after it.
 std::string RaceCancelWithDestroy(FuzzContext& c, int64_t id) {
-  const Timeout& shared = c.real.SharedHandle(id);
-  std::atomic<int> wins{0};
-  Racer::Get().Race([&] { c.real.Destroy(); },
-                    [&] {
-                      if (shared.cancel()) wins.fetch_add(1);
-                    });
-  c.trace +=
-      fmt::format("  race: cancel(#{}) -> {} || ~Timer()\n", id, wins.load());
-  if (wins.load() == 1) {
-    if (!c.model.Cancel(id)) return RaceCancelWonNotPending(id);
-    c.model.Destroy();
-  } else {
-    c.model.Destroy();
-    if (c.model.Cancel(id)) return RaceCancelLostStillPending(id, "~Timer");
-  }
-  return "";
+  const int wins = RacerCancels(c, id, [&] { c.real.Destroy(); });
+  c.trace += fmt::format("  race: cancel(#{}) -> {} || destroy\n", id, wins);
+  return Ordered(c, id, wins == 1, "the destructor",
+                 [&] { c.model.Destroy(); });
 }
 
 }  // namespace
@@ -171,23 +237,45 @@ void Racer::Loop() {
   }
 }
 
-std::string RaceCancelWonNotPending(int64_t id) {
-  return fmt::format("race: cancel(#{}) won, but the model has it not pending",
-                     id);
+void CountRace(const FuzzContext& c) {
+  races_executed[c.local ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
 }
 
-std::string RaceCancelLostStillPending(int64_t id, const char* after) {
-  return fmt::format(
-      "race: cancel(#{}) lost, but the model has it pending after {}", id,
-      after);
+int64_t FuzzRacesExecuted(TimerKind kind) {
+  return races_executed[kind == TimerKind::kLocal ? 1 : 0].load();
 }
 
-std::string RunRace(int kind, Reader& in, FuzzContext& c) {
+std::string RaceCancelWithCancelAll(FuzzContext& c, int64_t id) {
+  const bool was_pending = c.model.state(id) == TimerModel::State::kPending;
+  const int64_t pending = c.model.Pending();
+  std::atomic<int64_t> count{-1};
+  const int wins = RacerCancels(c, id, [&] { count = c.real.CancelAll(); });
+  c.trace += fmt::format("  race: cancelAll() -> {} || cancel(#{}) -> {}\n",
+                         count.load(), id, wins);
+  if (wins == 1 && !was_pending) return CancelWonNotPending(id);
+  if (count.load() + wins != pending) {
+    return fmt::format(
+        "race cancelAll() || cancel(#{}): {} + {} cancelled, {} were pending",
+        id, count.load(), wins, pending);
+  }
+  int64_t expected = 0;
+  if (std::string d = Ordered(c, id, wins == 1, "cancelAll()",
+                              [&] { expected = c.model.CancelAll(); });
+      !d.empty()) {
+    return d;
+  }
+  if (expected != count.load()) {
+    return fmt::format("race cancelAll(): real {} model {}", count.load(),
+                       expected);
+  }
+  return "";
+}
+
+std::string RunTimerRace(int kind, Reader& in, FuzzContext& c) {
   if (c.model.next_id() == 0) return "";
-  CountRace();
+  CountRace(c);
   const int64_t id = in.Byte() % c.model.next_id();
-  const bool timer_gone = c.model.destroyed();
-  if ((timer_gone && (kind == 3 || kind == 4 || kind == 6)) ||
+  if ((c.model.destroyed() && (kind == 3 || kind == 4 || kind == 6)) ||
       (kind == 3 && (!c.unlimited || c.model.IsPeriodic(id)))) {
     kind = 0;
   }
@@ -201,7 +289,31 @@ std::string RunRace(int kind, Reader& in, FuzzContext& c) {
     case 6:
       return RaceCancelWithDestroy(c, id);
     default:
-      return RaceCancels(kind, c, id);
+      return RaceCancels(kind == 7 ? 0 : kind, c, id);
+  }
+}
+
+std::string RunLocalRace(Reader& in, FuzzContext& c) {
+  int kind = in.Byte() % 8;
+  if (c.model.next_id() == 0) return "";
+  CountRace(c);
+  const int64_t id = in.Byte() % c.model.next_id();
+  if (c.model.destroyed() || (kind >= 2 && kind <= 4 && !c.unlimited)) {
+    kind = 0;
+  }
+  switch (kind) {
+    case 2:
+    case 3:
+    case 4:
+      return RaceCancelWithAdvance(in, c, id);
+    case 5:
+      return RaceCancelWithStop(c, id);
+    case 6:
+      return RaceCancelWithCancelAll(c, id);
+    case 7:
+      return RaceCancelWithDestroy(c, id);
+    default:
+      return RaceCancels(0, c, id);
   }
 }
 

@@ -1,11 +1,12 @@
 // tests/model/fuzz_races.h
 // -----------------------------------------------------------------------------
-// The fuzzer's race operations: the test thread and a second thread (the
+// The fuzzers' race operations: the test thread and a second thread (the
 // Racer) act at the same moment on the same handle object or on the timer,
 // and the outcome must be one the model accepts for the orders the two calls
-// could take. RunRace() (opcodes 0xF0-0xF7, fuzz_races.cc) races cancel()
-// and takeTask(); RunResetRace() (opcode 0xFD, fuzz_reset_races.cc) races
-// reset() and cancelAll(), and reset() against the expiry within a tick.
+// could take. RunTimerRace() and RunLocalRace() (fuzz_races.cc) race cancel()
+// and takeTask() against the other calls; RunResetRace() (a Timer's opcode
+// 0xFD, fuzz_reset_races.cc) races reset() and cancelAll(), and reset()
+// against the expiry within a tick.
 
 #ifndef TICKWHEEL_TESTS_MODEL_FUZZ_RACES_H_
 #define TICKWHEEL_TESTS_MODEL_FUZZ_RACES_H_
@@ -18,8 +19,8 @@
 #include <string>
 #include <thread>
 
-#include "tests/model/fuzz_context.h"
 #include "tests/model/fuzz_input.h"
+#include "tests/model/fuzz_ops.h"
 
 namespace tickwheel::model {
 
@@ -48,8 +49,8 @@ class Racer {
   std::thread thread_;
 };
 
-// A race on one handle object (or on the timer). Kinds (bits 0-2 of the
-// opcode byte; the next byte picks the timeout):
+// The Timer fuzzer's races (opcodes 0xF0-0xF7; `kind` the low three bits,
+// the next byte picks the timeout):
 //   0, 7  cancel() from both threads through the one handle object
 //   1     cancel() from both threads, through two copies
 //   2     cancel() while the racer copies and drops the handle
@@ -63,7 +64,31 @@ class Racer {
 // depending on where the cancel lands inside the advance, and on a periodic
 // timeout, which a cancel() may end after some of the advance's runs. With
 // no timeout yet, it reads no byte and does nothing.
-std::string RunRace(int kind, Reader& in, FuzzContext& c);
+std::string RunTimerRace(int kind, Reader& in, FuzzContext& c);
+
+// The LocalTimer fuzzer's races (opcode 14): the test thread (the owner) and
+// the racer act at the same moment. Kinds (the byte after the opcode, modulo
+// 8; then [timeout]):
+//   0, 1     cancel() from both threads through the one handle object
+//   2, 3, 4  the racer's cancel() while the owner calls advance() (after
+//            moving the clock by [advance]; the racer also reads
+//            pendingTimeouts() and now(), which any thread may)
+//   5        the racer's cancel() while the owner calls stop()
+//   6        the racer's cancel() while the owner calls cancelAll()
+//   7        the racer's cancel() while the owner destroys the LocalTimer
+// Kinds 2-7 act as kind 0 once the LocalTimer is destroyed; kinds 2-4 do
+// too with max_pending set.
+std::string RunLocalRace(Reader& in, FuzzContext& c);
+
+// How the races are checked, for both timers: a race of cancel() with
+// cancel(), takeTask() with takeTask(): one wins iff the timeout was pending
+// (had a task). cancel() with advance(): the model plays the cancel() before
+// the advance, after it, and (a LocalTimer's periodic timeout) as its run in
+// it starts and right after that run, each on a copy; the real outcome (the
+// cancel()'s result, the count of runs, every event, the pending count) must
+// be one of them: exactly once. cancel() with stop() or the destructor: each
+// timeout cancelled or returned, once. cancel() with cancelAll(): the timeout
+// cancelled by exactly one of them, the count the rest.
 
 // A race on the calls added later (opcode 0xFD; the next byte picks the
 // kind, bits 0-3, the one after it the timeout):
@@ -99,9 +124,12 @@ std::string RunRace(int kind, Reader& in, FuzzContext& c);
 // timeout byte and do nothing.
 std::string RunResetRace(Reader& in, FuzzContext& c);
 
-// The messages of a race whose cancel() result the model contradicts.
-std::string RaceCancelWonNotPending(int64_t id);
-std::string RaceCancelLostStillPending(int64_t id, const char* after);
+// The racer's cancel() of `id` while the test thread calls cancelAll(), as
+// above (Timer: RunResetRace() kind 2; LocalTimer: kind 6).
+std::string RaceCancelWithCancelAll(FuzzContext& c, int64_t id);
+
+// Counts one race (FuzzRacesExecuted()).
+void CountRace(const FuzzContext& c);
 
 }  // namespace tickwheel::model
 

@@ -10,6 +10,14 @@ namespace {
 
 std::atomic<int64_t> task_throws_logged{0};
 
+// The model restates the timer's missed-run policy: the same three, in the
+// same order, and the same bound on a burst.
+static_assert(
+    static_cast<int>(MissedRuns::kSkip) == static_cast<int>(Missed::kSkip) &&
+    static_cast<int>(MissedRuns::kBurst) == static_cast<int>(Missed::kBurst) &&
+    static_cast<int>(MissedRuns::kDelay) == static_cast<int>(Missed::kDelay));
+static_assert(kMaxBurstRuns == kModelMaxBurst);
+
 }  // namespace
 
 void InstallLogSinkOnce() {
@@ -45,68 +53,96 @@ class RealSide::Capture {
 };
 
 RealSide::RealSide(const FuzzConfig& config)
-    : clock_(std::make_shared<ManualClock>(config.clock_start)) {
+    : local_kind_(config.kind == TimerKind::kLocal),
+      clock_(std::make_shared<ManualClock>(config.clock_start)) {
   for (auto& a : alive_) a.store(0, std::memory_order_relaxed);
   for (auto& r : runs_) r.store(0, std::memory_order_relaxed);
+  handles_.resize(kMaxIds);
+  auto configure = [&](auto& options) {
+    options.tick_duration = absl::Nanoseconds(config.tick_nanos);
+    options.ticks_per_wheel = config.ticks_per_wheel;
+    options.max_pending_timeouts = config.max_pending;
+    options.clock = clock_;
+  };
+  if (local_kind_) {
+    LocalTimerOptions options;
+    configure(options);
+    if (config.zero_slack) options.slack = absl::ZeroDuration();
+    auto timer = LocalTimer::Create(std::move(options));
+    create_status_ = timer.status();
+    if (timer.ok()) local_ = *std::move(timer);
+    return;
+  }
   TimerOptions options;
-  options.tick_duration = absl::Nanoseconds(config.tick_nanos);
-  options.ticks_per_wheel = config.ticks_per_wheel;
-  options.max_pending_timeouts = config.max_pending;
+  configure(options);
   options.thread_name = "tickwheel-fuzz";
-  options.clock = clock_;
   if (config.inline_executor) {
     options.task_executor = [](absl::AnyInvocable<void()> run) { run(); };
   }
   auto timer = Timer::Create(std::move(options));
   create_status_ = timer.status();
   if (timer.ok()) timer_ = *std::move(timer);
-  handles_.resize(kMaxIds);
 }
 
-int64_t RealSide::ScheduleOn(Timer* timer, bool empty_task,
-                             absl::Duration delay, TaskAction action,
-                             Code* code) {
-  const int64_t id = next_id_.fetch_add(1);
-  absl::StatusOr<Timeout> t =
-      timer->newTimeout(empty_task ? TimerTask() : MakeTask(id, action), delay);
+int64_t RealSide::Record(int64_t id, absl::StatusOr<Timeout> t, Code* code) {
   *code = CodeOf(t.status());
   if (t.ok()) SetHandle(id, *std::move(t));
   return id;
+}
+
+int64_t RealSide::Schedule(bool empty_task, absl::Duration delay,
+                           TaskAction action, Code* code) {
+  const int64_t id = next_id_.fetch_add(1);
+  TimerTask task = empty_task ? TimerTask() : MakeTask(id, action);
+  return Record(
+      id, Visit([&](auto& t) { return t.newTimeout(std::move(task), delay); }),
+      code);
 }
 
 int64_t RealSide::ScheduleAt(int64_t at, TaskAction action, Code* code) {
   const int64_t id = next_id_.fetch_add(1);
-  absl::StatusOr<Timeout> t = timer_->newTimeoutAt(
-      MakeTask(id, action), TimePoint(std::chrono::nanoseconds(at)));
-  *code = CodeOf(t.status());
-  if (t.ok()) SetHandle(id, *std::move(t));
-  return id;
+  TimerTask task = MakeTask(id, action);
+  const TimePoint when{std::chrono::nanoseconds(at)};
+  return Record(
+      id, Visit([&](auto& t) { return t.newTimeoutAt(std::move(task), when); }),
+      code);
 }
-
-// The model restates the timer's missed-run policy: the same three, in the
-// same order, and the same bound on a burst.
-static_assert(
-    static_cast<int>(MissedRuns::kSkip) == static_cast<int>(Missed::kSkip) &&
-    static_cast<int>(MissedRuns::kBurst) == static_cast<int>(Missed::kBurst) &&
-    static_cast<int>(MissedRuns::kDelay) == static_cast<int>(Missed::kDelay));
-static_assert(kMaxBurstRuns == kModelMaxBurst);
 
 int64_t RealSide::SchedulePeriodic(absl::Duration initial_delay,
                                    absl::Duration period, TaskAction action,
                                    std::optional<Missed> missed, Code* code) {
   const int64_t id = next_id_.fetch_add(1);
-  absl::StatusOr<Timeout> t =
-      missed.has_value()
-          ? timer_->newPeriodic(MakeTask(id, action), initial_delay, period,
-                                static_cast<MissedRuns>(*missed))
-          : timer_->newPeriodic(MakeTask(id, action), initial_delay, period);
-  *code = CodeOf(t.status());
-  if (t.ok()) SetHandle(id, *std::move(t));
-  return id;
+  TimerTask task = MakeTask(id, action);
+  return Record(id, Visit([&](auto& t) -> absl::StatusOr<Timeout> {
+                  if constexpr (TakesMissedRuns<decltype(t)>) {
+                    if (missed.has_value()) {
+                      return t.newPeriodic(std::move(task), initial_delay,
+                                           period,
+                                           static_cast<MissedRuns>(*missed));
+                    }
+                  }
+                  return t.newPeriodic(std::move(task), initial_delay, period);
+                }),
+                code);
 }
 
 bool RealSide::ResetAt(int64_t id, int64_t at) {
   return Handle(id).resetAt(TimePoint(std::chrono::nanoseconds(at)));
+}
+
+int64_t RealSide::Advance(int64_t nanos) {
+  if (local_kind_) {
+    AdvanceClock(nanos);
+    return local_->advance();
+  }
+  const int64_t before = static_cast<int64_t>(events().size());
+  clock_->AdvanceAndSettle(absl::Nanoseconds(nanos));
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t ran = 0;
+  for (size_t i = before; i < events_.size(); ++i) {
+    ran += events_[i].kind == Event::Kind::kRan ? 1 : 0;
+  }
+  return ran;
 }
 
 std::vector<int64_t> RealSide::RunTicks(int64_t id) {
@@ -118,13 +154,27 @@ std::vector<int64_t> RealSide::RunTicks(int64_t id) {
   return ticks;
 }
 
+std::optional<int64_t> RealSide::NextWakeup() const {
+  const std::optional<TimePoint> at = local_->nextWakeup();
+  if (!at.has_value()) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             at->time_since_epoch())
+      .count();
+}
+
 std::vector<int64_t> RealSide::Stop(Code* code) {
-  absl::StatusOr<std::vector<Timeout>> r = timer_->stop();
-  *code = CodeOf(r.status());
+  std::vector<Timeout> stopped;
+  if (local_kind_) {
+    *code = Code::kOk;
+    stopped = local_->stop();
+  } else {
+    absl::StatusOr<std::vector<Timeout>> r = timer_->stop();
+    *code = CodeOf(r.status());
+    if (r.ok()) stopped = *std::move(r);
+  }
   std::vector<int64_t> ids;
-  if (!r.ok()) return ids;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const Timeout& t : *r) {
+  for (const Timeout& t : stopped) {
     int64_t found = -1;
     for (int64_t id = 0; id < next_id_.load(); ++id) {
       if (handles_[id] && handles_[id] == t) found = id;
@@ -175,15 +225,23 @@ void RealSide::Record(Event e) {
 
 void RealSide::RunTask(int64_t id, const TaskAction& action,
                        const Timeout& self) {
-  Timer* timer = self.timer();
-  const int64_t tick = timer->metrics().ticks;
+  // A Timer's task reaches its timer through its handle (timer()); a
+  // LocalTimer's runs on its owner thread, which holds it.
+  Timer* timer = local_kind_ ? nullptr : self.timer();
+  const int64_t tick =
+      local_kind_ ? local_->metrics().wakeups + 1 : timer->metrics().ticks;
   const int64_t clock = clock_->NowNanos();
   Record({Event::Kind::kRan, id, tick, clock, -1, 0});
   if (action.repeat > 0) {
     Code code;
-    const int64_t child =
-        ScheduleOn(timer, false, action.child_delay, action.Child(), &code);
-    Record({Event::Kind::kChildScheduled, id, tick, clock, child,
+    const int64_t child_id = next_id_.fetch_add(1);
+    TimerTask child = MakeTask(child_id, action.Child());
+    const absl::Duration delay = action.child_delay;
+    Record(child_id,
+           local_kind_ ? local_->newTimeout(std::move(child), delay)
+                       : timer->newTimeout(std::move(child), delay),
+           &code);
+    Record({Event::Kind::kChildScheduled, id, tick, clock, child_id,
             static_cast<int>(code)});
   }
   if (action.cancel_previous) {
@@ -191,7 +249,8 @@ void RealSide::RunTask(int64_t id, const TaskAction& action,
     Record({Event::Kind::kCancelledOther, id, tick, clock, id - 1, ok ? 1 : 0});
   }
   if (action.cancel_all) {
-    const int64_t count = timer->cancelAll();
+    const int64_t count =
+        local_kind_ ? local_->cancelAll() : timer->cancelAll();
     Record({Event::Kind::kCancelAllFromTask, id, tick, clock, -1,
             static_cast<int>(count)});
   }
@@ -203,9 +262,12 @@ void RealSide::RunTask(int64_t id, const TaskAction& action,
     Record({Event::Kind::kCancelledSelf, id, tick, clock, id, ok ? 1 : 0});
   }
   if (action.try_stop) {
-    const Code code = CodeOf(timer->stop().status());
-    Record({Event::Kind::kStopFromTask, id, tick, clock, -1,
-            static_cast<int>(code)});
+    // A Timer refuses (the status); a LocalTimer closes and returns nothing
+    // (how many it returned).
+    const int result = local_kind_
+                           ? static_cast<int>(local_->stop().size())
+                           : static_cast<int>(CodeOf(timer->stop().status()));
+    Record({Event::Kind::kStopFromTask, id, tick, clock, -1, result});
   }
   if (action.throw_after) throw std::runtime_error("fuzz task throws");
 }

@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "tests/model/fuzz_compare.h"
 #include "tests/model/fuzz_races.h"
 #include "tickwheel/timer/manual_clock.h"
 #include "tickwheel/timer/timer.h"
@@ -89,33 +88,6 @@ std::string RaceResets(Reader& in, FuzzContext& c, int64_t id,
   }
   c.model.ResetAt(id, got == da ? db : da);
   c.model.ResetAt(id, got);
-  return "";
-}
-
-// Kind 2: cancelAll() against cancel().
-std::string RaceCancelAllWithCancel(FuzzContext& c, int64_t id,
-                                    bool was_pending) {
-  const Timeout& shared = c.real.SharedHandle(id);
-  std::atomic<int> wins{0};
-  const int64_t pending = c.model.Pending();
-  std::atomic<int64_t> count{-1};
-  Racer::Get().Race([&] { count = c.real.CancelAll(); },
-                    [&] {
-                      if (shared.cancel()) wins.fetch_add(1);
-                    });
-  c.trace += fmt::format("  race: cancelAll() -> {} || cancel(#{}) -> {}\n",
-                         count.load(), id, wins.load());
-  if (wins.load() == 1 && !was_pending) return RaceCancelWonNotPending(id);
-  if (count.load() + wins.load() != pending) {
-    return fmt::format(
-        "race cancelAll() || cancel(#{}): {} + {} cancelled, {} were pending",
-        id, count.load(), wins.load(), pending);
-  }
-  if (wins.load() == 1) c.model.Cancel(id);
-  const int64_t m = c.model.CancelAll();
-  if (m != count.load()) {
-    return fmt::format("race cancelAll(): real {} model {}", count.load(), m);
-  }
   return "";
 }
 
@@ -261,7 +233,7 @@ void RaceResetsThroughTheTick(const WithinTickInput& w, WithinTickRuns& seen) {
 // each runs exactly once.
 std::string RunWithinTickResetRace(Reader& in, FuzzContext& c) {
   const WithinTickInput w = DecodeWithinTick(in);
-  CountRace();
+  CountRace(c);
   WithinTickRuns seen;
   RaceResetsThroughTheTick(w, seen);
   c.trace += fmt::format(
@@ -287,7 +259,7 @@ std::string RunResetRace(Reader& in, FuzzContext& c) {
   if (kind_byte & 8) return RunWithinTickResetRace(in, c);
   int kind = (kind_byte & 4) != 0 ? 4 : kind_byte & 3;
   if (c.model.next_id() == 0) return "";
-  CountRace();
+  CountRace(c);
   const int64_t id = in.Byte() % c.model.next_id();
   if (c.model.destroyed() && kind >= 2) kind = 0;
   if (kind == 4 && (!c.unlimited || c.model.IsPeriodic(id))) kind = 0;
@@ -298,7 +270,7 @@ std::string RunResetRace(Reader& in, FuzzContext& c) {
     case 1:
       return RaceResets(in, c, id, was_pending);
     case 2:
-      return RaceCancelAllWithCancel(c, id, was_pending);
+      return RaceCancelWithCancelAll(c, id);
     case 4:
       return RaceResetWithAdvance(in, c, id);
     default:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -147,7 +148,12 @@ const char* TimerModel::StateName(State s) {
 }
 
 TimerModel::TimerModel(ModelConfig config)
-    : config_(config), now_(config.clock_start) {}
+    : config_(config), now_(config.clock_start) {
+  if (local()) {  // a LocalTimer's startTime is its Create()
+    started_ = true;
+    start_ = now_;
+  }
+}
 
 int64_t TimerModel::RawDueTick(const Node& n) const {
   // The first tick k whose end, (k + 1) * tick, is at or after the deadline.
@@ -158,12 +164,6 @@ int64_t TimerModel::DueTick(const Node& n) const {
   return std::max(RawDueTick(n), n.first_tick);
 }
 
-int64_t TimerModel::Accept(bool empty_task, absl::Duration delay,
-                           TaskAction action, int64_t first_tick, Code* code) {
-  return Accept(empty_task, When::kDelay, ModelDelayNanos(delay), action,
-                first_tick, code);
-}
-
 void TimerModel::SetDeadline(int64_t id, int64_t clock_deadline) {
   Node& n = nodes_[id];
   n.clock_deadline = clock_deadline;
@@ -172,13 +172,13 @@ void TimerModel::SetDeadline(int64_t id, int64_t clock_deadline) {
       clock_deadline == INT64_MAX ? INT64_MAX : SatSub(clock_deadline, start_);
 }
 
-int64_t TimerModel::Accept(bool empty_task, When when, int64_t nanos,
-                           TaskAction action, int64_t first_tick, Code* code) {
+int64_t TimerModel::Accept(bool empty_task, int64_t clock_deadline,
+                           TaskAction action, Code* code) {
   const int64_t id = next_id();
   nodes_.emplace_back();
   if (empty_task) {
     *code = Code::kInvalidArgument;
-  } else if (stopped_) {
+  } else if (closed_) {
     *code = Code::kFailedPrecondition;
   } else if (config_.max_pending > 0 && pending_ >= config_.max_pending) {
     *code = Code::kResourceExhausted;
@@ -192,25 +192,25 @@ int64_t TimerModel::Accept(bool empty_task, When when, int64_t nanos,
   }
   Node& n = nodes_.back();
   n.state = State::kPending;
-  SetDeadline(id, when == When::kAt ? nanos
-                                    : SatAdd(std::max(now_, start_),
-                                             std::max<int64_t>(0, nanos)));
-  n.first_tick = first_tick;
+  SetDeadline(id, clock_deadline);
+  n.first_tick = FilingTick();
   n.filed_tick = DueTick(n);
   n.action = action;
   n.captures_alive = true;
+  n.deferred = in_pass_;
+  n.parent_advance = in_pass_ ? advances_ : 0;
   ++pending_;
   return id;
 }
 
 int64_t TimerModel::Schedule(bool empty_task, absl::Duration delay,
                              TaskAction action, Code* code) {
-  return Accept(empty_task, delay, action, ticks_, code);
+  return Accept(empty_task, SatAdd(now_, ModelDelayNanos(delay)), action, code);
 }
 
 int64_t TimerModel::ScheduleAt(int64_t at, TaskAction action, Code* code) {
   // A deadline in the past is taken as now.
-  return Accept(false, When::kAt, std::max(at, now_), action, ticks_, code);
+  return Accept(false, std::max(at, now_), action, code);
 }
 
 int64_t TimerModel::SchedulePeriodic(absl::Duration initial_delay,
@@ -221,12 +221,15 @@ int64_t TimerModel::SchedulePeriodic(absl::Duration initial_delay,
     *code = Code::kInvalidArgument;
     return next_id() - 1;
   }
-  const int64_t id = Accept(false, initial_delay, action, ticks_, code);
+  const int64_t id = Schedule(false, initial_delay, action, code);
   if (*code == Code::kOk) {
-    nodes_[id].periodic = true;
-    nodes_[id].order_free = true;
-    nodes_[id].period = std::max<int64_t>(1, ModelDelayNanos(period));
-    nodes_[id].missed = missed;
+    Node& n = nodes_[id];
+    n.periodic = true;
+    // A Timer's worker files a periodic timeout itself, even its first run;
+    // a LocalTimer files the first run in order as a one-shot one.
+    n.order_free = !local();
+    n.period = std::max<int64_t>(1, ModelDelayNanos(period));
+    n.missed = missed;
   }
   return id;
 }
@@ -262,7 +265,7 @@ bool TimerModel::ResetAt(int64_t id, int64_t at) {
   n.first_tick = ticks_;
   n.order_free = true;
   if (earlier) {
-    // The worker files it again at once (worker.cc, ProcessNotices).
+    // A Timer's worker files it again at once (worker.cc, ProcessNotices).
     n.filed_tick = DueTick(n);
     n.moved_later = false;
   } else {
@@ -283,173 +286,113 @@ bool TimerModel::Cancel(int64_t id) {
   return true;
 }
 
-bool TimerModel::Overdue(int64_t id) const {
-  const Node& n = nodes_[id];
-  return n.state == State::kPending && n.first_tick == ticks_ &&
-         RawDueTick(n) < n.first_tick;
+void TimerModel::AdvanceClock(int64_t nanos) {
+  now_ = SatAdd(now_, std::max<int64_t>(0, nanos));
 }
 
-void TimerModel::ResolveOverdue(int64_t id, bool ran_at_once,
-                                int64_t observed_tick) {
-  if (!ran_at_once) return;  // due at first_tick, the next boundary: as is
-  // It ran in a pass of its own at the current time, in its own (ended) tick.
-  // What metrics().ticks reads inside it depends on how far the worker had
-  // got: its due tick, or the ticks the worker had processed (it notes a
-  // tick at its first run only, and sleeps through ticks without work).
-  // Anything from its due tick to the current one is taken as observed.
-  const int64_t tick = RawDueTick(nodes_[id]);
-  const bool plausible = observed_tick >= tick && observed_tick <= ticks_;
-  nodes_[id].ran_overdue = true;
-  RunNode(id, tick, ticks_, plausible ? observed_tick : tick);
-}
-
-void TimerModel::RunNode(int64_t id, int64_t tick, int64_t pass_end,
-                         int64_t reported_tick) {
-  nodes_[id].ran_tick = tick;
-  while (RunOnce(id, pass_end, reported_tick)) {
+int64_t TimerModel::Advance(const std::vector<Event>* observed,
+                            int64_t cancel_in_run, bool at_run_start) {
+  cancelled_in_run_ = false;
+  int64_t ran;
+  if (local()) {
+    ran = LocalPass(observed, cancel_in_run, at_run_start);
+  } else {
+    ran = ThreadedPass(observed);
   }
+  for (Node& n : nodes_) n.deferred = false;  // filed once the walk is over
+  return ran;
 }
 
-bool TimerModel::RunOnce(int64_t id, int64_t pass_end, int64_t reported_tick) {
+int64_t TimerModel::Advance(absl::Duration d,
+                            const std::vector<Event>* observed) {
+  AdvanceClock(absl::ToInt64Nanoseconds(d));
+  return Advance(observed);
+}
+
+bool TimerModel::RunOnce(int64_t id, int64_t reported_tick,
+                         int64_t cancel_in_run, bool at_run_start) {
   const bool periodic = nodes_[id].periodic;
   ++nodes_[id].runs;
+  ++total_runs_;
   if (!periodic) {
     nodes_[id].state = State::kRan;
     --pending_;  // the slot is given back before the task runs
   }
   const int64_t clock = now_;
+  const int64_t tick = reported_tick;
+  runs_.push_back(
+      {nodes_[id].clock_deadline, advances_, nodes_[id].order_free});
+  events_.push_back({Event::Kind::kRan, id, tick, clock, -1, 0});
+  if (periodic && cancel_in_run == id && at_run_start) {
+    cancelled_in_run_ = Cancel(id);  // another thread's, as the run starts
+  }
   const TaskAction action = nodes_[id].action;
-  events_.push_back({Event::Kind::kRan, id, reported_tick, clock, -1, 0});
   if (action.repeat > 0) {
     Code code;
     const int64_t child =
-        Accept(false, action.child_delay, action.Child(), pass_end, &code);
-    events_.push_back({Event::Kind::kChildScheduled, id, reported_tick, clock,
-                       child, static_cast<int>(code)});
+        Schedule(false, action.child_delay, action.Child(), &code);
+    events_.push_back({Event::Kind::kChildScheduled, id, tick, clock, child,
+                       static_cast<int>(code)});
   }
   if (action.cancel_previous) {
     const bool ok = Cancel(id - 1);
-    events_.push_back({Event::Kind::kCancelledOther, id, reported_tick, clock,
-                       id - 1, ok ? 1 : 0});
+    events_.push_back(
+        {Event::Kind::kCancelledOther, id, tick, clock, id - 1, ok ? 1 : 0});
   }
   if (action.cancel_all) {
     // Includes a periodic task's own timeout: this run is its last.
     const int64_t count = CancelAll();
-    events_.push_back({Event::Kind::kCancelAllFromTask, id, reported_tick,
-                       clock, -1, static_cast<int>(count)});
+    events_.push_back({Event::Kind::kCancelAllFromTask, id, tick, clock, -1,
+                       static_cast<int>(count)});
   }
   if (periodic && action.periodic_runs > 0 &&
       nodes_[id].runs == action.periodic_runs) {
     const bool ok = Cancel(id);
-    events_.push_back({Event::Kind::kCancelledSelf, id, reported_tick, clock,
-                       id, ok ? 1 : 0});
+    events_.push_back(
+        {Event::Kind::kCancelledSelf, id, tick, clock, id, ok ? 1 : 0});
   }
+  bool closed_here = false;
   if (action.try_stop) {
-    events_.push_back({Event::Kind::kStopFromTask, id, reported_tick, clock, -1,
-                       static_cast<int>(Code::kFailedPrecondition)});
+    // A Timer refuses stop() from its own task. A LocalTimer closes: the
+    // call returns nothing (result: how many it returned), and the
+    // advance() ends after this task.
+    closed_here = local();
+    if (closed_here) closed_ = true;
+    events_.push_back(
+        {Event::Kind::kStopFromTask, id, tick, clock, -1,
+         closed_here ? 0 : static_cast<int>(Code::kFailedPrecondition)});
   }
   if (action.throw_after) ++throws_;
   Node& n = nodes_[id];
   if (periodic && n.state == State::kPending) {
-    // Its next run: at once if it has come (a burst), else filed again
-    // after the pass.
+    if (cancel_in_run == id && !at_run_start) {
+      cancelled_in_run_ = Cancel(id);  // another thread's, right after
+      return closed_here;
+    }
+    // Its next run: filed again after the pass, or (a Timer's kBurst) at
+    // once if it has come.
     const int64_t next =
         NextPeriodicRun(n.missed, n.clock_deadline, n.period, now_);
     SetDeadline(id, next);
-    n.first_tick = pass_end;
+    n.first_tick = pass_end_;
     n.filed_tick = DueTick(n);
     n.moved_later = false;
-    return next <= now_ && next != INT64_MAX;
+    n.deferred = true;
+    n.order_free = true;
+    if (!local()) return next <= now_ && next != INT64_MAX;
+  } else if (periodic) {
+    n.ended_in_run = true;  // its task goes when the run returns
+  } else {
+    n.captures_alive = false;  // destroyed after the run
   }
-  n.captures_alive = false;  // destroyed after the run
-  return false;
-}
-
-std::vector<int64_t> TimerModel::OrderWithinTick(
-    const std::vector<int64_t>& due, int64_t tick,
-    const std::vector<Event>* observed) const {
-  bool any_free = false;
-  for (int64_t id : due) any_free |= nodes_[id].order_free;
-  if (!any_free || observed == nullptr) return due;
-  // The real timer's runs in this tick, from where the two event lists
-  // part (they agree up to here, or the comparison reports it anyway).
-  std::vector<int64_t> order;
-  for (size_t i = events_.size(); i < observed->size(); ++i) {
-    const Event& e = (*observed)[i];
-    if (e.kind != Event::Kind::kRan) continue;
-    if (e.tick != tick) break;
-    // A burst's further runs follow its first at once.
-    if (!order.empty() && e.id == order.back() && nodes_[e.id].periodic) {
-      continue;
-    }
-    if (std::find(due.begin(), due.end(), e.id) == due.end() ||
-        std::find(order.begin(), order.end(), e.id) != order.end()) {
-      return due;  // not the same set
-    }
-    order.push_back(e.id);
-  }
-  // What did not run (a task cancelled it first) goes last, in id order.
-  for (int64_t id : due) {
-    if (std::find(order.begin(), order.end(), id) == order.end()) {
-      order.push_back(id);
-    }
-  }
-  int64_t last_fixed = -1;
-  for (int64_t id : order) {
-    if (nodes_[id].order_free) continue;
-    if (id < last_fixed) return due;  // others must keep acceptance order
-    last_fixed = id;
-  }
-  return order;
-}
-
-void TimerModel::Advance(absl::Duration d, const std::vector<Event>* observed) {
-  now_ = SatAdd(now_, std::max<int64_t>(0, absl::ToInt64Nanoseconds(d)));
-  if (!started_ || stopped_) return;
-  const int64_t pass_end = static_cast<int64_t>(
-      (static_cast<__int128>(now_) - start_) / config_.tick_nanos);
-  if (pass_end <= ticks_) return;
-  // One pass over every tick that has ended, in order; in each tick, what is
-  // due runs in acceptance order. Children get first_tick = pass_end, so the
-  // loop never runs them in this pass.
-  for (int64_t tick = ticks_;;) {
-    int64_t next = pass_end;  // the next tick with work, skipping empty ones
-    for (const Node& n : nodes_) {
-      if (n.state == State::kPending && DueTick(n) >= tick) {
-        next = std::min(next, DueTick(n));
-      }
-    }
-    if (next >= pass_end) break;
-    std::vector<int64_t> due;
-    for (int64_t id = 0; id < next_id(); ++id) {
-      if (nodes_[id].state == State::kPending && DueTick(nodes_[id]) == next) {
-        due.push_back(id);
-      }
-    }
-    for (int64_t id : OrderWithinTick(due, next, observed)) {
-      // A task run earlier in this tick may have cancelled it.
-      if (nodes_[id].state == State::kPending && DueTick(nodes_[id]) == next) {
-        RunNode(id, next, pass_end, next);
-      }
-    }
-    tick = next + 1;
-  }
-  ticks_ = pass_end;
-  // The worker has now processed the ticks where moved timeouts were filed,
-  // and filed them again by their new deadlines.
-  for (Node& n : nodes_) {
-    if (n.state == State::kPending && n.moved_later &&
-        n.filed_tick < pass_end) {
-      n.moved_later = false;
-      n.filed_tick = DueTick(n);
-    }
-  }
+  return closed_here;
 }
 
 std::vector<int64_t> TimerModel::Stop() {
+  closed_ = true;
+  if (collected_) return std::exchange(collected_by_advance_, {});
+  collected_ = true;
   std::vector<int64_t> result;
-  if (stopped_) return result;
-  stopped_ = true;
   for (int64_t id = 0; id < next_id(); ++id) {
     Node& n = nodes_[id];
     if (n.state == State::kPending) {
@@ -478,10 +421,6 @@ void TimerModel::Destroy() {
   destroyed_ = true;
 }
 
-int64_t TimerModel::ClockDeadline(int64_t id) const {
-  return nodes_[id].clock_deadline;
-}
-
 bool TimerModel::IsCancelled(int64_t id) const {
   switch (state(id)) {
     case State::kCancelled:
@@ -493,87 +432,39 @@ bool TimerModel::IsCancelled(int64_t id) const {
   }
 }
 
-bool TimerModel::CapturesAlive(int64_t id) const {
-  return nodes_[id].captures_alive;
-}
-
-std::string TimerModel::CheckContract() const {
-  std::vector<int> runs(nodes_.size(), 0);
-  int64_t last_tick = -1;
-  for (const Event& e : events_) {
-    if (e.kind != Event::Kind::kRan) continue;
-    const Node& n = nodes_[e.id];
-    if (++runs[e.id] > 1 && !n.periodic) {
-      return fmt::format("task {} ran twice", e.id);
-    }
-    // An overdue timeout run at once runs in its own ended tick, which for a
-    // deadline in the past (newTimeoutAt()) may come before earlier runs.
-    if (!n.ran_overdue) {
-      if (e.tick < last_tick) {
-        return fmt::format("task {} ran at tick {} after tick {}", e.id, e.tick,
-                           last_tick);
-      }
-      last_tick = e.tick;
-    }
-    // A periodic task's deadline is its next run by now.
-    if (n.periodic) continue;
-    const __int128 tick_end =
-        static_cast<__int128>(e.tick + 1) * config_.tick_nanos;
-    if (tick_end < n.deadline || static_cast<__int128>(e.clock) - start_ <
-                                     static_cast<__int128>(n.deadline)) {
-      return fmt::format("task {} ran early: tick {} clock {} deadline {}",
-                         e.id, e.tick, e.clock - start_, n.deadline);
-    }
-  }
-  int64_t pending = 0;
-  for (size_t id = 0; id < nodes_.size(); ++id) {
-    const Node& n = nodes_[id];
-    const bool ran = runs[id] == 1;
-    if (n.periodic) {
-      if (runs[id] != n.runs) {
-        return fmt::format("periodic task {} ran {} times, counted {}", id,
-                           runs[id], n.runs);
-      }
-    } else if (ran != (n.state == State::kRan)) {
-      return fmt::format("task {} state {} but ran {} times", id,
-                         StateName(n.state), runs[id]);
-    }
-    if (n.state == State::kPending) {
-      ++pending;
-      if (stopped_) return fmt::format("task {} pending after stop()", id);
-      if (DueTick(n) < ticks_) {
-        return fmt::format("task {} still pending after its tick {}", id,
-                           DueTick(n));
-      }
-    }
-    if (n.state == State::kRejected && n.captures_alive) {
-      return fmt::format("rejected task {} still holds captures", id);
-    }
-  }
-  if (pending != pending_) {
-    return fmt::format("pending count {} but {} tasks pending", pending_,
-                       pending);
-  }
-  return "";
+bool TimerModel::DeadlineKnown(int64_t id) const {
+  const Node& n = nodes_[id];
+  if (!n.periodic) return true;
+  return local() ? !n.ended_in_run : n.state != State::kCancelled;
 }
 
 std::string TimerModel::Describe() const {
   std::string s = fmt::format(
-      "model: start={} now={} (+{}) ticks={} pending={} stopped={} "
-      "destroyed={}\n",
-      start_, now_, now_ - start_, ticks_, pending_, stopped_, destroyed_);
+      "model ({}): start={} now={} (+{}) ticks={} advances={} pending={} "
+      "closed={} collected={} destroyed={}\n",
+      local() ? "LocalTimer" : "Timer", start_, now_,
+      static_cast<int64_t>(
+          std::min<__int128>(static_cast<__int128>(now_) - start_, INT64_MAX)),
+      ticks_, advances_, pending_, closed_, collected_, destroyed_);
   for (int64_t id = 0; id < next_id(); ++id) {
     const Node& n = nodes_[id];
     if (n.state == State::kRejected) {
       s += fmt::format("  #{} rejected\n", id);
       continue;
     }
+    std::string when;
+    if (local()) {
+      const std::optional<int64_t> at = RunTime(n);
+      when =
+          at.has_value() ? fmt::format("run_time={}", *at) : "run_time=never";
+    } else {
+      when = fmt::format("due={} ran_tick={}", DueTick(n), n.ran_tick);
+    }
     s += fmt::format(
-        "  #{} {}{} deadline={} due={} first_tick={} ran_tick={} captures={} "
+        "  #{} {}{} deadline={} (+{}) {} first_tick={} captures={} "
         "action={}{}{}\n",
-        id, StateName(n.state), n.periodic ? " periodic" : "", n.deadline,
-        DueTick(n), n.first_tick, n.ran_tick, n.captures_alive,
-        n.action.ToString(),
+        id, StateName(n.state), n.periodic ? " periodic" : "", n.clock_deadline,
+        n.deadline, when, n.first_tick, n.captures_alive, n.action.ToString(),
         n.periodic ? fmt::format(" period={} {} runs={}", n.period,
                                  MissedName(n.missed), n.runs)
                    : "",

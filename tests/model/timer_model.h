@@ -1,90 +1,100 @@
 // tests/model/timer_model.h
 // -----------------------------------------------------------------------------
-// TimerModel: a deliberately simple, single-threaded reference model of what a
-// tickwheel::Timer driven by a ManualClock observably does, for the fuzzer
-// (tests/timer_fuzzer.cc) to compare the real timer against.
+// TimerModel: one deliberately simple, single-threaded reference model of what
+// either timer type on a ManualClock observably does: a tickwheel::Timer
+// (TimerKind::kThreaded, its worker settled after every change) or a
+// tickwheel::LocalTimer (TimerKind::kLocal, driven by advance()). The fuzzers
+// (tests/model/fuzz_harness.h) compare the real timers against it.
 //
-// The model keeps no wheel, no buckets, no rounds and no queues. It keeps one
-// record per newTimeout() attempt and applies the documented rules directly:
+// The model keeps no wheel, no buckets, no rounds and no queues: one record
+// per newTimeout() attempt, and the documented rules. Both kinds:
 //
-//   * startTime is the clock reading at the first accepted newTimeout().
-//   * deadline = (now - startTime) + max(delay, 0), saturating at INT64_MAX ns.
-//   * Tick k (0-based) ends at startTime + (k+1)*tick. A task with deadline d
-//     is due at the first tick whose end is at or after d: DueTick(d) =
-//     (d - 1) / tick for d > 0, else 0. With the clock at `now`, the ticks
-//     whose end has passed are 0 .. L-1, L = (now - startTime) / tick.
-//   * Advancing the clock to `now` processes ticks L_old .. L-1 in one pass: in
-//     each, every pending task due at that tick runs, in the order it was
-//     accepted. What a task does (schedule a child, cancel another task) takes
-//     effect at once; a child is due at max(DueTick, L): nothing is scheduled
-//     into a tick the pass has processed.
-//   * A task scheduled from the test thread is due at DueTick(d), except when
-//     that tick has already ended (d is exactly the current tick boundary):
-//     such an overdue task either runs at once (tick DueTick(d)) or at the next
-//     boundary (tick L). Both honour the contract ("at the first tick boundary
-//     at or after its deadline, never before, normally less than one tick
-//     late"); which one happens depends on whether the sleeping worker has
-//     already looked at the clock since it passed that boundary, so the
-//     harness settles, observes, and tells the model (ResolveOverdue()).
+//   * deadline = now + max(delay, 0) rounded up to whole nanoseconds, kept as
+//     the clock reading the timer stores, saturating at INT64_MAX (which never
+//     comes); newTimeoutAt() and resetAt() take a deadline in the past as now.
+//     The tick arithmetic uses that reading minus startTime, where INT64_MAX
+//     stays INT64_MAX.
+//   * Tick k (0-based) ends at startTime + (k+1)*tick; a deadline d (relative)
+//     is due at DueTick(d) = (d - 1) / tick for d > 0, else 0, but never in a
+//     tick already processed: a deadline filed into one (by scheduling,
+//     reset() or a periodic timeout's next run) waits for the end of the
+//     first tick not yet processed (first_tick).
 //   * cancel() succeeds only on a pending task and destroys its captures
 //     before it returns. cancelAll() does that to every pending task and
 //     returns how many; from a task, that includes a periodic task's own
 //     timeout (its run in progress is its last) and the children scheduled
 //     earlier in the same pass.
-//   * newTimeoutAt(at) is newTimeout() with the deadline `at`, a clock
-//     reading. Every deadline is kept as the clock reading the timer stores
-//     (a relative delay saturates at INT64_MAX in clock terms), and the tick
-//     arithmetic above uses that reading minus startTime, where INT64_MAX
-//     stays INT64_MAX (never due).
-//   * reset(delay) / resetAt(at) on a pending task: the new deadline, and
-//     first_tick = the current tick, as for a task accepted now from the test
-//     thread; an overdue new deadline is due at the next boundary (the worker
-//     files it, it does not run it at once). False, changing nothing, on any
-//     task that is not pending.
+//   * reset(delay) / resetAt(at) on a pending task: the new deadline, filed
+//     as for a task accepted now; false, changing nothing, on any task that
+//     is not pending.
 //   * newPeriodic(initial, period, missed): the first run as
 //     newTimeout(initial); after each run at deadline d, with the clock at
-//     `now`, the next deadline is d + period if that is after the clock; else
-//     runs were missed (a grid time equal to the clock is not "after" it),
-//     and by the policy `missed` (the timer's MissedRuns):
+//     `now`, the next deadline is NextPeriodicRun(): d + period if that is
+//     after the clock; else runs were missed (a grid time equal to the clock
+//     is not "after" it), and by the policy `missed` (the timer's MissedRuns):
 //       kSkip   the first d + k * period after the clock;
 //       kBurst  d + period, or with m > kModelMaxBurst grid times in
-//               (d, now], d + (m - kModelMaxBurst + 1) * period: due
-//               already, so it runs again at once, in the same tick, before
-//               anything else (reported with the same tick), until the next
-//               deadline is after the clock;
+//               (d, now], d + (m - kModelMaxBurst + 1) * period;
 //       kDelay  now + period.
-//     A deadline of INT64_MAX (a saturated one) never comes. It stays pending
-//     (and counted once) until cancel(), cancelAll() or stop(), never reports
-//     isExpired(), and is filed again after the pass, like a child. A
-//     periodic task here cancels itself through its own handle in its n-th
-//     run (TaskAction::periodic_runs), so that inputs stay finite; that, a
-//     cancelAll() from it, or a stop() ends a burst.
-//   * Order within a tick: tasks due in the same tick run in acceptance
-//     order, except tasks that were ever reset() and periodic tasks, whose
-//     place in their bucket depends on when the worker filed them again
-//     (the worker appends a node it re-files, and whether that happens before
-//     or after the nodes handed to it meanwhile depends on when it wakes).
-//     For them the model takes the order from the real timer's events
-//     (Advance()'s `observed`), provided the same set of tasks ran in that
-//     tick and every other task kept acceptance order among the rest; else it
-//     falls back to acceptance order and the comparison reports the
-//     difference.
+//     A periodic task here cancels itself through its own handle in its n-th
+//     run (TaskAction::periodic_runs), so that inputs stay finite.
+//   * Tasks reset() and periodic tasks take a place within a tick (or an
+//     advance()) that the wheel decides; for them the model takes the order
+//     from the real timer's events (`observed`), provided every other task
+//     kept its order among the rest; else it keeps its own order and the
+//     comparison reports the difference.
 //   * stop() returns every pending task, earliest deadline first, each then
 //     "cancelled" with its task inside until takeTask().
-//   * newTimeout() checks, in this order: empty task (InvalidArgument), stopped
-//     (FailedPrecondition), pending count at max_pending_timeouts
+//   * newTimeout() checks, in this order: empty task (InvalidArgument),
+//     stopped (FailedPrecondition), pending count at max_pending_timeouts
 //     (ResourceExhausted).
 //
-// The model also checks its own output against the contract (nothing runs
+// kThreaded (a Timer):
+//   * startTime is the clock reading at the first accepted newTimeout().
+//   * Advancing the clock processes the ticks that have ended in one pass: in
+//     each, every pending task due at that tick runs, in the order it was
+//     accepted. A child is due at the pass's end at the earliest.
+//   * A task scheduled from the test thread into a tick that has already
+//     ended (its deadline exactly the current tick boundary) either runs at
+//     once or at the next boundary, depending on whether the sleeping worker
+//     has looked at the clock since: the harness settles, observes, and tells
+//     the model (ResolveOverdue()). A reset() to an overdue deadline is due
+//     at the next boundary; one to a later deadline leaves the task filed in
+//     its old tick until the worker processes that tick (moved_later).
+//   * A periodic run files the next run after the pass; under kBurst a next
+//     run that has come already runs at once, in the same tick.
+//   * stop() from a task fails (FailedPrecondition); Event::tick is
+//     metrics().ticks inside the task.
+//
+// kLocal (a LocalTimer):
+//   * startTime is the clock reading at Create(). With the default slack a
+//     timeout runs at the end of its due tick; with a slack below the tick
+//     (zero_slack), at its deadline.
+//   * advance() runs every pending timeout whose run time has come, in
+//     deadline order, ties in acceptance order, and returns how many ran. A
+//     timeout a task schedules, and a periodic timeout's next run, are filed
+//     after the walk (`deferred`): they run in a later advance(). One reset()
+//     to a later deadline stays filed by its old one until the walk reaches
+//     it (docs/DESIGN.md, "LocalTimer").
+//   * stop() from a task closes the timer (scheduling fails, the advance()
+//     ends after that task, later ones run nothing) and returns nothing;
+//     what is pending is collected as that advance() returns and the next
+//     stop() returns it.
+//   * Event::tick is the number of the advance() the task ran in (1 for the
+//     first), so that the comparison checks which advance() ran each timeout.
+//
+// The model also checks its own history against the contract (nothing runs
 // before its deadline, nothing runs twice, every accepted task ends as exactly
 // one of ran / cancelled / stopped): see CheckContract().
 //
-// This class is thread-compatible.
+// This class is thread-compatible, and copyable: a race is checked by
+// playing each order the two calls could take on a copy.
 
 #ifndef TICKWHEEL_TESTS_MODEL_TIMER_MODEL_H_
 #define TICKWHEEL_TESTS_MODEL_TIMER_MODEL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -172,8 +182,12 @@ struct Event {
   std::string ToString() const;
 };
 
+enum class TimerKind : int { kThreaded, kLocal };
+
 struct ModelConfig {
+  TimerKind kind = TimerKind::kThreaded;
   int64_t tick_nanos = 1;
+  bool zero_slack = false;  // kLocal: slack 0 (below the tick)
   int64_t max_pending = 0;  // <= 0: unlimited
   int64_t clock_start = 0;  // the ManualClock's initial reading
 };
@@ -183,7 +197,7 @@ class TimerModel {
   enum class State {
     kRejected,      // newTimeout() failed
     kPending,       // accepted; neither run, cancelled nor stopped
-    kRan,           // the worker ran it
+    kRan,           // the timer ran it
     kCancelled,     // cancel() won
     kStopped,       // returned by stop(); task inside
     kStoppedTaken,  // returned by stop(); takeTask() moved the task out
@@ -191,52 +205,68 @@ class TimerModel {
 
   explicit TimerModel(ModelConfig config);
 
-  // newTimeout() from the test thread. Returns the attempt's id (ids count
-  // every attempt, accepted or not, from 0) and sets `*code`.
+  // newTimeout(), newTimeoutAt() (`at` a clock reading) and newPeriodic()
+  // (a period <= 0 is refused: InvalidArgument) from the test (owner)
+  // thread. Returns the attempt's id (ids count every attempt, accepted or
+  // not, from 0) and sets `*code`.
   int64_t Schedule(bool empty_task, absl::Duration delay, TaskAction action,
                    Code* code);
-  // newTimeoutAt(): `at` is a clock reading.
   int64_t ScheduleAt(int64_t at, TaskAction action, Code* code);
-  // newPeriodic(). A period <= 0 is refused (InvalidArgument).
   int64_t SchedulePeriodic(absl::Duration initial_delay, absl::Duration period,
                            TaskAction action, Missed missed, Code* code);
-  // True when task `id`, just scheduled or reset, was overdue: its tick had
-  // already ended. Then the caller settles the real timer and reports with
-  // ResolveOverdue() whether it ran at once.
+  // kThreaded: true when task `id`, just scheduled or reset, was overdue:
+  // its tick had already ended. Then the caller settles the real timer and
+  // reports with ResolveOverdue() whether it ran at once; `observed_tick`:
+  // metrics().ticks inside the real run (see the .cc).
   bool Overdue(int64_t id) const;
-  // `observed_tick`: metrics().ticks inside the real run (see the .cc).
   void ResolveOverdue(int64_t id, bool ran_at_once, int64_t observed_tick);
-  // Timeout::cancel() from the test thread.
   bool Cancel(int64_t id);
-  // Timer::cancelAll() from the test thread: how many it cancelled.
+  // cancelAll(): how many it cancelled.
   int64_t CancelAll();
   // cancelAll() that lost a race to stop() for the tasks in `stopped`: it
   // cancels every other pending task (stop() then returns `stopped`).
   int64_t CancelAllExcept(const std::vector<int64_t>& stopped);
-  // Timeout::reset(delay) / resetAt(at) from the test thread.
   bool Reset(int64_t id, absl::Duration delay);
   bool ResetAt(int64_t id, int64_t at);
   // The clock deadline reset(delay) would set now.
   int64_t ResetDeadline(absl::Duration delay) const;
-  // ManualClock::AdvanceAndSettle(d): runs every tick that ends by the new
-  // time. `observed`, when given, is the real timer's event list after the
-  // same advance, from which the order within a tick of reset and periodic
-  // tasks is taken (see the header comment).
-  void Advance(absl::Duration d, const std::vector<Event>* observed = nullptr);
-  // Timer::stop() from the test thread: the ids, earliest deadline first (ties
-  // by id; the real timer's order among equal deadlines is not specified).
+  // Moves the clock (never back).
+  void AdvanceClock(int64_t nanos);
+  // One pass at the current clock reading: kThreaded, the worker processes
+  // every tick that has ended; kLocal, advance(). Returns how many runs.
+  // `observed`, when given, is the real timer's event list after the same
+  // pass, from which the order of reset and periodic tasks is taken (see the
+  // header comment). kLocal only: `cancel_in_run`, a cancel() from another
+  // thread that lands in that (periodic) timeout's run in this pass, as it
+  // starts (`at_run_start`: before what the task does) or right after it.
+  int64_t Advance(const std::vector<Event>* observed = nullptr,
+                  int64_t cancel_in_run = -1, bool at_run_start = false);
+  // AdvanceClock(d), then Advance(observed): ManualClock::AdvanceAndSettle.
+  int64_t Advance(absl::Duration d,
+                  const std::vector<Event>* observed = nullptr);
+  // Whether the last Advance()'s `cancel_in_run` cancelled its timeout.
+  bool cancelled_in_run() const { return cancelled_in_run_; }
+  // stop() from the test thread: the ids, earliest deadline first (ties by
+  // id; the real timer's order among equal deadlines is not specified).
   std::vector<int64_t> Stop();
   // Timeout::takeTask(): true when a task came out.
   bool TakeTask(int64_t id);
-  // ~Timer: stop(), and the tasks of what it returned are destroyed.
+  // The destructor: stop(), and the tasks of what it returned are destroyed.
   void Destroy();
 
+  // kLocal: the earliest run time of a pending timeout (a clock reading), or
+  // nullopt when none will ever come (nothing pending, only saturated
+  // deadlines, or closed).
+  std::optional<int64_t> EarliestRunTime() const;
+
+  TimerKind kind() const { return config_.kind; }
   int64_t Pending() const { return pending_; }
   int64_t now() const { return now_; }
   int64_t next_id() const { return static_cast<int64_t>(nodes_.size()); }
-  bool stopped() const { return stopped_; }
+  bool stopped() const { return closed_; }
   bool destroyed() const { return destroyed_; }
   int64_t ticks_processed() const { return ticks_; }
+  int64_t total_runs() const { return total_runs_; }
   int64_t throws() const { return throws_; }
   const std::vector<Event>& events() const { return events_; }
 
@@ -246,16 +276,24 @@ class TimerModel {
   bool IsPeriodic(int64_t id) const { return nodes_[id].periodic; }
   int64_t Runs(int64_t id) const { return nodes_[id].runs; }
   // True while the task's captures must still exist.
-  bool CapturesAlive(int64_t id) const;
+  bool CapturesAlive(int64_t id) const { return nodes_[id].captures_alive; }
+  // Nanoseconds after startTime (INT64_MAX: never).
   int64_t Deadline(int64_t id) const { return nodes_[id].deadline; }
   // The deadline as a clock reading, saturated as the timer stores it
   // (Timeout::deadline()): deadlines past the end of the clock's range all
   // read as its end, so they tie (stop() may return them in any order).
-  int64_t ClockDeadline(int64_t id) const;
+  int64_t ClockDeadline(int64_t id) const { return nodes_[id].clock_deadline; }
+  // False where the contract leaves deadline() open: a periodic timeout
+  // cancelled (kThreaded) or ended in its own run (kLocal) keeps that run's
+  // deadline or the next one's.
+  bool DeadlineKnown(int64_t id) const;
+  // Another thread's cancel() ended periodic timeout `id` at a moment the
+  // real run does not show (before, in or after a run): deadline() open.
+  void OpenDeadline(int64_t id) { nodes_[id].ended_in_run = true; }
 
   // "" when the model's own history obeys the contract; else what broke.
   std::string CheckContract() const;
-  // A one-line summary, for failure messages.
+  // A one-line summary and a line per task, for failure messages.
   std::string Describe() const;
   static const char* StateName(State s);
 
@@ -264,58 +302,81 @@ class TimerModel {
     State state = State::kRejected;
     int64_t clock_deadline = 0;  // as the timer stores it (a clock reading)
     int64_t deadline = 0;        // nanoseconds after startTime
-    int64_t first_tick = 0;  // the tick being processed when it was accepted
+    int64_t first_tick = 0;      // ticks processed when it was last filed
     TaskAction action;
     bool captures_alive = false;
     int64_t ran_tick = -1;
-    bool ran_overdue = false;  // run at once, in its own ended tick
+    bool ran_overdue = false;  // kThreaded: run at once, in its own ended tick
     bool periodic = false;
     int64_t period = 0;
     Missed missed = Missed::kSkip;
     int64_t runs = 0;
-    // Reset or periodic: its place within a tick is not acceptance order.
+    // Reset or periodic: its place within a pass is the wheel's.
     bool order_free = false;
-    // reset() moved it later: the worker still has it filed at `filed_tick`
-    // and hears of the new deadline only when it processes that tick.
+    // kThreaded: reset() moved it later; the worker still has it filed at
+    // `filed_tick` and hears of the new deadline only when it processes it.
     bool moved_later = false;
     int64_t filed_tick = 0;
+    bool deferred = false;       // filed by the running pass, after its walk
+    bool ended_in_run = false;   // a periodic one, cancelled by its own run
+    int64_t parent_advance = 0;  // kLocal: the advance() whose task filed it
+  };
+  struct Run {
+    int64_t deadline;  // the run's deadline, a clock reading
+    int64_t advance;   // which pass
+    bool order_free;   // a reset or periodic timeout's (see above)
   };
 
-  // Accepts a task due `nanos` after now (kDelay; negative counts as zero)
-  // or at the clock reading `nanos` (kAt).
-  enum class When { kDelay, kAt };
-  int64_t Accept(bool empty_task, When when, int64_t nanos, TaskAction action,
-                 int64_t first_tick, Code* code);
-  int64_t Accept(bool empty_task, absl::Duration delay, TaskAction action,
-                 int64_t first_tick, Code* code);
-  // Sets node `id`'s deadline (a clock reading).
+  bool local() const { return config_.kind == TimerKind::kLocal; }
+  // Accepts a task due at the clock reading `clock_deadline`.
+  int64_t Accept(bool empty_task, int64_t clock_deadline, TaskAction action,
+                 Code* code);
   void SetDeadline(int64_t id, int64_t clock_deadline);
-  // The order in which the tasks `due` (ascending ids) run in tick `tick`.
+  int64_t RawDueTick(const Node& n) const;
+  int64_t DueTick(const Node& n) const;
+  // The tick a task filed now waits for at the earliest.
+  int64_t FilingTick() const { return in_pass_ ? pass_end_ : ticks_; }
+  // One run of `id` (`reported_tick` is Event::tick); true when it is to
+  // run again at once (a kThreaded kBurst) or, kLocal, when the task closed
+  // the timer.
+  bool RunOnce(int64_t id, int64_t reported_tick, int64_t cancel_in_run,
+               bool at_run_start);
+
+  // kThreaded (timer_model_passes.cc).
+  int64_t ThreadedPass(const std::vector<Event>* observed);
   std::vector<int64_t> OrderWithinTick(
       const std::vector<int64_t>& due, int64_t tick,
       const std::vector<Event>* observed) const;
-  // Runs pending task `id` in tick `tick` of a pass that ends before tick
-  // `pass_end` (children are due at pass_end at the earliest), and a kBurst
-  // periodic task's further runs that are due already, at once.
-  // `reported_tick` is what metrics().ticks reads inside the task.
-  void RunNode(int64_t id, int64_t tick, int64_t pass_end,
-               int64_t reported_tick);
-  // One run of RunNode(); true when the task is periodic, still pending,
-  // and its next run has come already (kBurst).
-  bool RunOnce(int64_t id, int64_t pass_end, int64_t reported_tick);
-  int64_t RawDueTick(const Node& n) const;
-  int64_t DueTick(const Node& n) const;
+  void RunNode(int64_t id, int64_t tick, int64_t reported_tick);
+  std::string CheckThreadedContract() const;
+  // kLocal (timer_model_passes.cc).
+  int64_t LocalPass(const std::vector<Event>* observed, int64_t cancel_in_run,
+                    bool at_run_start);
+  std::optional<int64_t> RunTime(const Node& n) const;
+  bool Due(const Node& n) const;
+  std::vector<int64_t> RunOrder(const std::vector<Event>* observed) const;
+  std::string CheckLocalContract() const;
 
-  const ModelConfig config_;
+  ModelConfig config_;
   std::vector<Node> nodes_;
-  int64_t now_;  // ManualClock reading
+  std::vector<Run> runs_;  // one per kRan event, in order
+  int64_t now_;
   bool started_ = false;
   int64_t start_ = 0;  // startTime (clock reading)
   int64_t ticks_ = 0;  // ticks processed
   int64_t pending_ = 0;
-  bool stopped_ = false;
-  bool destroyed_ = false;
+  int64_t advances_ = 0;  // passes (kLocal: advance() calls)
+  int64_t total_runs_ = 0;
   int64_t throws_ = 0;
+  bool in_pass_ = false;
+  int64_t pass_end_ = 0;  // the first tick the running pass leaves alone
+  bool cancelled_in_run_ = false;
+  bool closed_ = false;     // stop() was called (kLocal: from a task too)
+  bool collected_ = false;  // what was pending is stopped (kStopped)
+  // kLocal: collected by an advance() in which a task called stop(), for
+  // the next Stop().
+  std::vector<int64_t> collected_by_advance_;
+  bool destroyed_ = false;
   std::vector<Event> events_;
 };
 
