@@ -32,6 +32,8 @@
 //                       task_executor destroys the sleep's task without
 //                       running it: it resumes there.
 //   ResourceExhausted   max_pending_timeouts is reached (no suspension).
+//   PermissionDenied    on a LocalTimer, awaited off its owner thread (no
+//                       suspension; timer/local_timer.h, "Threading").
 //   InvalidArgument     a std::chrono delay with a NaN count (no
 //                       suspension).
 //

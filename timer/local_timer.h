@@ -47,16 +47,27 @@
 //   clock; nextWakeup() reads the wheel's plan from its occupancy bitmaps.
 //
 // Threading
-//   A LocalTimer belongs to its owner thread: the first thread that calls
+//   A LocalTimer belongs to its owner thread: the thread named by
+//   LocalTimerOptions::owner, or else the first thread that calls
 //   newTimeout(), newTimeoutAt(), newPeriodic(), advance(), nextWakeup(),
 //   pollTimeoutMs(), cancelAll() or stop(); it may be created on another.
 //   Those calls, and Timeout::reset() and resetAt() on its timeouts, are
-//   for the owner thread only (debug builds check the first group and abort
-//   with a message): a reset() elsewhere could move a deadline before the
-//   wait the loop has planned. These are thread-safe, from any thread:
-//   Timeout::cancel() (and the handle's other queries), pendingTimeouts(),
-//   metrics(), now().
-//
+//   for the owner thread only: a reset() elsewhere could move a deadline
+//   before the wait the loop has planned. Every build checks the first
+//   group, with one compare of thread ids per call:
+//     * a scheduling call (newTimeout(), newTimeoutAt(), newPeriodic(), and
+//       so a coroutine sleep or an AsyncSleep()) from another thread
+//       returns PermissionDenied and schedules nothing. The code is its
+//       own: FailedPrecondition means the timer is stopped, ResourceExhausted
+//       the limit. What to do: hand the call to the owner's loop (post it
+//       there), or name the right owner.
+//     * advance(), nextWakeup(), pollTimeoutMs(), cancelAll() and stop(),
+//       which return no status, abort with a message: a neutral answer
+//       (0 run, nothing pending) would let the loop go on believing it.
+//   isOwnerThread() asks first, from any thread. These are thread-safe,
+//   from any thread: Timeout::cancel() (and the handle's other queries),
+//   pendingTimeouts(), metrics(), now(), isOwnerThread(), ownerThread().
+
 //   Timeout::cancel() from another thread races advance() as it races a
 //   Timer's worker: exactly one of them wins each timeout (a cancel() that
 //   returns true means the task never runs; one that returns false came
@@ -97,10 +108,12 @@
 #error "tickwheel needs C++20: compile with -std=c++20 (or /std:c++20)"
 #endif
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -150,6 +163,12 @@ struct LocalTimerOptions {
   // (RealClock::Shared()); tests pass a ManualClock (timer/manual_clock.h).
   // A LocalTimer only reads it: it never sleeps on it.
   std::shared_ptr<Clock> clock;
+  // The owner thread (see "Threading"): the only thread that may schedule,
+  // advance() and stop this timer. Empty (std::thread::id(), the default):
+  // the first thread that makes one of those calls. Name it when the timer
+  // is made on one thread for a loop that runs on another, so that a call
+  // from a wrong thread is refused from the start instead of binding it.
+  std::thread::id owner;
 };
 
 class LocalTimer : public SchedulingCalls<LocalTimer> {
@@ -265,6 +284,14 @@ class LocalTimer : public SchedulingCalls<LocalTimer> {
   // copies the histogram (4 KiB).
   TimerMetrics metrics() const;
 
+  // True on the owner thread (LocalTimerOptions::owner, or the thread that
+  // made the first owner-only call); false elsewhere, and before any
+  // thread is the owner. Binds nothing. Any thread; cost: one relaxed load
+  // and a compare.
+  bool isOwnerThread() const;
+  // The owner thread; std::thread::id() while none is bound. Any thread.
+  std::thread::id ownerThread() const;
+
   // The effective configuration: tick_duration and ticks_per_wheel after
   // rounding up to a power of two; the slack, or one tick.
   absl::Duration tickDuration() const { return tick_duration_; }
@@ -276,7 +303,13 @@ class LocalTimer : public SchedulingCalls<LocalTimer> {
   friend class internal::LibraryTimeouts;
 
   LocalTimer(std::unique_ptr<internal::LocalEngine> engine, absl::Duration tick,
-             int ticks_per_wheel, absl::Duration slack);
+             int ticks_per_wheel, absl::Duration slack, std::thread::id owner);
+
+  // True on the owner thread, binding it when none is: the check of every
+  // owner-only call (see "Threading").
+  bool OnOwnerThread() const;
+  // The owner-only calls that return no status: aborts off the owner thread.
+  void CheckOwner(const char* call) const;
 
   // A sleep whose stop was requested on the owner thread, reset to now:
   // runs in the next advance() without waiting for its tick's end, and the
@@ -296,6 +329,12 @@ class LocalTimer : public SchedulingCalls<LocalTimer> {
   const absl::Duration tick_duration_;
   const int ticks_per_wheel_;
   const absl::Duration slack_;
+  // The owner thread, or std::thread::id() until the first owner-only call
+  // binds it. Written once (the binding CAS); relaxed everywhere, since the
+  // id is the only datum it guards: a thread that reads another's id
+  // touches nothing else, and the owner's own calls are ordered by its
+  // program order.
+  mutable std::atomic<std::thread::id> owner_;
 };
 
 }  // namespace tickwheel
