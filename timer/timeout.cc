@@ -11,6 +11,7 @@
 
 namespace tickwheel {
 
+using internal::SharedTimerState;
 using internal::TimeoutNode;
 using internal::TimeoutState;
 
@@ -71,108 +72,57 @@ bool Timeout::isCancelled() const {
   }
 }
 
-namespace {
-
-using internal::SharedTimerState;
-using Lane = SharedTimerState::NodeLane;
-
-// Settles a lane cell that a take-back emptied, for the cancel() that won
-// the node (and so holds its pending slot, which keeps `shared` alive): the
-// cell goes back to the ring if it is still its lane's last claimed one (the
-// worker then never hears of the node), and otherwise keeps a tombstone,
-// which the worker skips. `shard` is the calling thread's.
-void SettleTakenBackCell(TimeoutNode::LaneCellPtr cell,
-                         SharedTimerState* shared, int shard) {
-  if (!shared->shards[shard].lane.Unclaim(cell)) Lane::Bury(cell);
-}
-
-// Takes `node` back out of its lane cell unless the worker (or stop()) has
-// popped it, or another cancel() took it first; on success the caller holds
-// the worker's reference and must settle the cell. Touches only the cell:
-// lane arrays are type-stable, so this is safe even after the timer is gone
-// (the CAS then fails).
-TimeoutNode::LaneCellPtr TakeBack(TimeoutNode* node) {
-  TimeoutNode::LaneCellPtr cell = node->LaneCell();
-  return cell != nullptr && Lane::TakeBackPending(cell, node) ? cell : nullptr;
-}
-
-// cancel() of a node it has just taken back out of lane cell `cell`, and
-// with it the worker's reference (timeout_node.h, "take-back first"): claims
-// the node and settles the cell. True iff this call won.
-bool CancelTakenBack(TimeoutNode* node, TimeoutNode::LaneCellPtr cell,
-                     SharedTimerState* shared, int shard) {
-  TICKWHEEL_INTERLEAVE_POINT();
-  if (!node->CancelTakenBack()) {
-    // Another cancel() won the state and then found the cell empty: the
-    // claim has dropped the worker's reference all the same, and the cell
-    // is ours to settle. Bury() touches only the cell, and stop() waits
-    // until every lane is drained, so the lane outlives this store although
-    // the winner may already have given its slot back.
-    Lane::Bury(cell);
-    return false;
-  }
-  // Won: the node's pending slot keeps `shared` alive until we give it back,
-  // last. A reset() may still be storing its deadline.
-  SettleTakenBackCell(cell, shared, shard);
-  node->WaitNotBusy();
-  node->task().Reset();
-  TICKWHEEL_INTERLEAVE_POINT();
-  shared->ReleaseCancelled(shard);
-  return true;
-}
-
-}  // namespace
-
 bool Timeout::cancel() const {
   if (node_ == nullptr) return false;
+  using Lane = SharedTimerState::NodeLane;
+  using By = TimeoutNode::CancelBy;
   SharedTimerState* shared = shared_;
-  // A LocalTimer's owner thread: outside advance() the engine settles the
-  // node on the spot (worker/local_engine.h). Only then is `shared` touched
-  // before a claim is won: the owner thread's own engine is alive.
-  if (node_->OwnedByThisThread()) {
-    using Claim = TimeoutNode::OwnerClaim;
-    const Claim claim = shared->owner_canceller->CancelOnOwner(node_);
-    if (claim != Claim::kElsewhere) return claim == Claim::kWon;
-  }
+  TimeoutNode::LaneCellPtr cell = nullptr;
+  // Only a LocalTimer's owner thread touches `shared` before a claim is won:
+  // its own engine is alive (TimeoutNode::OwnedByThisThread()). A take-back
+  // touches only the cell: lane arrays are type-stable, so it is safe even
+  // after the timer is gone (the CAS then fails).
+  const By by = node_->ClaimCancel(
+      [&] {
+        return node_->OwnedByThisThread()
+                   ? shared->owner_canceller->CancelOnOwner(node_)
+                   : TimeoutNode::OwnerClaim::kElsewhere;
+      },
+      [&] {
+        cell = node_->LaneCell();
+        return cell != nullptr && Lane::TakeBackPending(cell, node_);
+      });
   const int shard = SharedTimerState::ThisThreadShard();
-  // Still in its lane (the request-timeout pattern): take it back before
-  // the worker sees it, then claim it, dropping the worker's reference in
-  // the same CAS (timeout_node.h, "Ground rules", take-back first).
-  if (node_->state() == TimeoutState::kQueued) {
-    if (TimeoutNode::LaneCellPtr cell = TakeBack(node_)) {
-      return CancelTakenBack(node_, cell, shared, shard);
-    }
+  switch (by) {
+    case By::kNobody:
+      return false;
+    case By::kOwner:
+      return true;
+    case By::kLostCell:
+      // The winner found the cell empty; this claim dropped the worker's
+      // reference all the same. stop() waits for every lane to drain, so the
+      // lane outlives this store, though the winner may have given its slot
+      // back already.
+      Lane::Bury(cell);
+      return false;
+    case By::kTakenBack:
+      // Back to the ring if it is still its lane's last claimed cell (the
+      // worker never hears of the node), else a tombstone the worker skips.
+      if (!shared->shards[shard].lane.Unclaim(cell)) Lane::Bury(cell);
+      break;
+    case By::kNotice:
+    case By::kWorker:
+      break;
   }
-  // Queued: the node is in its shard's pending queue, or its lane cell was
-  // popped or taken meanwhile. Armed: it is in the wheel, and the worker
-  // learns of the cancellation from the shard's notice queue, unless a
-  // reset() put it there already (kNoticed). Running: a periodic run is in
-  // progress on the worker, which looks at the state when it returns.
-  const TimeoutNode::CancelClaim claim = node_->ClaimCancel();
-  if (!claim.won) return false;
-  // We own the node's fate now, and its pending slot keeps the shared state
-  // alive until we give the slot back, last (see timeout_node.h). The task is
-  // ours to destroy, once a thread that holds kBusy has let go: do it now,
-  // so that its captures are released at once even if the worker sleeps for
-  // an hour; the worker only unlinks the node. (A periodic run in progress
-  // holds its own reference to the callable.)
+  // Won: the node's pending slot keeps `shared` alive until we give it back,
+  // last. The task is ours to destroy once a reset() storing its deadline
+  // has let go: now, so its captures go at once even if the worker sleeps for
+  // an hour. (A periodic run in progress holds its own reference to it.)
   node_->WaitNotBusy();
   node_->task().Reset();
   TICKWHEEL_INTERLEAVE_POINT();
-  if (claim.push) {
-    // The worker's reference keeps the node alive in the queue.
-    shared->PushNotice(node_, shard);
-  } else if (claim.left == TimeoutState::kQueued) {
-    if (TimeoutNode::LaneCellPtr cell = TakeBack(node_)) {
-      // Still in its lane: we took it back, and with it the worker's
-      // reference, so the worker never touches the node and this thread
-      // frees it (see worker/worker.h, "The fast lane").
-      SettleTakenBackCell(cell, shared, shard);
-      node_->Unref();  // never the last: this handle holds one
-    }
-  }
-  // Otherwise the worker (or stop()) popped it, or a racing cancel() took
-  // it back: either finds it cancelled and drops the worker's reference.
+  // The worker's reference keeps the node alive on the notice queue.
+  if (by == By::kNotice) shared->PushNotice(node_, shard);
   TICKWHEEL_INTERLEAVE_POINT();
   shared->ReleaseCancelled(shard);
   return true;

@@ -92,20 +92,20 @@ int64_t Sweeper::CancelAll() {
   // pending -> kCancelled, without a notice: the engine itself unlinks and
   // drops what it cancels. Library timeouts (an idle tracker's on this
   // timer) are passed by, and stay on their way into the wheel.
+  using Sweep = TimeoutNode::SweepClaim;
+  uint32_t w;
   auto cancel = [&](TimeoutNode* node) {
-    uint32_t w;
-    if (node->ClaimCancelAll(&w)) {
+    const Sweep claim = node->ClaimCancelAll(&w);
+    if (claim == Sweep::kCancelled) {
       node->task().Reset();
       ++count;
     }
-    return w;
+    return claim;
   };
   std::vector<TimeoutNode*>& refiles = driver_.refiles();
   std::vector<TimeoutNode*> kept;
   for (TimeoutNode* node : refiles) {
-    const uint32_t w = cancel(node);
-    if (TimeoutNode::StateOf(w) == TimeoutState::kArmed &&
-        (w & TimeoutNode::kLibrary)) {
+    if (cancel(node) == Sweep::kPassedBy) {
       kept.push_back(node);
     } else {
       TaskRunner::DropCancelled(node, w);
@@ -135,11 +135,7 @@ void Sweeper::PurgeCancelled() {
   purge_ = false;
   std::vector<TimeoutNode*> gone;
   driver_.wheel().ForEach([&](TimeoutNode* node) {
-    const uint32_t w = node->refs_state.load(std::memory_order_acquire);
-    const TimeoutState s = TimeoutNode::StateOf(w);
-    if (s != TimeoutState::kArmed && !(w & TimeoutNode::kNoticed)) {
-      gone.push_back(node);
-    }
+    if (node->CancelledWithoutNotice()) gone.push_back(node);
   });
   for (TimeoutNode* node : gone) {
     driver_.wheel().Remove(node);

@@ -1,4 +1,7 @@
-#include "tickwheel/worker/timeout_node.h"
+// The protocol's out-of-line helpers: the reference-count overflow report and
+// the pause of a wait on another thread's stores.
+
+#include "tickwheel/worker/node_state.h"
 
 #include <sched.h>
 
@@ -11,7 +14,7 @@ void RefCountOverflow() {
   std::fprintf(stderr,
                "tickwheel: more than %u handles to one Timeout are alive at "
                "once; keep fewer copies (share one instead)\n",
-               TimeoutNode::kMaxRefs - 1);
+               NodeState::kMaxRefs - 1);
   std::abort();
 }
 
