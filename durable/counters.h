@@ -36,6 +36,7 @@ struct Counters {
   std::atomic<int64_t> redelivered{0};
   std::atomic<int64_t> handler_failures{0};
   std::atomic<int64_t> start_window_misses{0};
+  std::atomic<int64_t> dead_lettered{0};
   std::atomic<int64_t> redis_oom{0};    // OOM replies
   std::atomic<bool> redis_full{false};  // the last write said so
 

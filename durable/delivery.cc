@@ -229,6 +229,10 @@ void Delivery::HandlerLoop(int index) {
       Held& h = held_.at(key);
       h.stage = Stage::kDone;
       h.ok = result.ok();
+      if (!h.ok) {
+        h.error = result.ToString();
+        if (h.error.size() > kMaxErrorBytes) h.error.resize(kMaxErrorBytes);
+      }
       done_.push_back(key);
       --running_;
       ++completed_;

@@ -107,7 +107,11 @@ struct DeliveryOptions {
   int handler_threads = 0;
   int64_t backoff_us = 0;
   int64_t max_backoff_us = 0;
+  int64_t dead_retention_us = 0;  // 0: dead letters are kept
 };
+
+// A handler's failure is recorded with its timer up to this many bytes.
+inline constexpr size_t kMaxErrorBytes = 1024;
 
 // A started timer that no handler thread has begun within this long of the
 // round trip that started it is released unrun (see the file comment); at
@@ -177,6 +181,7 @@ class Delivery {
     Stage stage = Stage::kWaiting;
     bool in_flight = false;   // carried by the round trip under way
     bool ok = false;          // kDone: the handler's result
+    std::string error;        // kDone, not ok: the status, for the record
     int64_t ready_since = 0;  // kReady: local time it became ready
     // kQueued: the local time by which a handler must begin it (the start
     // window after the round trip that started it was sent).

@@ -100,6 +100,14 @@ void Delivery::ApplyClaimLocked(const Op& op, const ClaimReply& reply,
       HoldLocked(key, h, due);
     }
   }
+  if (reply.dead_lettered > 0) {
+    counters_->Add(counters_->dead_lettered, reply.dead_lettered);
+    Log(LogSeverity::kWarning,
+        fmt::format("durable timers: {} timer(s) of shard {} were out of "
+                    "attempts when their lease ended unacknowledged, and "
+                    "were dead-lettered",
+                    reply.dead_lettered, op.shard));
+  }
   int64_t next = after + options_.poll_nanos;
   backlog_[static_cast<size_t>(op.shard)] = reply.more;
   if (reply.more) {
@@ -148,6 +156,16 @@ void Delivery::ApplyItemsLocked(const Op& op, const BatchReply& reply) {
         EraseLocked(key);
         break;
       case Script::kFail:
+        if (r == 2) {
+          const Held& h = held_.at(key);
+          counters_->Add(counters_->dead_lettered);
+          Log(LogSeverity::kWarning,
+              fmt::format("durable timer \"{}\" failed its last attempt ({}) "
+                          "and was dead-lettered: {}",
+                          h.id, h.attempt, h.error));
+        }
+        EraseLocked(key);
+        break;
       case Script::kRelease:
         EraseLocked(key);
         break;

@@ -71,9 +71,9 @@ void Delivery::AddOpsLocked(
         h.in_flight = true;
         // A release of a started timer takes its attempt back: no handler
         // ran it.
-        refs.push_back(
-            {h.id, h.version, h.due_us,
-             h.stage == Stage::kQueued || h.stage == Stage::kExpired});
+        refs.push_back({h.id, h.version, h.due_us,
+                        h.stage == Stage::kQueued || h.stage == Stage::kExpired,
+                        h.error});
       }
       const ShardKeys& k = keys[static_cast<size_t>(shard)];
       switch (script) {
@@ -81,8 +81,9 @@ void Delivery::AddOpsLocked(
           batch->commands.push_back(AckCommand(k, refs));
           break;
         case Script::kFail:
-          batch->commands.push_back(FailCommand(k, options_.backoff_us,
-                                                options_.max_backoff_us, refs));
+          batch->commands.push_back(
+              FailCommand(k, options_.backoff_us, options_.max_backoff_us,
+                          options_.dead_retention_us, refs));
           break;
         case Script::kStart:
           batch->commands.push_back(StartCommand(k, options_.lease_us, refs));
@@ -281,6 +282,7 @@ void Delivery::AskShardsLocked(int64_t now, const std::vector<int>& cold,
     args.ahead_quota = std::min((ahead + left - 1) / left, kMaxClaimBatch);
     args.start_quota = std::min((start + left - 1) / left, args.due_quota);
     args.max_bytes = kMaxClaimBytes;
+    args.dead_retention_us = options_.dead_retention_us;
     due -= args.due_quota;
     ahead -= args.ahead_quota;
     start -= args.start_quota;

@@ -1,10 +1,7 @@
 #include "tickwheel/durable/durable_timer.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <map>
-#include <random>
 #include <utility>
 #include <vector>
 
@@ -17,132 +14,22 @@
 #include "tickwheel/durable/redis_session.h"
 #include "tickwheel/durable/scripts.h"
 #include "tickwheel/durable/shard_ops.h"
+#include "tickwheel/durable/timer_impl.h"
 #include "tickwheel/timer/clock.h"
 
 namespace tickwheel::durable {
 
-using internal::Counters;
+using internal::CheckEntry;
+using internal::CheckId;
+using internal::DeadlineMicros;
+using internal::DelayMicros;
 using internal::Delivery;
 using internal::MutexLock;
 using internal::RedisCommand;
 using internal::RedisReply;
+using internal::WithAdvice;
 
 namespace {
-
-constexpr size_t kMaxIdBytes = 512;
-constexpr size_t kMaxPayloadBytes = 512 * 1024;
-constexpr int kDefaultHandlerThreads = 8;
-
-int64_t Now() { return RealClock::MonotonicNanos(); }
-
-bool PositiveFinite(absl::Duration d) {
-  return d > absl::ZeroDuration() && d != absl::InfiniteDuration();
-}
-
-absl::Status CheckOptions(const DurableTimerOptions& o) {
-  auto bad = [](std::string_view what, absl::Duration d) {
-    return absl::InvalidArgumentError(
-        fmt::format("DurableTimerOptions::{} must be > 0 and finite, got {}",
-                    what, absl::FormatDuration(d)));
-  };
-  if (o.shards < 1 || o.shards > internal::kMaxShards) {
-    return absl::InvalidArgumentError(
-        fmt::format("DurableTimerOptions::shards must be in [1, {}], got {}",
-                    internal::kMaxShards, o.shards));
-  }
-  if (!PositiveFinite(o.lease)) return bad("lease", o.lease);
-  if (o.lease < absl::Milliseconds(1)) {
-    return absl::InvalidArgumentError(
-        fmt::format("DurableTimerOptions::lease must be at least 1ms, got {}",
-                    absl::FormatDuration(o.lease)));
-  }
-  if (!PositiveFinite(o.poll_interval)) {
-    return bad("poll_interval", o.poll_interval);
-  }
-  if (!PositiveFinite(o.redis_timeout)) {
-    return bad("redis_timeout", o.redis_timeout);
-  }
-  if (o.max_in_flight < 1) {
-    return absl::InvalidArgumentError(
-        fmt::format("DurableTimerOptions::max_in_flight must be >= 1, got {}",
-                    o.max_in_flight));
-  }
-  if (o.handler_threads < 0 || o.handler_threads > 4096) {
-    return absl::InvalidArgumentError(fmt::format(
-        "DurableTimerOptions::handler_threads must be in [0, 4096] (0: {}), "
-        "got {}",
-        kDefaultHandlerThreads, o.handler_threads));
-  }
-  if (o.retry_backoff < absl::ZeroDuration() ||
-      o.max_retry_backoff < absl::ZeroDuration() ||
-      o.retry_backoff == absl::InfiniteDuration() ||
-      o.max_retry_backoff == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(
-        "DurableTimerOptions::retry_backoff and max_retry_backoff must be "
-        ">= 0 and finite");
-  }
-  return internal::CheckKeyspace(o.keyspace);
-}
-
-absl::Status CheckId(std::string_view id) {
-  if (id.empty()) {
-    return absl::InvalidArgumentError("a durable timer's id may not be empty");
-  }
-  if (id.size() > kMaxIdBytes) {
-    return absl::InvalidArgumentError(fmt::format(
-        "a durable timer's id is {} bytes, more than the {} allowed; use a "
-        "shorter key (a hash of a long one, say)",
-        id.size(), kMaxIdBytes));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckEntry(std::string_view id, std::string_view payload) {
-  if (absl::Status s = CheckId(id); !s.ok()) return s;
-  if (payload.size() > kMaxPayloadBytes) {
-    return absl::InvalidArgumentError(fmt::format(
-        "the payload of durable timer \"{}\" is {} bytes, more than the {} "
-        "allowed (512 KiB); store large data elsewhere and put its key in "
-        "the payload",
-        id.substr(0, 64), payload.size(), kMaxPayloadBytes));
-  }
-  return absl::OkStatus();
-}
-
-// Microseconds since the Unix epoch, rounded up (never early), clamped to
-// what a sorted-set score holds exactly.
-int64_t DeadlineMicros(absl::Time t) {
-  if (t <= absl::UnixEpoch()) return 0;
-  if (t >= absl::FromUnixMicros(internal::kMaxDeadlineMicros)) {
-    return internal::kMaxDeadlineMicros;
-  }
-  int64_t us = absl::ToUnixMicros(t);
-  if (absl::FromUnixMicros(us) < t) ++us;
-  return us;
-}
-
-int64_t DelayMicros(absl::Duration d) {
-  if (d <= absl::ZeroDuration()) return 0;
-  if (d >= absl::Microseconds(internal::kMaxDeadlineMicros)) {
-    return internal::kMaxDeadlineMicros;
-  }
-  return absl::ToInt64Microseconds(absl::Ceil(d, absl::Microseconds(1)));
-}
-
-std::string DefaultOwner() {
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  std::random_device rd;
-  return fmt::format("{}:{}:{:08x}", host[0] != '\0' ? host : "host", getpid(),
-                     rd());
-}
-
-// An Unavailable status with what the caller should do about it.
-absl::Status WithAdvice(absl::Status s, std::string_view advice) {
-  if (!absl::IsUnavailable(s)) return s;
-  return absl::UnavailableError(
-      fmt::format("{}; {}", std::string(s.message()), advice));
-}
 
 // ScheduleMany()'s round trip: MULTI, one script call per shard (and per
 // kMaxScriptBatch entries), EXEC, applied together. EVAL with the source
@@ -178,53 +65,13 @@ std::vector<RedisCommand> ScheduleManyCommands(
 std::string DurableMetrics::ToString() const {
   return fmt::format(
       "scheduled={} delivered={} acknowledged={} redelivered={} "
-      "handler_failures={} start_window_misses={} redis_errors={} "
-      "reconnects={} redis_oom={} redis_full={} lateness=[{}]",
+      "handler_failures={} dead_lettered={} start_window_misses={} "
+      "redis_errors={} reconnects={} redis_oom={} redis_full={} "
+      "lateness=[{}]",
       scheduled, delivered, acknowledged, redelivered, handler_failures,
-      start_window_misses, redis_errors, reconnects, redis_oom, redis_full,
-      lateness.ToString());
+      dead_lettered, start_window_misses, redis_errors, reconnects, redis_oom,
+      redis_full, lateness.ToString());
 }
-
-struct DurableTimer::Impl {
-  explicit Impl(DurableTimerOptions o) : options(std::move(o)) {}
-
-  // One round trip on a pooled session, within redis_timeout.
-  absl::Status Call(std::span<const RedisCommand> commands,
-                    std::vector<RedisReply>* replies) {
-    const int64_t deadline = Now() + timeout_nanos;
-    absl::StatusOr<internal::SessionPool::Lease> session =
-        pool.Acquire(deadline);
-    if (!session.ok()) return session.status();
-    return (*session)->Run(commands, replies, deadline);
-  }
-  absl::Status ErrorReply(const RedisReply& reply, std::string_view what) {
-    counters.redis.errors.fetch_add(1, std::memory_order_relaxed);
-    if (reply.IsErrorCode("OOM")) {
-      counters.Oom(session_options.endpoint.ToString());
-    }
-    return internal::ReplyErrorStatus(reply, what, session_options.endpoint);
-  }
-  // A write that may grow memory was accepted: Redis is not full.
-  void Accepted() { counters.Room(session_options.endpoint.ToString()); }
-  std::shared_ptr<Delivery> delivery_snapshot() {
-    MutexLock lock(&mu);
-    return delivery;
-  }
-
-  const DurableTimerOptions options;
-  internal::SessionOptions session_options;
-  int64_t timeout_nanos = 0;
-  std::vector<internal::ShardKeys> keys;
-  Counters counters;
-  // Holds pointers to the two members above, filled in by Connect()
-  // before its first use.
-  internal::SessionPool pool{&session_options, &counters.redis};
-
-  internal::Mutex mu;
-  enum class State { kIdle, kStarted, kStopped };
-  State state ABSL_GUARDED_BY(mu) = State::kIdle;
-  std::shared_ptr<Delivery> delivery ABSL_GUARDED_BY(mu);
-};
 
 DurableTimer::DurableTimer(std::unique_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
@@ -233,13 +80,13 @@ DurableTimer::~DurableTimer() { (void)Stop(); }
 
 absl::StatusOr<std::unique_ptr<DurableTimer>> DurableTimer::Connect(
     DurableTimerOptions options) {
-  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  if (absl::Status s = internal::CheckOptions(options); !s.ok()) return s;
   absl::StatusOr<internal::RedisEndpoint> endpoint =
       internal::ParseRedisUri(options.redis);
   if (!endpoint.ok()) return endpoint.status();
-  if (options.owner.empty()) options.owner = DefaultOwner();
+  if (options.owner.empty()) options.owner = internal::DefaultOwner();
   if (options.handler_threads == 0) {
-    options.handler_threads = kDefaultHandlerThreads;
+    options.handler_threads = internal::kDefaultHandlerThreads;
   }
   auto impl = std::make_unique<Impl>(std::move(options));
   const DurableTimerOptions& o = impl->options;
@@ -284,9 +131,23 @@ absl::StatusOr<std::unique_ptr<DurableTimer>> DurableTimer::Connect(
 
 absl::Status DurableTimer::Schedule(std::string_view id, absl::Time deadline,
                                     std::string_view payload) {
-  if (absl::Status s = CheckEntry(id, payload); !s.ok()) return s;
+  return Schedule(id, deadline, payload, TimerOptions());
+}
+
+absl::Status DurableTimer::ScheduleAfter(std::string_view id,
+                                         absl::Duration delay,
+                                         std::string_view payload) {
+  return ScheduleAfter(id, delay, payload, TimerOptions());
+}
+
+absl::Status DurableTimer::Schedule(std::string_view id, absl::Time deadline,
+                                    std::string_view payload,
+                                    const TimerOptions& options) {
+  if (absl::Status s = CheckEntry(id, payload, options); !s.ok()) return s;
   const int shard = internal::ShardOf(id, impl_->options.shards);
-  const internal::ScheduleArgs args{id, DeadlineMicros(deadline), payload};
+  const internal::ScheduleArgs args{
+      id, DeadlineMicros(deadline), payload,
+      options.max_attempts.value_or(impl_->options.max_attempts)};
   const RedisCommand cmd = internal::ScheduleCommand(
       impl_->keys[static_cast<size_t>(shard)], /*after=*/false, {&args, 1});
   std::vector<RedisReply> replies;
@@ -306,10 +167,13 @@ absl::Status DurableTimer::Schedule(std::string_view id, absl::Time deadline,
 
 absl::Status DurableTimer::ScheduleAfter(std::string_view id,
                                          absl::Duration delay,
-                                         std::string_view payload) {
-  if (absl::Status s = CheckEntry(id, payload); !s.ok()) return s;
+                                         std::string_view payload,
+                                         const TimerOptions& options) {
+  if (absl::Status s = CheckEntry(id, payload, options); !s.ok()) return s;
   const int shard = internal::ShardOf(id, impl_->options.shards);
-  const internal::ScheduleArgs args{id, DelayMicros(delay), payload};
+  const internal::ScheduleArgs args{
+      id, DelayMicros(delay), payload,
+      options.max_attempts.value_or(impl_->options.max_attempts)};
   const RedisCommand cmd = internal::ScheduleCommand(
       impl_->keys[static_cast<size_t>(shard)], /*after=*/true, {&args, 1});
   std::vector<RedisReply> replies;
@@ -334,7 +198,8 @@ absl::Status DurableTimer::ScheduleAfter(std::string_view id,
 absl::Status DurableTimer::ScheduleMany(
     std::span<const ScheduleEntry> entries) {
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (absl::Status s = CheckEntry(entries[i].id, entries[i].payload);
+    if (absl::Status s =
+            CheckEntry(entries[i].id, entries[i].payload, entries[i].options);
         !s.ok()) {
       return absl::InvalidArgumentError(
           fmt::format("ScheduleMany: entry {}: {}; nothing was scheduled", i,
@@ -346,7 +211,8 @@ absl::Status DurableTimer::ScheduleMany(
   std::map<int, std::vector<internal::ScheduleArgs>> by_shard;
   for (const ScheduleEntry& e : entries) {
     by_shard[internal::ShardOf(e.id, shards)].push_back(
-        {e.id, DeadlineMicros(e.deadline), e.payload});
+        {e.id, DeadlineMicros(e.deadline), e.payload,
+         e.options.max_attempts.value_or(impl_->options.max_attempts)});
   }
   std::vector<std::pair<int, int64_t>> earliest;  // shard, first deadline
   const std::vector<RedisCommand> commands =
@@ -438,6 +304,12 @@ absl::Status DurableTimer::Start(
   d.handler_threads = o.handler_threads;
   d.backoff_us = absl::ToInt64Microseconds(o.retry_backoff);
   d.max_backoff_us = absl::ToInt64Microseconds(o.max_retry_backoff);
+  d.dead_retention_us =
+      o.dead_letter_retention == absl::InfiniteDuration()
+          ? 0
+          : std::clamp<int64_t>(
+                absl::ToInt64Microseconds(o.dead_letter_retention), 1,
+                internal::kMaxDeadlineMicros);
   auto delivery = std::make_shared<Delivery>(
       std::move(d), &impl_->counters,
       [handler = std::move(handler)](internal::Delivered& in) {
@@ -470,29 +342,34 @@ absl::Status DurableTimer::Stop() {
 }
 
 absl::StatusOr<int64_t> DurableTimer::Pending() {
+  // Per shard, HLEN :state then ZCARD :dead: the records less the dead
+  // letters. Not in MULTI/EXEC: a full Redis refuses every command queued
+  // in a transaction, and Pending() must answer there too.
   std::vector<RedisCommand> commands;
-  commands.reserve(impl_->keys.size());
+  commands.reserve(2 * impl_->keys.size());
   for (const internal::ShardKeys& k : impl_->keys) {
     commands.push_back({"HLEN", k.state});
+    commands.push_back({"ZCARD", k.dead});
   }
   std::vector<RedisReply> replies;
   if (absl::Status s = impl_->Call(commands, &replies); !s.ok()) return s;
   int64_t total = 0;
-  for (const RedisReply& r : replies) {
-    if (r.is_error()) return impl_->ErrorReply(r, "Pending");
-    total += r.AsInt();
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (replies[i].is_error()) return impl_->ErrorReply(replies[i], "Pending");
+    total += i % 2 == 0 ? replies[i].AsInt() : -replies[i].AsInt();
   }
   return total;
 }
 
 DurableMetrics DurableTimer::metrics() const {
-  const Counters& c = impl_->counters;
+  const internal::Counters& c = impl_->counters;
   DurableMetrics m;
   m.scheduled = c.scheduled.load(std::memory_order_relaxed);
   m.delivered = c.delivered.load(std::memory_order_relaxed);
   m.acknowledged = c.acknowledged.load(std::memory_order_relaxed);
   m.redelivered = c.redelivered.load(std::memory_order_relaxed);
   m.handler_failures = c.handler_failures.load(std::memory_order_relaxed);
+  m.dead_lettered = c.dead_lettered.load(std::memory_order_relaxed);
   m.start_window_misses = c.start_window_misses.load(std::memory_order_relaxed);
   m.redis_errors = c.redis.errors.load(std::memory_order_relaxed);
   m.reconnects = c.redis.reconnects.load(std::memory_order_relaxed);

@@ -42,6 +42,11 @@
 //     A handler that does not return holds its own timer and no other: a
 //     process starts timers only for handler threads that begin them at
 //     once, and renews only running handlers' leases.
+//   Dead letters. With DurableTimerOptions::max_attempts, a timer whose
+//     attempts all failed is kept in a dead-letter set instead of being
+//     retried: listed, retried and purged through this class, removed by
+//     retention if asked. Moving it there is atomic with the failure that
+//     used up its attempts.
 //   Shared load. Any number of processes may Start(); each claims due timers
 //     in batches sized to what its handler threads finish.
 //   Redis down: calls return Unavailable within about redis_timeout, never
@@ -55,17 +60,18 @@
 // Threading: DurableTimer is thread-safe; any thread may call any method.
 // The handler runs on this process's handler threads
 // (DurableTimerOptions::handler_threads), several timers at once; it may call
-// Schedule(), Cancel() and Pending() on its own DurableTimer, but not Stop()
-// and not the destructor.
+// Schedule(), Cancel(), Pending(), Get() and the dead-letter calls on its own
+// DurableTimer, but not Stop() and not the destructor.
 //
 // Errors are absl::Status values whose messages say what to do; no exception
 // crosses the API. A handler that throws counts as a failure: the timer is
 // delivered again after a back-off, and the delivery threads go on.
 //
 // Cost: every call is one round trip to Redis (Schedule(), ScheduleAfter(),
-// ScheduleMany(), Cancel(), Pending()), plus a reconnect when the connection
-// had failed. A delivery costs the fleet about one claim, one start (none
-// when it is claimed already due) and one acknowledgement, each batched
+// ScheduleMany(), Cancel(), Pending(), Get(), ListDeadLetters(), and the
+// dead-letter calls per 1000 dead letters), plus a reconnect when the
+// connection had failed. A delivery costs the fleet about one claim, one start
+// (none when it is claimed already due) and one acknowledgement, each batched
 // across many timers.
 
 #ifndef TICKWHEEL_DURABLE_DURABLE_TIMER_H_
@@ -78,9 +84,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -133,6 +141,30 @@ struct DurableTimerOptions {
   // Redis's clock. Both >= 0.
   absl::Duration retry_backoff = absl::Seconds(1);
   absl::Duration max_retry_backoff = absl::Minutes(5);
+
+  // Attempts a timer gets before it is dead-lettered; 0: no limit (it is
+  // delivered until a handler returns OK, the default). An attempt is a
+  // delivery Redis started that ended without an acknowledgement: the
+  // handler returned an error or threw, or the lease ended first (the
+  // process died, hung or lost Redis). The attempt that reaches the limit
+  // moves the timer, atomically in Redis, to its shard's dead-letter set
+  // (ListDeadLetters()) instead of back to the schedule. Recorded with each
+  // timer when it is scheduled (TimerOptions::max_attempts overrides it per
+  // timer), so the scheduling process decides, not the failing one. In
+  // [0, 1000000].
+  int max_attempts = 0;
+  // How long a dead letter is kept: when a process dead-letters a timer, it
+  // also deletes up to 16 of the shard's dead letters older than this.
+  // InfiniteDuration (the default): kept until retried, purged or
+  // cancelled. Must be > 0.
+  absl::Duration dead_letter_retention = absl::InfiniteDuration();
+};
+
+// Options of one timer, for the Schedule*() overloads that take them.
+struct TimerOptions {
+  // Overrides DurableTimerOptions::max_attempts for this timer (0: no
+  // limit). Unset: the scheduling process's DurableTimerOptions.
+  std::optional<int> max_attempts;
 };
 
 // What a handler receives.
@@ -147,6 +179,59 @@ struct ScheduleEntry {
   std::string id;
   absl::Time deadline;
   std::string payload;
+  TimerOptions options;
+};
+
+// Where a timer is (Get()).
+enum class TimerState {
+  // Waiting for its deadline, for the end of a failure's back-off, or for a
+  // process to take it after a lease ended: TimerInfo::next_delivery.
+  kScheduled,
+  // Claimed by a process (TimerInfo::owner) whose lease holds: its handler
+  // runs, or the process holds it to start at its deadline (claimed ahead)
+  // or as soon as a handler thread is free. "Running" from the fleet's view.
+  kLeased,
+  // Out of attempts (DurableTimerOptions::max_attempts): kept, not
+  // delivered, until RetryDeadLetter(), PurgeDeadLetter() or Cancel().
+  kDeadLettered,
+};
+
+// One timer as Redis holds it (Get()). Times on Redis's clock.
+struct TimerInfo {
+  std::string id;
+  TimerState state = TimerState::kScheduled;
+  std::string payload;
+  absl::Time deadline;  // as scheduled
+  // Deliveries started so far (the FiredTimer::attempt of the last one);
+  // 0 before the first.
+  int attempts = 0;
+  int max_attempts = 0;    // recorded with the timer; 0: no limit
+  std::string last_error;  // the last failure recorded; empty: none
+  absl::Time next_delivery = absl::InfinitePast();     // kScheduled
+  absl::Time lease_end = absl::InfinitePast();         // kLeased
+  std::string owner;                                   // kLeased
+  absl::Time dead_lettered_at = absl::InfinitePast();  // kDeadLettered
+};
+
+// A timer in the dead-letter set (ListDeadLetters()).
+struct DeadLetter {
+  std::string id;
+  std::string payload;
+  absl::Time deadline;  // as scheduled
+  int attempts = 0;     // deliveries started, the last of them failed
+  // The last failure: the handler's status ("INTERNAL: ..."), or that the
+  // lease ended without an acknowledgement (which process held it). At most
+  // 1 KiB.
+  std::string last_error;
+  absl::Time dead_lettered_at;  // on Redis's clock
+};
+
+struct DeadLetterPage {
+  // Oldest first: by dead_lettered_at, then by id (bytes).
+  std::vector<DeadLetter> dead_letters;
+  // Pass it to ListDeadLetters() for the next page; empty: there is none. A
+  // full page may be followed by an empty one.
+  std::string next_page_token;
 };
 
 // This process's counters since Connect(). A snapshot of values each read
@@ -160,6 +245,9 @@ struct DurableMetrics {
   int64_t acknowledged = 0;
   int64_t redelivered = 0;       // handler calls with attempt > 1
   int64_t handler_failures = 0;  // not OK, or threw
+  // Timers this process moved to the dead-letter set: out of attempts after
+  // its handler failed, or found with an ended lease by its claim.
+  int64_t dead_lettered = 0;
   // Deliveries Redis started for this process that no handler thread began
   // within the start window (the handlers fell behind, or the process was
   // paused): released unrun, their attempt taken back, due at once for any
@@ -190,7 +278,8 @@ class DurableTimer {
   // checks the keyspace's shard count. Delivery starts only with Start().
   // InvalidArgument: bad options (shards < 1 or > 1024, lease, poll_interval
   //   or redis_timeout <= 0 or infinite, max_in_flight < 1, a keyspace with
-  //   braces, a bad URI, handler_threads < 0, negative back-off).
+  //   braces, a bad URI, handler_threads < 0, negative back-off,
+  //   max_attempts outside [0, 1000000], dead_letter_retention <= 0).
   // Unavailable: Redis not reachable within redis_timeout.
   // FailedPrecondition: the keyspace was created with another shard count.
   // PermissionDenied: Redis refused the username and password (WRONGPASS),
@@ -231,6 +320,13 @@ class DurableTimer {
   // so the caller's clock does not matter.
   absl::Status ScheduleAfter(std::string_view id, absl::Duration delay,
                              std::string_view payload = {});
+  // The same with options of this timer (max_attempts outside [0, 1000000]
+  // is InvalidArgument). Replacing a timer replaces its options too.
+  absl::Status Schedule(std::string_view id, absl::Time deadline,
+                        std::string_view payload, const TimerOptions& options);
+  absl::Status ScheduleAfter(std::string_view id, absl::Duration delay,
+                             std::string_view payload,
+                             const TimerOptions& options);
   // Schedule() for every entry, in one round trip, all or none: entries are
   // checked first (InvalidArgument names the first bad one, and nothing is
   // scheduled), then one MULTI/EXEC transaction applies them together. A
@@ -240,7 +336,8 @@ class DurableTimer {
   // serves no one else while it applies one.
   absl::Status ScheduleMany(std::span<const ScheduleEntry> entries);
 
-  // Cancels timer `id`. True iff it was scheduled and not yet acknowledged;
+  // Cancels timer `id`. True iff it was scheduled and not yet acknowledged
+  // (a dead letter too: it is deleted);
   // then it is never delivered again (a delivery already running finishes,
   // and its acknowledgement is ignored). False: unknown id (never scheduled,
   // acknowledged or cancelled already).
@@ -258,7 +355,8 @@ class DurableTimer {
 
   // Delivers due timers of the keyspace to `handler` on this process's own
   // threads; any number of processes may. Handler OK: acknowledged, deleted.
-  // Not OK, or a throw: delivered again after the back-off, attempt + 1.
+  // Not OK, or a throw: delivered again after the back-off, attempt + 1;
+  // dead-lettered instead once the attempt reached the timer's max_attempts.
   // Timers claimed by a process that dies are delivered again when their
   // lease ends. Returns at once; Redis being down is no error here (delivery
   // waits for it).
@@ -275,10 +373,53 @@ class DurableTimer {
   // FailedPrecondition: called from a handler (it would wait for itself).
   absl::Status Stop();
 
-  // Timers scheduled and neither acknowledged nor cancelled, keyspace-wide
-  // (due, waiting, and being delivered). Cost: one round trip, one command
-  // per shard.
+  // Timers scheduled and neither acknowledged nor cancelled nor
+  // dead-lettered, keyspace-wide (due, waiting, and being delivered): per
+  // shard, its timers less its dead letters, two reads in a row (a dead
+  // letter purged between them counts once). Cost: one round trip, two
+  // commands per shard.
   absl::StatusOr<int64_t> Pending();
+
+  // Timer `id` as Redis holds it now: state, deadline, payload, attempts
+  // and last error, read atomically. NotFound: not scheduled (never, or
+  // acknowledged, cancelled or purged). InvalidArgument: a bad id.
+  // Unavailable: Redis unreachable; call again. Cost: one round trip, one
+  // read-only script.
+  absl::StatusOr<TimerInfo> Get(std::string_view id);
+
+  // Dead letters (DurableTimerOptions::max_attempts), keyspace-wide, oldest
+  // first, `page_size` (1 to 1000) at most per page; pass the last page's
+  // next_page_token for the next. A page is consistent per shard; timers
+  // dead-lettered, retried or purged between pages may be missed or
+  // listed, each at most once, in order. InvalidArgument: a bad page size or
+  // token. Cost: one round trip, one read-only script per shard, each
+  // reading up to page_size entries.
+  absl::StatusOr<DeadLetterPage> ListDeadLetters(
+      int page_size = 100, std::string_view page_token = {});
+
+  // Schedules dead letter `id` again: due now (Redis's clock) or at `at`,
+  // with its payload, deadline and max_attempts, attempts from 0 and its
+  // last error cleared; delivered like a newly scheduled timer. True: it
+  // was a dead letter; false: it is not (anymore), so calling again is
+  // harmless. Atomic. Unavailable: call again. Cost: one round trip.
+  absl::StatusOr<bool> RetryDeadLetter(std::string_view id);
+  absl::StatusOr<bool> RetryDeadLetter(std::string_view id, absl::Time at);
+  // RetryDeadLetter() for every dead letter of the keyspace dead-lettered
+  // before the call (those dead-lettered meanwhile are left for the next
+  // call); returns how many. Each shard's batch of up to 1000 is atomic;
+  // Unavailable: some may be retried, call again. Cost: one round trip per
+  // 1000 dead letters of the fullest shard, one script per shard.
+  absl::StatusOr<int64_t> RetryAllDeadLetters();
+  absl::StatusOr<int64_t> RetryAllDeadLetters(absl::Time at);
+
+  // Deletes dead letter `id` (record, payload, error). True: it was one;
+  // false: it is not (a timer that is scheduled or running is left alone).
+  // Cost: one round trip.
+  absl::StatusOr<bool> PurgeDeadLetter(std::string_view id);
+  // Deletes the dead letters dead-lettered before `before` (all of them, by
+  // default); returns how many. Batches and errors as RetryAllDeadLetters().
+  absl::StatusOr<int64_t> PurgeDeadLetters(
+      absl::Time before = absl::InfiniteFuture());
 
   // This process's counters. Cost: copies the histogram (4 KiB).
   DurableMetrics metrics() const;

@@ -12,7 +12,8 @@ std::vector<ShardKeys> MakeShardKeys(std::string_view keyspace, int shards) {
   for (int s = 0; s < shards; ++s) {
     const std::string tag = fmt::format("{{{}:{}}}", keyspace, s);
     keys.push_back({tag + ":due", tag + ":leases", tag + ":payload",
-                    tag + ":state", tag + ":seq"});
+                    tag + ":state", tag + ":seq", tag + ":dead", tag + ":limit",
+                    tag + ":error"});
   }
   return keys;
 }

@@ -16,11 +16,15 @@
 //                         <payload bytes>:<owner>" (owner empty unless
 //                         claimed)
 //   {ks:s}:seq      STRING the shard's version counter (INCRBY)
+//   {ks:s}:dead     ZSET  id -> when it was dead-lettered (us, Redis's clock)
+//   {ks:s}:limit    HASH  id -> its max attempts (only when it has one)
+//   {ks:s}:error    HASH  id -> its last failure (up to 1 KiB)
 //
 // and, on shard 0 only, {ks:0}:meta (HASH: "shards", "format"), which the
 // first Connect() of a keyspace records. A timer is in :state (and :payload)
-// from Schedule() until it is acknowledged or cancelled, and then in exactly
-// one of :due and :leases. docs/DURABLE.md has the whole model.
+// from Schedule() until it is acknowledged, cancelled or purged, and then in
+// exactly one of :due, :leases and :dead (a dead letter). docs/DURABLE.md has
+// the whole model.
 
 #ifndef TICKWHEEL_DURABLE_KEYS_H_
 #define TICKWHEEL_DURABLE_KEYS_H_
@@ -41,7 +45,7 @@ inline constexpr int kMaxShards = 1024;
 inline constexpr size_t kMaxKeyspaceBytes = 128;
 
 struct ShardKeys {
-  std::string due, leases, payload, state, seq;
+  std::string due, leases, payload, state, seq, dead, limit, error;
 };
 
 // The keys of every shard, index = shard.

@@ -17,7 +17,8 @@
 // since Connect():
 //   durable_scheduled_total, durable_delivered_total,
 //   durable_acknowledged_total, durable_redelivered_total,
-//   durable_handler_failures_total, durable_redis_errors_total,
+//   durable_handler_failures_total, durable_dead_lettered_total,
+//   durable_redis_errors_total,
 //   durable_reconnects_total (counters), durable_lateness_seconds (histogram:
 //   delivery start - when it was due, on Redis's clock as this process
 //   estimates it).

@@ -3,117 +3,11 @@
 #include <array>
 #include <cstdint>
 
+#include "tickwheel/durable/script_sources.h"
 #include "tickwheel/durable/sha1.h"
 
 namespace tickwheel::durable::internal {
 namespace {
-
-// Shared by the shard scripts: Redis's clock, and the :state record
-// "<version>:<attempt>:<deadline>:<payload bytes>:<owner>".
-constexpr std::string_view kPrelude = R"lua(
--- The largest time a timer may have, in us: 2^53 - 1, the largest integer
--- a Lua number and a sorted-set score hold exactly.
-local MAX_US = 9007199254740991
--- Every script checks all of its arguments before its first write: a Lua
--- error undoes nothing that ran before it, so a bad argument found halfway
--- would leave a shard half-changed (a timer out of :leases and in no other
--- set is lost). fail() raises an error reply; nothing has been written yet.
-local function fail(what)
-  error({err = 'ERR durable timer script: ' .. what})
-end
--- ARGV[i] as an integer in [lo, hi] (no fraction, not NaN, not infinite).
-local function int_arg(i, lo, hi)
-  local x = tonumber(ARGV[i])
-  if x == nil or x ~= x or x ~= math.floor(x) or x < lo or x > hi then
-    fail('argument ' .. i .. ' is not an integer in [' .. lo .. ', ' ..
-         hi .. ']: ' .. tostring(ARGV[i]))
-  end
-  return x
-end
--- ARGV[i] as a non-empty string (a timer's id).
-local function id_arg(i)
-  local s = ARGV[i]
-  if s == nil or #s == 0 then fail('argument ' .. i .. ' is not an id') end
-  return s
-end
-local function now_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local function parse(s)
-  local v, a, d, n, o = string.match(s, '^(%d+):(%d+):(%d+):(%d+):(.*)$')
-  return tonumber(v), tonumber(a), tonumber(d), tonumber(n), o
-end
-local function record(v, a, d, n, o)
-  return string.format('%d:%d:%d:%d:%s', v, a, d, n, o)
-end
--- (id, version[, extra...]) tuples of ARGV from `first`, `width` apart, each
--- checked: at least one, whole tuples, ids non-empty, versions integers.
-local function tuples(first, width)
-  local count = #ARGV - first + 1
-  if count < width or count % width ~= 0 then
-    fail('expected (id, version, ...) tuples of ' .. width ..
-         ' arguments from argument ' .. first .. ', got ' .. count)
-  end
-  local ids, vers = {}, {}
-  for i = first, #ARGV, width do
-    ids[#ids + 1] = id_arg(i)
-    vers[#vers + 1] = int_arg(i + 1, 0, MAX_US)
-  end
-  return ids, vers
-end
--- For each id: its parsed record when it is held under `vers[i]`, else nil.
-local function held(ids, vers)
-  local states = redis.call('HMGET', KEYS[4], unpack(ids))
-  local leases = redis.call('ZMSCORE', KEYS[2], unpack(ids))
-  local out = {}
-  for i = 1, #ids do
-    if states[i] and leases[i] then
-      local v, a, d, n, o = parse(states[i])
-      if v ~= nil and v == vers[i] then
-        out[i] = {v = v, a = a, d = d, n = n, o = o,
-                  lease = tonumber(leases[i])}
-      end
-    end
-  end
-  return out
-end
--- A time in [0, MAX_US]: total, for any number (NaN counts as 0).
-local function clamp_us(t)
-  if t ~= t or t < 0 then return 0 end
-  if t > MAX_US then return MAX_US end
-  return math.floor(t)
-end
--- Gives back every id of `ids` that `h` says is held: ownerless in :state,
--- out of the leases, due again at when(i, t) with the attempt it returns.
--- Every value is computed before the first write, and the due time goes in
--- first, so that no error between the writes can leave a timer in neither
--- :due nor :leases.
--- Returns {now, then 1 per id given back and 0 per id no longer held}.
-local function requeue(now, ids, h, when)
-  local out, hset, zadd, zrem = {now}, {}, {}, {}
-  for i = 1, #ids do
-    local t = h[i]
-    if t then
-      local at, attempt = when(i, t)
-      hset[#hset + 1] = ids[i]
-      hset[#hset + 1] = record(t.v, attempt, t.d, t.n, '')
-      zadd[#zadd + 1] = clamp_us(at)
-      zadd[#zadd + 1] = ids[i]
-      zrem[#zrem + 1] = ids[i]
-      out[#out + 1] = 1
-    else
-      out[#out + 1] = 0
-    end
-  end
-  if #zrem > 0 then
-    redis.call('ZADD', KEYS[1], unpack(zadd))
-    redis.call('ZREM', KEYS[2], unpack(zrem))
-    redis.call('HSET', KEYS[4], unpack(hset))
-  end
-  return out
-end
-)lua";
 
 // Reads before it writes: on a keyspace that exists it writes nothing, so
 // that Connect() works on a Redis that is full (maxmemory) and refuses
@@ -136,22 +30,23 @@ local mode = ARGV[1]
 if mode ~= 'at' and mode ~= 'after' then fail('mode is not at or after') end
 local after = mode == 'after'
 local maxd = int_arg(2, 0, MAX_US)
-if #ARGV < 5 or (#ARGV - 2) % 3 ~= 0 then
-  fail('expected (id, time, payload) triples')
+if #ARGV < 6 or (#ARGV - 2) % 4 ~= 0 then
+  fail('expected (id, time, payload, max attempts) tuples')
 end
-local n = (#ARGV - 2) / 3
-local times = {}
+local n = (#ARGV - 2) / 4
+local times, lims = {}, {}
 for i = 1, n do
-  local j = 3 + (i - 1) * 3
+  local j = 3 + (i - 1) * 4
   id_arg(j)
   times[i] = int_arg(j + 1, -MAX_US, MAX_US)
+  lims[i] = int_arg(j + 3, 0, 1000000)
 end
 local now = now_us()
 local base = redis.call('INCRBY', KEYS[5], n) - n
-local states, payloads, dues, ids = {}, {}, {}, {}
+local states, payloads, dues, ids, lset, lunset = {}, {}, {}, {}, {}, {}
 local out = {now}
 for i = 1, n do
-  local j = 3 + (i - 1) * 3
+  local j = 3 + (i - 1) * 4
   local id, d, p = ARGV[j], times[i], ARGV[j + 2]
   if after then d = now + d end
   if d < 0 then d = 0 elseif d > maxd then d = maxd end
@@ -162,12 +57,22 @@ for i = 1, n do
   dues[#dues + 1] = d
   dues[#dues + 1] = id
   ids[#ids + 1] = id
+  if lims[i] > 0 then
+    lset[#lset + 1] = id
+    lset[#lset + 1] = lims[i]
+  else
+    lunset[#lunset + 1] = id
+  end
   out[#out + 1] = d
 end
 redis.call('HSET', KEYS[4], unpack(states))
 redis.call('HSET', KEYS[3], unpack(payloads))
 redis.call('ZREM', KEYS[2], unpack(ids))
 redis.call('ZADD', KEYS[1], unpack(dues))
+redis.call('ZREM', KEYS[6], unpack(ids))
+redis.call('HDEL', KEYS[8], unpack(ids))
+if #lset > 0 then redis.call('HSET', KEYS[7], unpack(lset)) end
+if #lunset > 0 then redis.call('HDEL', KEYS[7], unpack(lunset)) end
 return out
 )lua";
 
@@ -179,16 +84,20 @@ if redis.call('HDEL', KEYS[4], ARGV[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[6], ARGV[1])
+redis.call('HDEL', KEYS[7], ARGV[1])
+redis.call('HDEL', KEYS[8], ARGV[1])
 return 1
 )lua";
 
 constexpr std::string_view kClaim = R"lua(
-if #ARGV ~= 7 or #ARGV[6] == 0 then fail('claim takes 7 arguments') end
+if #ARGV ~= 8 or #ARGV[6] == 0 then fail('claim takes 8 arguments') end
 local lookahead = int_arg(1, 0, MAX_US)
 local lease = int_arg(2, 1, MAX_US)
 local qdue, qahead = int_arg(3, 0, 100000), int_arg(4, 0, 100000)
 local nstart, owner = int_arg(5, 0, 100000), ARGV[6]
 local maxbytes = int_arg(7, 0, MAX_US)
+local keep = int_arg(8, 0, MAX_US)
 local now = now_us()
 local ids, scores, leased = {}, {}, {}
 local more = 0
@@ -214,7 +123,8 @@ if qahead > 0 and lookahead > 0 then
                  now + lookahead, 'WITHSCORES', 'LIMIT', 0, qahead),
       false, qahead)
 end
-local out = {now, -1, 0}
+local out = {now, -1, 0, 0}
+local buried = {}
 if #ids > 0 then
   local states = redis.call('HMGET', KEYS[4], unpack(ids))
   local recs, orphans = {}, {}
@@ -222,8 +132,24 @@ if #ids > 0 then
     if not states[i] then
       orphans[#orphans + 1] = ids[i]  -- in a set, with no timer: dropped
     else
-      local v, a, d, n = parse(states[i])
-      if v ~= nil then recs[i] = {a = a, d = d, n = n} end
+      local v, a, d, n, o = parse(states[i])
+      if v ~= nil then recs[i] = {v = v, a = a, d = d, n = n, o = o} end
+    end
+  end
+  -- A lease that ended on a timer out of attempts: its last attempt failed
+  -- (the process died, hung or lost Redis); dead-lettered, not claimed.
+  local ended = {}
+  for i = 1, #ids do
+    if leased[i] and recs[i] then ended[#ended + 1] = i end
+  end
+  local lim = {}
+  if #ended > 0 then lim = limits(ids) end
+  for _, i in ipairs(ended) do
+    local r = recs[i]
+    if lim[i] and r.a >= lim[i] then
+      buried[#buried + 1] = {id = ids[i], v = r.v, a = r.a, d = r.d, n = r.n,
+        err = 'the lease of ' .. r.o .. ' ended without an acknowledgement'}
+      recs[i] = nil
     end
   end
   local base = redis.call('INCRBY', KEYS[5], #ids) - #ids
@@ -254,6 +180,7 @@ if #ids > 0 then
       items[#items + 1] = {id, v, a, r.d, due, started, clamp_us(exp)}
     end
   end
+  bury(now, buried, keep)
   if #orphans > 0 then
     redis.call('ZREM', KEYS[1], unpack(orphans))
     redis.call('ZREM', KEYS[2], unpack(orphans))
@@ -278,7 +205,7 @@ if #first_lease > 0 then
   local l = tonumber(first_lease[2])
   if nxt < 0 or l < nxt then nxt = l end
 end
-out[2], out[3] = nxt, more
+out[2], out[3], out[4] = nxt, more, #buried
 return out
 )lua";
 
@@ -330,6 +257,8 @@ if #del > 0 then
   redis.call('HDEL', KEYS[4], unpack(del))
   redis.call('HDEL', KEYS[3], unpack(del))
   redis.call('ZREM', KEYS[2], unpack(del))
+  redis.call('HDEL', KEYS[7], unpack(del))
+  redis.call('HDEL', KEYS[8], unpack(del))
 end
 return out
 )lua";
@@ -338,9 +267,27 @@ return out
 // 0 x infinity), the exponent stops at 62, and the sum is clamped to MAX_US.
 constexpr std::string_view kFail = R"lua(
 local base, maxb = int_arg(1, 0, MAX_US), int_arg(2, 0, MAX_US)
-local ids, vers = tuples(3, 2)
+local keep = int_arg(3, 0, MAX_US)
+local ids, vers = tuples(4, 3)
 local now = now_us()
-return requeue(now, ids, held(ids, vers), function(i, t)
+local h = held(ids, vers)
+local lim = limits(ids)
+local again, buried, errs = {}, {}, {}
+for i = 1, #ids do
+  local t = h[i]
+  if t then
+    local err = ARGV[4 + (i - 1) * 3 + 2]
+    if lim[i] and t.a >= lim[i] then
+      buried[#buried + 1] = {id = ids[i], v = t.v, a = t.a, d = t.d, n = t.n,
+                             err = err}
+    else
+      again[i] = t
+      errs[#errs + 1] = ids[i]
+      errs[#errs + 1] = err
+    end
+  end
+end
+local out = requeue(now, ids, again, function(i, t)
   local delay = 0
   if base > 0 and maxb > 0 then
     delay = base * 2 ^ math.min(math.max(t.a, 1) - 1, 62)
@@ -348,6 +295,12 @@ return requeue(now, ids, held(ids, vers), function(i, t)
   end
   return now + delay, t.a
 end)
+if #errs > 0 then redis.call('HSET', KEYS[8], unpack(errs)) end
+for i = 1, #ids do
+  if h[i] and not again[i] then out[i + 1] = 2 end
+end
+bury(now, buried, keep)
+return out
 )lua";
 
 constexpr std::string_view kRelease = R"lua(
@@ -394,27 +347,39 @@ return out
 // only for a new keyspace) have no flags line: Redis then checks at their
 // first such write, before anything was written, and answers OOM; a
 // flags line without allow-oom would refuse meta's read as well.
+// The dead-letter scripts that change nothing but what they delete or
+// move (retry, purge) run on a full Redis too; those that only read (get,
+// dead-letter list) say so, which also lets them run on a full Redis.
 constexpr std::string_view kAllowOom = "#!lua flags=allow-oom\n";
+constexpr std::string_view kNoWrites = "#!lua flags=no-writes\n";
 
 struct Body {
   std::string_view lua;
-  bool prelude;    // needs kPrelude's helpers
-  bool allow_oom;  // runs on a full Redis (kAllowOom)
+  bool prelude;            // needs lua::kPrelude's helpers
+  bool dead;               // needs lua::kDeadHelpers (and lua::kPrelude)
+  std::string_view flags;  // the flags line, or empty
 };
-constexpr std::array<Body, kScriptCount> kBodies = {{
-    {kMeta, false, false},
-    {kSchedule, true, false},
-    {kCancel, false, true},
-    {kClaim, true, true},
-    {kStart, true, true},
-    {kAck, true, true},
-    {kFail, true, true},
-    {kRelease, true, true},
-    {kRenew, true, true},
-}};
+// Not constexpr: the dead-letter sources live in scripts_admin.cc
+// (constant-initialised there, so ready before any use).
+std::array<Body, kScriptCount> Bodies() {
+  return {{
+      {kMeta, false, false, ""},
+      {kSchedule, true, false, ""},
+      {kCancel, false, false, kAllowOom},
+      {kClaim, true, true, kAllowOom},
+      {kStart, true, false, kAllowOom},
+      {kAck, true, false, kAllowOom},
+      {kFail, true, true, kAllowOom},
+      {kRelease, true, false, kAllowOom},
+      {kRenew, true, false, kAllowOom},
+      {lua::kGet, true, false, kNoWrites},
+      {lua::kDeadList, true, false, kNoWrites},
+      {lua::kDeadOp, true, true, kAllowOom},
+  }};
+}
 constexpr std::array<std::string_view, kScriptCount> kNames = {
-    "meta", "schedule", "cancel",  "claim", "start",
-    "ack",  "fail",     "release", "renew",
+    "meta", "schedule", "cancel", "claim", "start",     "ack",
+    "fail", "release",  "renew",  "get",   "dead-list", "dead-op",
 };
 
 // The sources and their SHA-1, built once (thread-safe static
@@ -427,11 +392,12 @@ struct Compiled {
 const Compiled& Scripts() {
   static const Compiled* const compiled = [] {
     auto* c = new Compiled;
+    const std::array<Body, kScriptCount> bodies = Bodies();
     for (int i = 0; i < kScriptCount; ++i) {
-      const Body& b = kBodies[static_cast<size_t>(i)];
+      const Body& b = bodies[static_cast<size_t>(i)];
       c->source[static_cast<size_t>(i)] =
-          std::string(b.allow_oom ? kAllowOom : "") +
-          std::string(b.prelude ? kPrelude : "") + std::string(b.lua);
+          std::string(b.flags) + std::string(b.prelude ? lua::kPrelude : "") +
+          std::string(b.dead ? lua::kDeadHelpers : "") + std::string(b.lua);
       c->sha[static_cast<size_t>(i)] =
           Sha1Hex(c->source[static_cast<size_t>(i)]);
     }

@@ -16,11 +16,8 @@ absl::Status Malformed(std::string_view what) {
 
 RedisCommand ScriptCommand(Script script, const ShardKeys& keys,
                            std::vector<std::string> args, bool by_source) {
-  const bool four = script == Script::kCancel || script == Script::kStart ||
-                    script == Script::kAck || script == Script::kFail ||
-                    script == Script::kRelease || script == Script::kRenew;
   RedisCommand cmd;
-  cmd.reserve(8 + args.size());
+  cmd.reserve(11 + args.size());
   if (by_source) {
     cmd.push_back("EVAL");
     cmd.emplace_back(ScriptSource(script));
@@ -28,12 +25,17 @@ RedisCommand ScriptCommand(Script script, const ShardKeys& keys,
     cmd.push_back("EVALSHA");
     cmd.push_back(ScriptSha(script));
   }
-  cmd.push_back(four ? "4" : "5");
+  // Every shard script gets every key of the shard, in the order of
+  // scripts.h, whether it uses them or not: one shape, one slot.
+  cmd.push_back("8");
   cmd.push_back(keys.due);
   cmd.push_back(keys.leases);
   cmd.push_back(keys.payload);
   cmd.push_back(keys.state);
-  if (!four) cmd.push_back(keys.seq);
+  cmd.push_back(keys.seq);
+  cmd.push_back(keys.dead);
+  cmd.push_back(keys.limit);
+  cmd.push_back(keys.error);
   for (std::string& a : args) cmd.push_back(std::move(a));
   return cmd;
 }
@@ -42,13 +44,14 @@ RedisCommand ScheduleCommand(const ShardKeys& keys, bool after,
                              std::span<const ScheduleArgs> entries,
                              bool by_source) {
   std::vector<std::string> args;
-  args.reserve(2 + 3 * entries.size());
+  args.reserve(2 + 4 * entries.size());
   args.push_back(after ? "after" : "at");
   args.push_back(std::to_string(kMaxDeadlineMicros));
   for (const ScheduleArgs& e : entries) {
     args.emplace_back(e.id);
     args.push_back(std::to_string(e.time_us));
     args.emplace_back(e.payload);
+    args.push_back(std::to_string(e.max_attempts));
   }
   return ScriptCommand(Script::kSchedule, keys, std::move(args), by_source);
 }
@@ -64,12 +67,12 @@ RedisCommand ClaimCommand(const ShardKeys& keys, const ClaimArgs& a,
       {std::to_string(a.lookahead_us), std::to_string(a.lease_us),
        std::to_string(a.due_quota), std::to_string(a.ahead_quota),
        std::to_string(a.start_quota), std::string(owner),
-       std::to_string(a.max_bytes)});
+       std::to_string(a.max_bytes), std::to_string(a.dead_retention_us)});
 }
 
 absl::StatusOr<ClaimReply> ParseClaimReply(RedisReply reply) {
-  if (reply.type != RedisReply::Type::kArray || reply.elements.size() < 3 ||
-      (reply.elements.size() - 3) % 8 != 0) {
+  if (reply.type != RedisReply::Type::kArray || reply.elements.size() < 4 ||
+      (reply.elements.size() - 4) % 8 != 0) {
     return Malformed("claim");
   }
   std::vector<RedisReply>& e = reply.elements;
@@ -77,8 +80,9 @@ absl::StatusOr<ClaimReply> ParseClaimReply(RedisReply reply) {
   out.now_us = e[0].AsInt();
   out.next_us = e[1].AsInt();
   out.more = e[2].AsInt() != 0;
-  out.timers.reserve((e.size() - 3) / 8);
-  for (size_t i = 3; i < e.size(); i += 8) {
+  out.dead_lettered = e[3].AsInt();
+  out.timers.reserve((e.size() - 4) / 8);
+  for (size_t i = 4; i < e.size(); i += 8) {
     ClaimedTimer t;
     t.id = std::move(e[i].str);
     t.version = e[i + 1].AsInt();
@@ -117,14 +121,17 @@ RedisCommand AckCommand(const ShardKeys& keys, std::span<const HeldRef> refs) {
 }
 
 RedisCommand FailCommand(const ShardKeys& keys, int64_t base_us, int64_t max_us,
+                         int64_t dead_retention_us,
                          std::span<const HeldRef> refs) {
   std::vector<std::string> args;
-  args.reserve(2 + 2 * refs.size());
+  args.reserve(3 + 3 * refs.size());
   args.push_back(std::to_string(base_us));
   args.push_back(std::to_string(max_us));
+  args.push_back(std::to_string(dead_retention_us));
   for (const HeldRef& r : refs) {
     args.emplace_back(r.id);
     args.push_back(std::to_string(r.version));
+    args.emplace_back(r.error);
   }
   return ScriptCommand(Script::kFail, keys, std::move(args));
 }

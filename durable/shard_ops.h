@@ -31,6 +31,7 @@ struct ScheduleArgs {
   std::string_view id;
   int64_t time_us;  // deadline, or delay for ScheduleAfter
   std::string_view payload;
+  int max_attempts = 0;  // 0: no limit
 };
 RedisCommand ScheduleCommand(const ShardKeys& keys, bool after,
                              std::span<const ScheduleArgs> entries,
@@ -44,6 +45,7 @@ struct ClaimArgs {
   int ahead_quota = 0;
   int start_quota = 0;
   int64_t max_bytes = 0;
+  int64_t dead_retention_us = 0;  // 0: dead letters are kept
 };
 RedisCommand ClaimCommand(const ShardKeys& keys, const ClaimArgs& args,
                           std::string_view owner);
@@ -63,6 +65,7 @@ struct ClaimReply {
   int64_t now_us = 0;
   int64_t next_us = -1;  // earliest due time or lease end left; -1: none
   bool more = false;
+  int64_t dead_lettered = 0;  // timers out of attempts whose lease ended
   std::vector<ClaimedTimer> timers;
 };
 absl::StatusOr<ClaimReply> ParseClaimReply(RedisReply reply);
@@ -72,13 +75,16 @@ absl::StatusOr<ClaimReply> ParseClaimReply(RedisReply reply);
 struct HeldRef {
   std::string_view id;
   int64_t version = 0;
-  int64_t due_us = 0;  // kStart, kRelease
-  bool undo = false;   // kRelease: take back the attempt
+  int64_t due_us = 0;      // kStart, kRelease
+  bool undo = false;       // kRelease: take back the attempt
+  std::string_view error;  // kFail: the failure, recorded with the timer
 };
 RedisCommand StartCommand(const ShardKeys& keys, int64_t lease_us,
                           std::span<const HeldRef> refs);
 RedisCommand AckCommand(const ShardKeys& keys, std::span<const HeldRef> refs);
+// kFail's results: 1 due again, 2 dead-lettered, 0 no longer held.
 RedisCommand FailCommand(const ShardKeys& keys, int64_t base_us, int64_t max_us,
+                         int64_t dead_retention_us,
                          std::span<const HeldRef> refs);
 RedisCommand ReleaseCommand(const ShardKeys& keys,
                             std::span<const HeldRef> refs);

@@ -71,23 +71,27 @@ TEST(DurableDataModelTest, EveryKeyOfAShardCarriesItsHashTag) {
 
 TEST(DurableDataModelTest, ScriptCommandsNameTheShardsKeys) {
   const ShardKeys k = MakeShardKeys("ks", 1)[0];
-  const ScheduleArgs entry{"id", 123, "payload"};
+  const ScheduleArgs entry{"id", 123, "payload", 5};
   const RedisCommand schedule = ScheduleCommand(k, false, {&entry, 1});
-  ASSERT_GE(schedule.size(), 13u);
+  ASSERT_EQ(schedule.size(), 17u);
   EXPECT_EQ(schedule[0], "EVALSHA");
   EXPECT_EQ(schedule[1], ScriptSha(Script::kSchedule));
-  EXPECT_EQ(schedule[2], "5");
+  EXPECT_EQ(schedule[2], "8");
   EXPECT_EQ(schedule[3], "{ks:0}:due");
-  EXPECT_EQ(schedule[8], "at");
-  EXPECT_EQ(schedule[10], "id");
-  EXPECT_EQ(schedule[11], "123");
-  EXPECT_EQ(schedule[12], "payload");
+  EXPECT_EQ(schedule[8], "{ks:0}:dead");
+  EXPECT_EQ(schedule[9], "{ks:0}:limit");
+  EXPECT_EQ(schedule[10], "{ks:0}:error");
+  EXPECT_EQ(schedule[11], "at");
+  EXPECT_EQ(schedule[13], "id");
+  EXPECT_EQ(schedule[14], "123");
+  EXPECT_EQ(schedule[15], "payload");
+  EXPECT_EQ(schedule[16], "5");
   const RedisCommand by_source = ScheduleCommand(k, true, {&entry, 1}, true);
   EXPECT_EQ(by_source[0], "EVAL");
   EXPECT_EQ(by_source[1], ScriptSource(Script::kSchedule));
-  EXPECT_EQ(by_source[8], "after");
+  EXPECT_EQ(by_source[11], "after");
   const RedisCommand cancel = CancelCommand(k, "id");
-  EXPECT_EQ(cancel[2], "4");
+  EXPECT_EQ(cancel[2], "8");
   EXPECT_EQ(cancel.back(), "id");
 }
 
@@ -114,8 +118,8 @@ RedisReply Array(std::vector<RedisReply> e) {
 
 TEST(DurableDataModelTest, ClaimRepliesParseAndMalformedOnesAreInternal) {
   absl::StatusOr<ClaimReply> c = ParseClaimReply(
-      Array({Int(1000), Int(2000), Int(1), Str("t1"), Int(7), Int(1), Int(900),
-             Int(950), Int(1), Int(31000), Str("p1")}));
+      Array({Int(1000), Int(2000), Int(1), Int(0), Str("t1"), Int(7), Int(1),
+             Int(900), Int(950), Int(1), Int(31000), Str("p1")}));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->now_us, 1000);
   EXPECT_EQ(c->next_us, 2000);
@@ -132,7 +136,8 @@ TEST(DurableDataModelTest, ClaimRepliesParseAndMalformedOnesAreInternal) {
 
   EXPECT_TRUE(absl::IsInternal(ParseClaimReply(Int(3)).status()));
   EXPECT_TRUE(absl::IsInternal(
-      ParseClaimReply(Array({Int(1), Int(2), Int(0), Str("half")})).status()));
+      ParseClaimReply(Array({Int(1), Int(2), Int(0), Int(0), Str("half")}))
+          .status()));
   EXPECT_TRUE(ParseBatchReply(Array({Int(5), Int(1), Int(0)}), 2).ok());
   EXPECT_TRUE(
       absl::IsInternal(ParseBatchReply(Array({Int(5), Int(1)}), 2).status()));

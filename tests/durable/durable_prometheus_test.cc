@@ -27,6 +27,7 @@ DurableMetrics SmallDurableMetrics() {
   m.acknowledged = 3;
   m.redelivered = 1;
   m.handler_failures = 1;
+  m.dead_lettered = 1;
   m.redis_errors = 2;
   m.reconnects = 1;
   m.lateness.Record(absl::Milliseconds(3));
@@ -59,6 +60,9 @@ billing_durable_redelivered_total{keyspace="cards"} 1
 # HELP billing_durable_handler_failures_total Handler calls that returned an error or threw.
 # TYPE billing_durable_handler_failures_total counter
 billing_durable_handler_failures_total{keyspace="cards"} 1
+# HELP billing_durable_dead_lettered_total Timers this process moved to the dead-letter set, out of attempts (max_attempts).
+# TYPE billing_durable_dead_lettered_total counter
+billing_durable_dead_lettered_total{keyspace="cards"} 1
 # HELP billing_durable_redis_errors_total Failed round trips to Redis and error replies.
 # TYPE billing_durable_redis_errors_total counter
 billing_durable_redis_errors_total{keyspace="cards"} 2

@@ -99,30 +99,36 @@ TEST_F(DurableScriptSafetyTest, EveryScriptRefusesBadArgumentsBeforeWriting) {
   // "a" due at once and claimed by "me" (so that it is held under a
   // version), "b" due in an hour.
   ASSERT_FALSE(
-      Run(Script::kSchedule, {"after", max, "a", "0", "pa"}).is_error());
-  ASSERT_FALSE(Run(Script::kSchedule, {"after", max, "b", "3600000000", "pb"})
-                   .is_error());
-  const RedisReply claim =
-      Run(Script::kClaim, {"0", "60000000", "10", "0", "0", "me", "1048576"});
+      Run(Script::kSchedule, {"after", max, "a", "0", "pa", "0"}).is_error());
+  ASSERT_FALSE(
+      Run(Script::kSchedule, {"after", max, "b", "3600000000", "pb", "0"})
+          .is_error());
+  const RedisReply claim = Run(
+      Script::kClaim, {"0", "60000000", "10", "0", "0", "me", "1048576", "0"});
   ASSERT_FALSE(claim.is_error()) << claim.str;
-  ASSERT_EQ(claim.elements.size(), 3u + 8u);
-  const std::string v = std::to_string(claim.elements[4].AsInt());
+  ASSERT_EQ(claim.elements.size(), 4u + 8u);
+  const std::string v = std::to_string(claim.elements[5].AsInt());
 
   const std::vector<std::pair<Script, std::vector<std::string>>> bad = {
-      {Script::kSchedule, {"at", max, "c", "soon", "p"}},
-      {Script::kSchedule, {"at", max, "c", "nan", "p"}},
-      {Script::kSchedule, {"at", max, "c", "1", "p", "d", "2"}},
-      {Script::kSchedule, {"sometime", max, "c", "1", "p"}},
-      {Script::kSchedule, {"at", max, "", "1", "p"}},
+      {Script::kSchedule, {"at", max, "c", "soon", "p", "0"}},
+      {Script::kSchedule, {"at", max, "c", "nan", "p", "0"}},
+      {Script::kSchedule, {"at", max, "c", "1", "p", "0", "d", "2"}},
+      {Script::kSchedule, {"at", max, "c", "1", "p", "-1"}},
+      {Script::kSchedule, {"sometime", max, "c", "1", "p", "0"}},
+      {Script::kSchedule, {"at", max, "", "1", "p", "0"}},
       {Script::kCancel, {""}},
-      {Script::kClaim, {"0", "soon", "10", "0", "0", "me", "1048576"}},
-      {Script::kClaim, {"0", "60000000", "-1", "0", "0", "me", "1048576"}},
+      {Script::kClaim, {"0", "soon", "10", "0", "0", "me", "1048576", "0"}},
+      {Script::kClaim, {"0", "60000000", "-1", "0", "0", "me", "1048576", "0"}},
       {Script::kStart, {"60000000", "a", "x", "0"}},
       {Script::kStart, {"60000000", "a", v}},
       {Script::kAck, {"a", v, "b"}},
       {Script::kAck, {"a", "nan"}},
-      {Script::kFail, {"nan", "1", "a", v}},
-      {Script::kFail, {"0", "-5", "a", v}},
+      {Script::kFail, {"nan", "1", "0", "a", v, "e"}},
+      {Script::kFail, {"1", "1", "0", "a", v}},
+      {Script::kFail, {"0", "-5", "0", "a", v, "e"}},
+      {Script::kDeadOp, {"revive", "after", "0", "-1", "10"}},
+      {Script::kDeadOp, {"retry", "after", "0", "-1", "0"}},
+      {Script::kDeadOp, {"purge", "at", "0", "-1", "10", ""}},
       {Script::kRelease, {"a", v, "nan", "0"}},
       {Script::kRelease, {"a", v, "0", "2"}},
       {Script::kRelease, {"a", v, "inf", "0"}},
@@ -187,11 +193,12 @@ TEST_F(DurableScriptSafetyTest, AZeroBackOffNeverLosesATimerThatKeepsFailing) {
 // A huge attempt count with a non-zero back-off is capped at the maximum.
 TEST_F(DurableScriptSafetyTest, AHugeAttemptBacksOffByTheMaximum) {
   const std::string max = std::to_string(internal::kMaxDeadlineMicros);
-  ASSERT_FALSE(Run(Script::kSchedule, {"after", max, "a", "0", ""}).is_error());
-  const RedisReply claim =
-      Run(Script::kClaim, {"0", "60000000", "10", "0", "1", "me", "1048576"});
-  ASSERT_EQ(claim.elements.size(), 3u + 8u);
-  const std::string v = std::to_string(claim.elements[4].AsInt());
+  ASSERT_FALSE(
+      Run(Script::kSchedule, {"after", max, "a", "0", "", "0"}).is_error());
+  const RedisReply claim = Run(
+      Script::kClaim, {"0", "60000000", "10", "0", "1", "me", "1048576", "0"});
+  ASSERT_EQ(claim.elements.size(), 4u + 8u);
+  const std::string v = std::to_string(claim.elements[5].AsInt());
   const ShardKeys k = internal::MakeShardKeys("ks", 1)[0];
   std::vector<std::string> f =
       Fields(redis_->Command({"HGET", k.state, "a"})->str);
@@ -200,7 +207,8 @@ TEST_F(DurableScriptSafetyTest, AHugeAttemptBacksOffByTheMaximum) {
                   ->Command({"HSET", k.state, "a",
                              f[0] + ":5000:" + f[2] + ":" + f[3] + ":" + f[4]})
                   .ok());
-  const RedisReply fail = Run(Script::kFail, {"1000000", "7000000", "a", v});
+  const RedisReply fail =
+      Run(Script::kFail, {"1000000", "7000000", "0", "a", v, "e"});
   ASSERT_FALSE(fail.is_error()) << fail.str;
   ASSERT_EQ(fail.elements[1].AsInt(), 1);
   const int64_t now = fail.elements[0].AsInt();

@@ -56,6 +56,7 @@ DURABLE_FAMILIES = {
     "tickwheel_durable_acknowledged": "counter",
     "tickwheel_durable_redelivered": "counter",
     "tickwheel_durable_handler_failures": "counter",
+    "tickwheel_durable_dead_lettered": "counter",
     "tickwheel_durable_redis_errors": "counter",
     "tickwheel_durable_reconnects": "counter",
     "tickwheel_durable_lateness_seconds": "histogram",
@@ -195,7 +196,8 @@ def check_print_metrics(binary):
           "idle: its wheel's ticks")
     prom = {"keyspace": "prom"}
     for name, n in (("scheduled", 3), ("delivered", 3), ("acknowledged", 3),
-                    ("redelivered", 0), ("handler_failures", 0)):
+                    ("redelivered", 0), ("handler_failures", 0),
+                    ("dead_lettered", 0)):
         check(value(families, f"tickwheel_durable_{name}", prom) == n,
               f"durable: {name}")
     check_histogram(families, "tickwheel_durable_lateness_seconds", prom, 3)

@@ -1,0 +1,109 @@
+// durable/timer_impl.h
+// -----------------------------------------------------------------------------
+// Internal. What DurableTimer's calls share (DurableTimer::Impl): the
+// options, the shard keys, the connection pool, the counters and the
+// delivery; and the checks and conversions of their arguments. The calls
+// live in durable_timer.cc (connect, schedule, cancel, start, stop) and
+// inspect.cc (Get() and the dead-letter calls).
+
+#ifndef TICKWHEEL_DURABLE_TIMER_IMPL_H_
+#define TICKWHEEL_DURABLE_TIMER_IMPL_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tickwheel/durable/counters.h"
+#include "tickwheel/durable/delivery.h"
+#include "tickwheel/durable/durable_timer.h"
+#include "tickwheel/durable/inspect_ops.h"
+#include "tickwheel/durable/keys.h"
+#include "tickwheel/durable/mutex.h"
+#include "tickwheel/durable/redis_session.h"
+#include "tickwheel/timer/clock.h"
+
+namespace tickwheel::durable {
+namespace internal {
+
+// arguments.cc.
+inline constexpr int kDefaultHandlerThreads = 8;  // handler_threads = 0
+// InvalidArgument naming the first bad option.
+absl::Status CheckOptions(const DurableTimerOptions& o);
+// InvalidArgument unless `id` is 1 to 512 bytes.
+absl::Status CheckId(std::string_view id);
+// CheckId(), and a payload of at most 512 KiB, and options in range.
+absl::Status CheckEntry(std::string_view id, std::string_view payload,
+                        const TimerOptions& options);
+// A delay in microseconds, rounded up, clamped to [0, kMaxDeadlineMicros].
+int64_t DelayMicros(absl::Duration d);
+// "<host>:<pid>:<random>".
+std::string DefaultOwner();
+// Microseconds since the Unix epoch, rounded up (never early), clamped to
+// [0, kMaxDeadlineMicros].
+int64_t DeadlineMicros(absl::Time t);
+// An Unavailable status with what the caller should do about it; any other
+// status as it is.
+absl::Status WithAdvice(absl::Status s, std::string_view advice);
+
+}  // namespace internal
+
+struct DurableTimer::Impl {
+  explicit Impl(DurableTimerOptions o) : options(std::move(o)) {}
+
+  // One round trip on a pooled session, within redis_timeout.
+  absl::Status Call(std::span<const internal::RedisCommand> commands,
+                    std::vector<internal::RedisReply>* replies) {
+    const int64_t deadline = RealClock::MonotonicNanos() + timeout_nanos;
+    absl::StatusOr<internal::SessionPool::Lease> session =
+        pool.Acquire(deadline);
+    if (!session.ok()) return session.status();
+    return (*session)->Run(commands, replies, deadline);
+  }
+  absl::Status ErrorReply(const internal::RedisReply& reply,
+                          std::string_view what) {
+    counters.redis.errors.fetch_add(1, std::memory_order_relaxed);
+    if (reply.IsErrorCode("OOM")) {
+      counters.Oom(session_options.endpoint.ToString());
+    }
+    return internal::ReplyErrorStatus(reply, what, session_options.endpoint);
+  }
+  // A write that may grow memory was accepted: Redis is not full.
+  void Accepted() { counters.Room(session_options.endpoint.ToString()); }
+  std::shared_ptr<internal::Delivery> delivery_snapshot() {
+    internal::MutexLock lock(&mu);
+    return delivery;
+  }
+
+  // inspect.cc: retry or purge one dead letter (true: it was one), or all
+  // that `op` selects, shard by shard in batches (how many). `what` names
+  // the call in errors.
+  absl::StatusOr<bool> DeadOne(std::string_view id, internal::DeadOp op,
+                               std::string_view what);
+  absl::StatusOr<int64_t> DeadAll(internal::DeadOp op, std::string_view what);
+
+  const DurableTimerOptions options;
+  internal::SessionOptions session_options;
+  int64_t timeout_nanos = 0;
+  std::vector<internal::ShardKeys> keys;
+  internal::Counters counters;
+  // Holds pointers to the two members above, filled in by Connect()
+  // before its first use.
+  internal::SessionPool pool{&session_options, &counters.redis};
+
+  internal::Mutex mu;
+  enum class State { kIdle, kStarted, kStopped };
+  State state ABSL_GUARDED_BY(mu) = State::kIdle;
+  std::shared_ptr<internal::Delivery> delivery ABSL_GUARDED_BY(mu);
+};
+
+}  // namespace tickwheel::durable
+
+#endif  // TICKWHEEL_DURABLE_TIMER_IMPL_H_
