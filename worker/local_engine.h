@@ -21,37 +21,16 @@
 // Slot accounting (new_node.h, shared_state.h "Counting"), cancelAll() and
 // the collection at stop() are the same code for both.
 //
-// Owner-driven, what differs from a worker's engine, and why:
-//   * Filing. A new node is armed and filed into the wheel at once. A task
-//     that schedules during Advance() is promised a later Advance(): its
-//     node waits in `deferred_` and is filed when the walk is over (filed at
-//     once, a node due by then would run in this one).
-//   * Order. Each tick's nodes run in deadline order whatever the slack
-//     (WheelShape::deadline_order), so one Advance() runs what is due in
-//     deadline order.
-//   * Expedited sleeps. A stop request for a sleep (timer/coro.h) resets its
-//     timeout to now; with a slack of one tick that would still wait for the
-//     tick's end. On the owner thread the engine also records the node
-//     (Expedite()): the plan is "now" and the next Advance() runs it after
-//     the walk, so that a loop's next wait after its own stop request is 0.
-//   * Nobody sleeps. The owner plans its own wait from NextWakeupNanos();
-//     the BacklogWaker this engine gives the shared state does nothing: a
-//     cancel() from another thread needs no wake-up (its task is destroyed
-//     by that cancel(), and its node is unlinked at the owner's next call),
-//     and reset() is an owner-thread call.
-//   * A cancel() on the owner thread, from a task inside Advance() too (the
-//     wheel lets its walk's callback unlink nodes), settles the node itself
-//     (OwnerCanceller): the claim's CAS also drops the engine's reference and
-//     the node leaves the wheel at once, so a loop that schedules and cancels
-//     many timeouts per turn does not grow buckets by the cancelled ones.
-//     cancel() knows it runs on the owner thread by the tag of the thread
-//     that scheduled the node (TimeoutNode::OwnerTag()); a cancel() from
-//     another thread takes Timer's protocol unchanged (a notice queue).
-//   * Single-writer counting. Without max_pending_timeouts the owner is the
-//     only thread that writes its pending word (shard 0's), so Schedule()
-//     reserves and CancelOnOwner() gives back with a load and a store, and
-//     the owner's cancels count in owner_cancels_. With a limit every
-//     cancel() gives its slot back in that word, and the owner uses RMWs.
+// Owner-driven, what differs (docs/DESIGN.md, "LocalTimer", says why): a
+// task's newTimeout() during Advance() waits in `deferred_` for a later
+// Advance(); each tick runs in deadline order (WheelShape::deadline_order);
+// a sleep's stop request on the owner thread is Expedite()d; nobody sleeps,
+// so the BacklogWaker given to the shared state does nothing; a cancel() on
+// the owner thread settles the node at once (OwnerCanceller, by the tag
+// TimeoutNode::OwnerTag() the node carries), one from another thread takes
+// Timer's protocol (a notice queue); and without max_pending_timeouts the
+// owner alone writes its pending word (shard 0's), so it reserves and gives
+// back with a load and a store, counting its cancels in owner_cancels_.
 //
 // Thread-safety: owner-driven, Schedule(), Advance(), NextWakeupNanos(),
 // Expedite(), CancelAll() and Stop() on the owner thread (the first thread

@@ -74,6 +74,15 @@ bool Wheel::Mapped(uint32_t capacity) {
   return size_t{capacity} * sizeof(TimeoutNode*) >= kMappedBytes;
 }
 
+// Bucket arrays of kMappedBytes or more are mmap'd and grown with mremap: the
+// pages move instead of being copied, the untouched half of a doubled array
+// costs no memory, and a freed array goes back to the system at once. One
+// page, not more: arrays the allocator served would, once freed, stay at the
+// top of the worker thread's malloc arena, which glibc's malloc_trim() does
+// not give back (it trims the main arena's top only), so the slots of a burst
+// of timeouts would stay resident long after the burst was cancelled. Below a
+// page a bucket holds at most 256 nodes, and a system call per doubling above
+// it is small beside filing the nodes that filled it.
 void Wheel::GrowSlots(Bucket& b, uint32_t grown) {
   const size_t old_bytes = size_t{b.capacity} * sizeof(TimeoutNode*);
   const size_t new_bytes = size_t{grown} * sizeof(TimeoutNode*);
@@ -316,6 +325,70 @@ int64_t Wheel::NextWorkTick() const {
   int level;
   int64_t slot, tick;
   return NextWork(&level, &slot, &tick) ? tick : kNever;
+}
+
+bool Wheel::Cascade(Bucket& b, int level, int64_t slot, int64_t budget,
+                    int64_t& ops) {
+  for (uint32_t i = b.begin; i < b.size; ++i) {
+    Prefetch<false>(b, i);
+    if (b.slots[i] == nullptr) continue;
+    if (ops == budget) {
+      b.begin = i;
+      return false;
+    }
+    ++ops;
+    TimeoutNode* n = TakeSlot(b, i);
+    b.begin = i + 1;
+    Insert(n);
+  }
+  Tidy(b, level, slot);
+  return true;
+}
+
+void Wheel::DrainAll(absl::FunctionRef<void(TimeoutNode*)> f) {
+  auto drain = [&](Bucket& b, int level, int64_t slot) {
+    for (uint32_t i = b.begin; i < b.size; ++i) {
+      if (b.slots[i] != nullptr) f(TakeSlot(b, i));
+    }
+    b.begin = b.size;
+    Tidy(b, level, slot);
+  };
+  if (run_ != nullptr) {  // Reattach() tidies it
+    for (uint32_t i = run_->begin; i < run_->size; ++i) {
+      if (run_->slots[i] != nullptr) f(TakeSlot(*run_, i));
+    }
+    run_->begin = run_->size;
+  }
+  for (int level = 0; level < num_levels_; ++level) {
+    const Level& l = levels_[level];
+    const int64_t words = ((int64_t{1} << l.bits) + 63) / 64;
+    for (int64_t w = 0; w < words; ++w) {
+      while (l.occupied[w] != 0) {
+        const int64_t slot = w * 64 + __builtin_ctzll(l.occupied[w]);
+        drain(l.buckets[slot], level, slot);  // clears the bit
+      }
+    }
+  }
+}
+
+void Wheel::ForEach(absl::FunctionRef<void(TimeoutNode*)> f) const {
+  if (run_ != nullptr) {
+    for (uint32_t i = run_->begin; i < run_->size; ++i) {
+      if (run_->slots[i] != nullptr) f(run_->slots[i]);
+    }
+  }
+  for (int level = 0; level < num_levels_; ++level) {
+    const Level& l = levels_[level];
+    const int64_t words = ((int64_t{1} << l.bits) + 63) / 64;
+    for (int64_t w = 0; w < words; ++w) {
+      for (uint64_t bits = l.occupied[w]; bits != 0; bits &= bits - 1) {
+        const Bucket& b = l.buckets[w * 64 + __builtin_ctzll(bits)];
+        for (uint32_t i = b.begin; i < b.size; ++i) {
+          if (b.slots[i] != nullptr) f(b.slots[i]);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace tickwheel::internal

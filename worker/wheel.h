@@ -51,9 +51,8 @@
 //   that reaches the worker after its due tick was processed) is due at
 //   elapsed instead, as in Netty: it joins the level-0 bucket of elapsed,
 //   marked kOverdueLevel, since its deadline no longer names that bucket.
-//   (The worker inserts only the overdue nodes that a task scheduled during
-//   the pass; one that was already due when it last read the clock it
-//   expires at once instead: worker/worker.h, step 2.)
+//   (A driver expires at once, instead, a node that was due already when it
+//   last read the clock: WheelDriver::File().)
 //
 // Expiring a bucket
 //   A level-0 bucket is taken off its slot whole before its nodes are handed
@@ -110,38 +109,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "absl/functional/function_ref.h"
 #include "tickwheel/base/nanos.h"
+#include "tickwheel/worker/tick_divider.h"
 #include "tickwheel/worker/timeout_node.h"
 
 namespace tickwheel::internal {
-
-// Division of non-negative int64 values by a fixed positive divisor, without
-// a divide instruction (the worker divides once per insertion, removal and
-// cascade). With m = floor((2^64 - 1) / d), floor(n * m / 2^64) is floor(n /
-// d) or up to two less, for every n < 2^64; at most two corrections fix it.
-class TickDivider {
- public:
-  explicit TickDivider(int64_t divisor)
-      : d_(static_cast<uint64_t>(divisor)), m_(~uint64_t{0} / d_) {}
-
-  // floor(n / d) and n % d, for n >= 0.
-  int64_t Divide(int64_t n, int64_t* remainder) const {
-    const uint64_t un = static_cast<uint64_t>(n);
-    uint64_t q =
-        static_cast<uint64_t>((static_cast<unsigned __int128>(un) * m_) >> 64);
-    uint64_t r = un - q * d_;
-    while (r >= d_) {
-      ++q;
-      r -= d_;
-    }
-    *remainder = static_cast<int64_t>(r);
-    return static_cast<int64_t>(q);
-  }
-
- private:
-  uint64_t d_;
-  uint64_t m_;
-};
 
 class Wheel {
  public:
@@ -253,14 +226,12 @@ class Wheel {
   bool ExpireFiledBy(int64_t deadline, int64_t budget, F&& expire);
 
   // Unlinks every node, calling `f(node)` for each (the nodes of a bucket
-  // being expired too).
-  template <typename F>
-  void DrainAll(F&& f);
+  // being expired too). For stop(): out of line, one indirect call a node.
+  void DrainAll(absl::FunctionRef<void(TimeoutNode*)> f);
   // Calls `f(node)` for every linked node (the nodes of a bucket being
   // expired too), and changes nothing (f must not Insert or Remove).
   // O(size() + occupied buckets).
-  template <typename F>
-  void ForEach(F&& f) const;
+  void ForEach(absl::FunctionRef<void(TimeoutNode*)> f) const;
 
  private:
   // Reads the buckets and bitmaps to check I1 to I3 (tests/wheel_test_peer.h).
@@ -334,16 +305,7 @@ class Wheel {
   // grows the array (and marks it allocated). Out of line: once per
   // doubling.
   [[gnu::noinline]] void MakeRoom(Bucket& b, int level, int64_t slot);
-  // Bucket arrays of kMappedBytes or more are mmap'd and grown with mremap:
-  // the pages move instead of being copied, the untouched half of a doubled
-  // array costs no memory, and a freed array goes back to the system at
-  // once. One page, not more: arrays the allocator served would, once
-  // freed, stay at the top of the worker thread's malloc arena, which
-  // glibc's malloc_trim() does not give back (it trims the main arena's
-  // top only), so the slots of a burst of timeouts would stay resident long
-  // after the burst was cancelled. Below a page a bucket holds at most 256
-  // nodes, and a system call per doubling above it is small beside filing
-  // the nodes that filled it.
+  // Bucket arrays of kMappedBytes or more are mmap'd (GrowSlots() says why).
   static constexpr size_t kMappedBytes = 4096;
   static bool Mapped(uint32_t capacity);
   // Grows b's array to `grown` slots, keeping its contents; aborts with a
@@ -362,7 +324,7 @@ class Wheel {
     return n;
   }
   // kWholeNode: the walk expires the nodes (ExpireRun(): state, task: the
-  // whole cell), else it cascades them (Sweep(): state, where, filed: the
+  // whole cell), else it cascades them (Cascade(): state, where, filed: the
   // first 16 bytes, one line, see TimeoutNode::filed).
   template <bool kWholeNode>
   void Prefetch(const Bucket& b, uint32_t i) const {
@@ -385,12 +347,12 @@ class Wheel {
   // more tombstones than live nodes.
   void Tidy(Bucket& b, int level, int64_t slot);
   void Compact(Bucket& b);
-  // Unlinks the live nodes of upper bucket `b` from b.begin, in order,
-  // handing each to `take`, a cascade's Insert into a lower level (never
-  // back into `b`); false if the budget stopped it first.
-  template <typename F>
-  bool Sweep(Bucket& b, int level, int64_t slot, int64_t budget, int64_t& ops,
-             F& take);
+  // Moves the live nodes of upper bucket `b` from b.begin down, in order,
+  // each Insert()ed into a lower level (never back into `b`: its due tick
+  // shares elapsed's digit at `level` now); false if the budget stopped it
+  // first.
+  bool Cascade(Bucket& b, int level, int64_t slot, int64_t budget,
+               int64_t& ops);
   // The first occupied bucket of `level` at or after elapsed's digit there,
   // or -1.
   int64_t NextOccupied(int level) const;
@@ -449,28 +411,6 @@ class Wheel {
   Bucket& b = l.buckets[slot];
   if (b.live == 0) l.occupied[slot >> 6] |= uint64_t{1} << (slot & 63);
   Append(b, level, slot, overdue ? kOverdueLevel : level, node);
-}
-
-template <typename F>
-bool Wheel::Sweep(Bucket& b, int level, int64_t slot, int64_t budget,
-                  int64_t& ops, F& take) {
-  for (uint32_t i = b.begin; i < b.size; ++i) {
-    Prefetch<false>(b, i);
-    if (b.slots[i] == nullptr) continue;
-    if (ops == budget) {
-      b.begin = i;
-      return false;
-    }
-    ++ops;
-    TimeoutNode* n = TakeSlot(b, i);
-    b.begin = i + 1;
-    if (!take(n)) {
-      Tidy(b, level, slot);
-      return false;
-    }
-  }
-  Tidy(b, level, slot);
-  return true;
 }
 
 template <bool kByDeadline, typename F>
@@ -535,64 +475,10 @@ bool Wheel::Advance(int64_t last_tick, int64_t budget, F&& expire) {
       if (!ExpireRun<false>(slot, 0, budget, ops, expire)) return false;
       continue;
     }
-    // Cascade: every node lands at a lower level (its due tick shares
-    // elapsed's digit here now), never back in `b`.
-    auto cascade = [this](TimeoutNode* n) {
-      Insert(n);
-      return true;
-    };
-    if (!Sweep(b, level, slot, budget, ops, cascade)) return false;
+    if (!Cascade(b, level, slot, budget, ops)) return false;
   }
   if (last_tick >= elapsed_) elapsed_ = last_tick + 1;
   return true;
-}
-
-template <typename F>
-void Wheel::DrainAll(F&& f) {
-  auto drain = [&](Bucket& b, int level, int64_t slot) {
-    for (uint32_t i = b.begin; i < b.size; ++i) {
-      if (b.slots[i] != nullptr) f(TakeSlot(b, i));
-    }
-    b.begin = b.size;
-    Tidy(b, level, slot);
-  };
-  if (run_ != nullptr) {  // Reattach() tidies it
-    for (uint32_t i = run_->begin; i < run_->size; ++i) {
-      if (run_->slots[i] != nullptr) f(TakeSlot(*run_, i));
-    }
-    run_->begin = run_->size;
-  }
-  for (int level = 0; level < num_levels_; ++level) {
-    const Level& l = levels_[level];
-    const int64_t words = ((int64_t{1} << l.bits) + 63) / 64;
-    for (int64_t w = 0; w < words; ++w) {
-      while (l.occupied[w] != 0) {
-        const int64_t slot = w * 64 + __builtin_ctzll(l.occupied[w]);
-        drain(l.buckets[slot], level, slot);  // clears the bit
-      }
-    }
-  }
-}
-
-template <typename F>
-void Wheel::ForEach(F&& f) const {
-  if (run_ != nullptr) {
-    for (uint32_t i = run_->begin; i < run_->size; ++i) {
-      if (run_->slots[i] != nullptr) f(run_->slots[i]);
-    }
-  }
-  for (int level = 0; level < num_levels_; ++level) {
-    const Level& l = levels_[level];
-    const int64_t words = ((int64_t{1} << l.bits) + 63) / 64;
-    for (int64_t w = 0; w < words; ++w) {
-      for (uint64_t bits = l.occupied[w]; bits != 0; bits &= bits - 1) {
-        const Bucket& b = l.buckets[w * 64 + __builtin_ctzll(bits)];
-        for (uint32_t i = b.begin; i < b.size; ++i) {
-          if (b.slots[i] != nullptr) f(b.slots[i]);
-        }
-      }
-    }
-  }
 }
 
 }  // namespace tickwheel::internal
