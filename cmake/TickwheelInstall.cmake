@@ -64,7 +64,7 @@ configure_package_config_file(
   "${PROJECT_BINARY_DIR}/tickwheelConfig.cmake"
   INSTALL_DESTINATION "${TICKWHEEL_CMAKE_DIR}")
 # While the major version is 0, a minor version may change the API
-# (CHANGELOG.md): find_package(tickwheel 0.1) accepts 0.1.x only.
+# (CHANGELOG.md): find_package(tickwheel 0.2) accepts 0.2.x only.
 write_basic_package_version_file(
   "${PROJECT_BINARY_DIR}/tickwheelConfigVersion.cmake"
   COMPATIBILITY SameMinorVersion)

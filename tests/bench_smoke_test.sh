@@ -31,7 +31,7 @@ fail() {
 }
 
 workloads=(schedule schedule_cancel schedule_depth memory release lateness idle mass_expiry burst
-           coro_deadline owner_schedule_cancel owner_mass_expiry)
+           coro_deadline coro_deadline_local owner_schedule_cancel owner_mass_expiry)
 
 # Flags: --help lists every workload and labels the lab flag; an unknown
 # flag, a bad value and an unknown workload exit with 2.
@@ -75,7 +75,8 @@ rows=("schedule, 1 producer: ns per call" "schedule, 2 producers: ns per call"
       "mass_expiry: expiries per worker CPU second" "mass_expiry: expiries per wall second"
       "mass_expiry: last deadline to last run" "burst, same deadline: lateness max"
       "burst, same delay: lateness p99" "coro_deadline: ns per request"
-      "coro_deadline: io thread CPU per request"
+      "coro_deadline: io thread CPU per request" "coro_deadline_local: ns per request"
+      "coro_deadline_local: io thread CPU per request"
       "owner_schedule_cancel, owner thread: ns per schedule+cancel"
       "owner_schedule_cancel, Timer, one producer: ns per schedule+cancel"
       "owner_schedule_cancel, Timer, one producer / owner thread: ns per schedule+cancel"
@@ -116,11 +117,11 @@ grep -qE "^owner_schedule_cancel, libuv, clock read per start: ns per schedule\+
 grep -qE "^  (MET   |MISSED)  memory: bytes per pending timeout <= 56 B" "$out/stdout.txt" \
   || fail "the memory goal was not judged"
 # One progress line per run: 15 workload variants on 6 timers, coro_deadline
-# on tickwheel and asio, and the 2 owner-thread workloads on 3 timers plus
+# and coro_deadline_local on tickwheel and asio, and the 2 owner-thread workloads on 3 timers plus
 # their producer variant on tickwheel and owner_schedule_cancel's clock-read
 # variant on libuv.
 runs=$(grep -c '^\[' "$out/stderr.txt" || true)
-[[ $runs -eq 101 ]] || fail "expected 101 progress lines, got $runs"
+[[ $runs -eq 103 ]] || fail "expected 103 progress lines, got $runs"
 
 [[ -s "$out/bench.json" ]] || fail "no JSON file"
 for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '"notes": [' \
@@ -129,7 +130,7 @@ for key in '"run": {' '"flags": {' '"metrics": [' '"goals": [' '"failures": [' '
            '"memory.bytes_per_pending"' '"release.rss_after_mb"' '"schedule.p1.faults_per_m"' \
            '"lateness.slack0.p99_us"' '"idle.pending1.wakeups_per_s"' \
            '"mass_expiry.per_worker_cpu_mps"' '"burst.same_deadline.max_ms"' \
-           '"coro_deadline.ns_per_request"' '"owner_schedule_cancel.owner.ns_per_pair"' \
+           '"coro_deadline.ns_per_request"' '"coro_deadline_local.ns_per_request"' '"owner_schedule_cancel.owner.ns_per_pair"' \
            '"owner_schedule_cancel.producer_over_owner.ns_per_pair"' \
            '"owner_mass_expiry.producer.last_run_ms"' \
            '"tickwheel": {' '"asio": {' '"heap": {' '"libuv": {' '"libevent": {' '"netty": {' \

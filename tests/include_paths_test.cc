@@ -22,10 +22,10 @@ TEST(IncludePathsTest, OldAndPrefixedPathsNameTheSameHeaders) {
   EXPECT_EQ(timer->pendingTimeouts(), 0);
   auto tracker = IdleTracker::Create().value();
   EXPECT_EQ(tracker->metrics().tracked, 0);
-  EXPECT_STREQ(TICKWHEEL_VERSION, "0.1.0");
+  EXPECT_STREQ(TICKWHEEL_VERSION, "0.2.0");
   EXPECT_EQ(TICKWHEEL_VERSION_MAJOR * 10000 + TICKWHEEL_VERSION_MINOR * 100 +
                 TICKWHEEL_VERSION_PATCH,
-            100);
+            200);
 }
 
 }  // namespace

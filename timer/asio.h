@@ -1,7 +1,10 @@
 // timer/asio.h
 // -----------------------------------------------------------------------------
 // An Asio asynchronous operation on a Timer: AsyncSleep(timer, delay, token)
-// completes with void(std::error_code) when `delay` has passed. For
+// completes with void(std::error_code) when `delay` has passed,
+// AsyncSleepUntil(timer, deadline, token) when `deadline` has come (Asio's
+// steady_timer expires_after() and expires_at()). On a LocalTimer driven by
+// the io_context itself, no thread of its own: timer/asio_local_timer.h. For
 // standalone Asio 1.19 or later (per-operation cancellation); header-only,
 // it adds no compiled code to tickwheel and links nothing of Asio's.
 // Bazel //timer:asio, CMake tickwheel::asio.
@@ -111,10 +114,20 @@ inline std::error_code AsioErrorOf(const absl::Status& status) {
       return asio::error::shut_down;
     case absl::StatusCode::kInvalidArgument:
       return asio::error::invalid_argument;
+    case absl::StatusCode::kPermissionDenied:  // a LocalTimer's wrong thread
+      return std::make_error_code(std::errc::operation_not_permitted);
     default:  // ResourceExhausted: the limit, or no memory
       return asio::error::try_again;
   }
 }
+
+// Told when a sleep's timeout was cancelled through its slot, on the
+// cancelling thread, after the sleep's completion was posted: the
+// AsioLocalTimer's way to drop a wake-up nothing needs any more.
+struct SleepCancelHook {
+  void (*fn)(void* context) = nullptr;
+  void* context = nullptr;
+};
 
 // One pending AsyncSleep(): the handler, its work guard, the timeout.
 //
@@ -145,18 +158,26 @@ class AsioSleep : private GatedSleep {
   // The initiation: completes through the executor whatever happens, but
   // for an executor whose context is shutting down (the handler is
   // destroyed uncalled then, as Asio's own operations are).
-  static void Start(Timer& timer, Handler handler,
-                    std::optional<DeadlineSpec> when) {
+  // `TimerT` is Timer, or LocalTimer (timer/asio_local_timer.h), whose
+  // expiries are posted (`post_expiry`): they come inside its advance().
+  // Returns the deadline of the timeout it scheduled; nullopt when none.
+  template <typename TimerT>
+  static std::optional<TimePoint> Start(TimerT& timer, Handler handler,
+                                        std::optional<DeadlineSpec> when,
+                                        bool post_expiry = false,
+                                        SleepCancelHook on_cancel = {}) {
     AsioSleep* op = Make(std::move(handler));
     if (op->gate_ != nullptr && !op->gate_->Register(op)) {
       Free(op);
-      return;
+      return std::nullopt;
     }
     if (!when.has_value()) {
       op->ec_ = asio::error::invalid_argument;
       op->Deliver(/*dispatch=*/false);
-      return;
+      return std::nullopt;
     }
+    op->post_expiry_ = post_expiry;
+    op->on_cancel_ = on_cancel;
     Task task(op);
     absl::StatusOr<Timeout> timeout =
         LibraryTimeouts::Schedule(timer, std::move(task), *when);
@@ -164,9 +185,10 @@ class AsioSleep : private GatedSleep {
       task.Release();
       op->ec_ = AsioErrorOf(timeout.status());
       op->Deliver(/*dispatch=*/false);
-      return;
+      return std::nullopt;
     }
     op->timeout_ = *std::move(timeout);
+    const TimePoint deadline = op->timeout_.deadline();
     Slot slot = asio::get_associated_cancellation_slot(*op->handler_);
     if (slot.is_connected()) {
       op->slot_ = slot;
@@ -176,6 +198,7 @@ class AsioSleep : private GatedSleep {
     if (op->state_.fetch_or(kArmed, std::memory_order_acq_rel) & kEnded) {
       op->Deliver(/*dispatch=*/false);  // inside the initiation: post
     }
+    return deadline;
   }
 
  private:
@@ -198,13 +221,17 @@ class AsioSleep : private GatedSleep {
       AsioSleep* op = std::exchange(op_, nullptr);
       if (op->state_.load(std::memory_order_acquire) & kCancelRequested) {
         // Inside the cancellation handler's cancel(): post, never inline.
+        // The hook is copied first: End() may free the block.
+        const SleepCancelHook hook = op->on_cancel_;
         op->End(asio::error::operation_aborted, /*dispatch=*/false);
+        if (hook.fn != nullptr) hook.fn(hook.context);
       } else {
-        op->End(asio::error::shut_down, /*dispatch=*/true);
+        op->End(asio::error::shut_down, /*dispatch=*/!op->post_expiry_);
       }
     }
     void operator()() {
-      std::exchange(op_, nullptr)->End(std::error_code(), /*dispatch=*/true);
+      AsioSleep* op = std::exchange(op_, nullptr);
+      op->End(std::error_code(), /*dispatch=*/!op->post_expiry_);
     }
     // Forgets the operation, for a task that was never scheduled.
     void Release() { op_ = nullptr; }
@@ -350,6 +377,9 @@ class AsioSleep : private GatedSleep {
   Timeout timeout_;
   Slot slot_;
   std::error_code ec_;
+  // Set before the timeout exists: the expiry posts instead of dispatching.
+  bool post_expiry_ = false;
+  SleepCancelHook on_cancel_;
   std::atomic<uint32_t> state_{0};
 };
 
@@ -361,6 +391,16 @@ struct InitiateAsioSleep {
         *timer, std::forward<Handler>(handler), when);
   }
 };
+
+// A std::chrono delay as a DeadlineSpec; nullopt for a NaN count.
+template <typename Rep, typename Period>
+std::optional<DeadlineSpec> AsioDelaySpec(
+    std::chrono::duration<Rep, Period> delay) {
+  if (const std::optional<absl::Duration> d = FromChrono(delay)) {
+    return DeadlineSpec{.nanos = DelayNanos(*d)};
+  }
+  return std::nullopt;
+}
 
 }  // namespace internal
 
@@ -386,12 +426,23 @@ auto AsyncSleep(Timer& timer, absl::Duration delay, CompletionToken&& token) {
 template <typename Rep, typename Period, typename CompletionToken>
 auto AsyncSleep(Timer& timer, std::chrono::duration<Rep, Period> delay,
                 CompletionToken&& token) {
-  std::optional<internal::DeadlineSpec> when;
-  if (const std::optional<absl::Duration> d = internal::FromChrono(delay)) {
-    when = internal::DeadlineSpec{.nanos = internal::DelayNanos(*d)};
-  }
   return asio::async_initiate<CompletionToken, void(std::error_code)>(
-      internal::InitiateAsioSleep{&timer}, token, when);
+      internal::InitiateAsioSleep{&timer}, token,
+      internal::AsioDelaySpec(delay));
+}
+
+// Waits on `timer` until `deadline`, a point on the timer's clock (its
+// now(), std::chrono::steady_clock by default), as steady_timer's
+// expires_at(); a deadline in the past completes at the next tick end, as
+// newTimeoutAt() runs it. A steady_clock time_point in a coarser unit
+// converts as it is passed. Completion, errors, cancellation and cost as
+// AsyncSleep().
+template <typename CompletionToken>
+auto AsyncSleepUntil(Timer& timer, TimePoint deadline,
+                     CompletionToken&& token) {
+  return asio::async_initiate<CompletionToken, void(std::error_code)>(
+      internal::InitiateAsioSleep{&timer}, token,
+      std::optional<internal::DeadlineSpec>(internal::AbsoluteSpec(deadline)));
 }
 
 }  // namespace tickwheel

@@ -104,9 +104,9 @@
 
 // The version of tickwheel these headers belong to (CHANGELOG.md).
 #define TICKWHEEL_VERSION_MAJOR 0
-#define TICKWHEEL_VERSION_MINOR 1
+#define TICKWHEEL_VERSION_MINOR 2
 #define TICKWHEEL_VERSION_PATCH 0
-#define TICKWHEEL_VERSION "0.1.0"
+#define TICKWHEEL_VERSION "0.2.0"
 
 namespace tickwheel {
 

@@ -12,7 +12,8 @@
 # redis-benchmark) and libhiredis-dev for the durable timers (durable/), whose
 # tests start redis-servers of their own, and Prometheus's Python client
 # (python3-prometheus-client, for the system's /usr/bin/python3), whose text
-# parser reads tickwheel's metrics in tests/prometheus/parse_test.py. Debian
+# parser reads tickwheel's metrics in tests/prometheus/parse_test.py, and
+# Doxygen for the API reference (tools/docs_reference.sh). Debian
 # may start a Redis service on port 6379 when it installs redis-server;
 # nothing of tickwheel uses it. Safe
 # to run repeatedly: when every package is installed it only checks and
@@ -46,6 +47,7 @@ packages=(
   redis-tools
   libhiredis-dev
   python3-prometheus-client
+  doxygen
 )
 
 missing=()

@@ -6,7 +6,9 @@
 #   checks     the include rules (tools/check_includes.sh), the format
 #              (tools/check_format.sh), the compile errors a user sees
 #              (tools/check_diagnostics.sh), the names the documents give
-#              (tools/check_docs.sh)
+#              (tools/check_docs.sh); the full suite also builds the API
+#              reference with Doxygen, warnings fatal
+#              (tools/docs_reference.sh)
 #   plain      build everything, benchmarks and examples included; run every
 #              test
 #   asan+ubsan every test but the benchmarks' smoke tests, under
@@ -146,6 +148,12 @@ tools/check_format.sh
 tools/check_diagnostics.sh
 tools/check_docs.sh
 checks=$((checks + 4))
+# The API reference, warnings fatal (the full suite only: Doxygen reads
+# every public header, seconds of CPU).
+if ! $quick; then
+  tools/docs_reference.sh "$(mktemp -d)"
+  checks=$((checks + 1))
+fi
 end
 
 if $quick; then

@@ -60,15 +60,14 @@ Workload Entry() {
 
 // A workload of Asio operations, not of the BenchTimer concept: tickwheel
 // (AsyncSleep) and asio (steady_timer) only.
+template <typename W>
 Workload CoroDeadlineEntry() {
-  return {
-      CoroDeadline::kName,
-      CoroDeadline::kWhat,
-      {std::begin(CoroDeadline::kMetrics), std::end(CoroDeadline::kMetrics)},
-      "",
-      &OneRun,
-      {{"tickwheel", &CoroDeadline::RunTickwheel},
-       {"asio", &CoroDeadline::RunAsio}}};
+  return {W::kName,
+          W::kWhat,
+          {std::begin(W::kMetrics), std::end(W::kMetrics)},
+          "",
+          &OneRun,
+          {{"tickwheel", &W::RunTickwheel}, {"asio", &W::RunAsio}}};
 }
 
 // The owner-thread workloads: tickwheel (LocalTimer, or Timer in the
@@ -127,7 +126,8 @@ const std::vector<Workload>& Workloads() {
       Entry<Idle>(),
       Entry<MassExpiry>(),
       Entry<Burst>(),
-      CoroDeadlineEntry(),
+      CoroDeadlineEntry<CoroDeadline>(),
+      CoroDeadlineEntry<CoroDeadlineLocal>(),
       OwnerEntry<OwnerScheduleCancel>(),
       OwnerEntry<OwnerMassExpiry>()};
   return workloads;

@@ -1,5 +1,6 @@
 // coro_deadline (coro_deadline.h): N requests, each `deadline || reply` in
-// one Asio coroutine, with AsyncSleep() or with asio::steady_timer.
+// one Asio coroutine, with AsyncSleep() (on a Timer, or on an
+// AsioLocalTimer driven by the same io_context) or with asio::steady_timer.
 
 #include "tools/bench/workloads/coro_deadline.h"
 
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "tickwheel/timer/asio.h"
+#include "tickwheel/timer/asio_local_timer.h"
 #include "tickwheel/timer/timer.h"
 #include "tools/bench/workload_common.h"
 
@@ -35,8 +37,10 @@ awaitable<void> Reply() {
   co_await asio::post(co_await asio::this_coro::executor, use_awaitable);
 }
 
-// Serves `n` requests; counts those whose reply came first.
-awaitable<void> ServeWithAsyncSleep(Timer& timer, int64_t n, int64_t& replied) {
+// Serves `n` requests; counts those whose reply came first. `Wheel` is a
+// Timer or an AsioLocalTimer.
+template <typename Wheel>
+awaitable<void> ServeWithAsyncSleep(Wheel& timer, int64_t n, int64_t& replied) {
   for (int64_t i = 0; i < n; ++i) {
     auto first =
         co_await (AsyncSleep(timer, kDeadline, use_awaitable) || Reply());
@@ -52,16 +56,13 @@ awaitable<void> ServeWithSteadyTimer(int64_t n, int64_t& replied) {
   }
 }
 
-// Runs `serve` (n requests) on a fresh io_context on this thread, timed.
-// Each run first serves a warm-up of its own (--warmup requests), whose
-// results are dropped.
-template <typename Serve>
-RepOutput Measure(int64_t n, Serve serve) {
+// Runs `serve` (n requests, counted in `replied`) on `io` on this thread,
+// timed.
+RepOutput Timed(asio::io_context& io, int64_t n, awaitable<void> serve,
+                const int64_t& replied) {
   RepOutput out;
-  asio::io_context io(1);
-  int64_t replied = 0;
   std::exception_ptr failed;
-  asio::co_spawn(io, serve(replied),
+  asio::co_spawn(io, std::move(serve),
                  [&](std::exception_ptr e) { failed = std::move(e); });
   const int64_t t0 = NowNanos(), cpu0 = ThreadCpuNanos();
   io.run();
@@ -74,6 +75,41 @@ RepOutput Measure(int64_t n, Serve serve) {
   out.values["ns_per_request"] = static_cast<double>(wall) / n;
   out.values["cpu_per_request"] = static_cast<double>(cpu) / n;
   return out;
+}
+
+// Runs `serve` (n requests) on a fresh io_context on this thread, timed.
+// Each run first serves a warm-up of its own (--warmup requests), whose
+// results are dropped.
+template <typename Serve>
+RepOutput Measure(int64_t n, Serve serve) {
+  asio::io_context io(1);
+  int64_t replied = 0;
+  return Timed(io, n, serve(replied), replied);
+}
+
+// n requests on an AsioLocalTimer of a fresh io_context; checks that no
+// deadline is left pending on its wheel.
+RepOutput MeasureLocal(int64_t n) {
+  asio::io_context io(1);
+  std::unique_ptr<AsioLocalTimer> wheel =
+      AsioLocalTimer::Create(io.get_executor()).value();
+  int64_t replied = 0;
+  RepOutput out =
+      Timed(io, n, ServeWithAsyncSleep(*wheel, n, replied), replied);
+  if (wheel->timer().pendingTimeouts() != 0) {
+    out.failures.push_back(fmt::format("{} deadlines left pending",
+                                       wheel->timer().pendingTimeouts()));
+  }
+  return out;
+}
+
+RepOutput RunSteadyTimer(const BenchConfig& c) {
+  auto serve = [](int64_t n) {
+    return [n](int64_t& replied) { return ServeWithSteadyTimer(n, replied); };
+  };
+  Measure(std::min(c.warmup, c.coro_requests),
+          serve(std::min(c.warmup, c.coro_requests)));
+  return Measure(c.coro_requests, serve(c.coro_requests));
 }
 
 }  // namespace
@@ -96,12 +132,17 @@ RepOutput CoroDeadline::RunTickwheel(const BenchConfig& c, int64_t, uint64_t) {
 }
 
 RepOutput CoroDeadline::RunAsio(const BenchConfig& c, int64_t, uint64_t) {
-  auto serve = [](int64_t n) {
-    return [n](int64_t& replied) { return ServeWithSteadyTimer(n, replied); };
-  };
-  Measure(std::min(c.warmup, c.coro_requests),
-          serve(std::min(c.warmup, c.coro_requests)));
-  return Measure(c.coro_requests, serve(c.coro_requests));
+  return RunSteadyTimer(c);
+}
+
+RepOutput CoroDeadlineLocal::RunTickwheel(const BenchConfig& c, int64_t,
+                                          uint64_t) {
+  MeasureLocal(std::min(c.warmup, c.coro_requests));
+  return MeasureLocal(c.coro_requests);
+}
+
+RepOutput CoroDeadlineLocal::RunAsio(const BenchConfig& c, int64_t, uint64_t) {
+  return RunSteadyTimer(c);
 }
 
 }  // namespace tickwheel::bench

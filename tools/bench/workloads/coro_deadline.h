@@ -34,6 +34,24 @@ struct CoroDeadline {
   static RepOutput RunAsio(const BenchConfig& c, int64_t, uint64_t);
 };
 
+// coro_deadline_local: coro_deadline with tickwheel's deadline on an
+// AsioLocalTimer (tickwheel/timer/asio_local_timer.h) driven by the same
+// io_context, on its thread: no timer thread, no hop. asio's row is the
+// same asio::steady_timer per request on that io_context as above.
+struct CoroDeadlineLocal {
+  static constexpr const char* kName = "coro_deadline_local";
+  static constexpr const char* kWhat =
+      "coro_deadline with an AsioLocalTimer on the io_context's own thread "
+      "(no heap row)";
+  static constexpr Metric kMetrics[] = {
+      {"ns_per_request", "ns per request", "ns", Better::kLower, 0},
+      {"cpu_per_request", "io thread CPU per request", "ns", Better::kLower, 0},
+  };
+
+  static RepOutput RunTickwheel(const BenchConfig& c, int64_t, uint64_t);
+  static RepOutput RunAsio(const BenchConfig& c, int64_t, uint64_t);
+};
+
 }  // namespace tickwheel::bench
 
 #endif  // TICKWHEEL_TOOLS_BENCH_WORKLOADS_CORO_DEADLINE_H_
