@@ -82,27 +82,6 @@ void LocalEngine::Discard(const StoppedNodes& nodes) {
   for (const Stopped& s : nodes) Sweeper::Discard(s.node);
 }
 
-void LocalEngine::CheckOwner(const char* call) {
-#ifndef NDEBUG
-  if (!owner_driven_) return;
-  const std::thread::id me = std::this_thread::get_id();
-  std::thread::id owner{};
-  if (owner_.compare_exchange_strong(owner, me, std::memory_order_relaxed) ||
-      owner == me) {
-    return;
-  }
-  std::fprintf(stderr,
-               "tickwheel: LocalTimer::%s() called on a thread other than its "
-               "owner (the first thread that used it); only Timeout::cancel(), "
-               "pendingTimeouts(), metrics() and now() may be called from "
-               "other threads\n",
-               call);
-  std::abort();
-#else
-  (void)call;
-#endif
-}
-
 TimeoutNode::OwnerClaim LocalEngine::CancelOnOwner(TimeoutNode* node) {
   using Claim = TimeoutNode::OwnerClaim;
   // Called on the owner thread (the node carries its tag, set by
@@ -147,7 +126,6 @@ void LocalEngine::ReleaseOwnSlot() {
 absl::StatusOr<TimeoutNode*> LocalEngine::Schedule(TaskEmplacer emplace,
                                                    void* callable,
                                                    const DeadlineSpec& when) {
-  CheckOwner("newTimeout");
   const int64_t now = shared_.NowNanos();
   if (absl::Status s = ReserveOwnSlot(); !s.ok()) return s;
   std::atomic<int64_t>& count = shared_.CountWord(0);
@@ -176,7 +154,6 @@ absl::StatusOr<TimeoutNode*> LocalEngine::Schedule(TaskEmplacer emplace,
 }
 
 void LocalEngine::Expedite(TimeoutNode* node) {
-  CheckOwner("expedite");
   if (shared_.closed()) return;
   try {
     expedited_.push_back(node);
@@ -222,7 +199,6 @@ void LocalEngine::TakeNotices() {
 }
 
 int64_t LocalEngine::Advance() {
-  CheckOwner("advance");
   if (in_advance_ || shared_.closed()) return 0;
   const int64_t now = shared_.NowNanos();
   const int64_t ran_before = counters_.expired.load(std::memory_order_relaxed);
@@ -276,7 +252,6 @@ bool LocalEngine::Pass(int64_t now) {
 }
 
 int64_t LocalEngine::NextWakeupNanos() {
-  CheckOwner("nextWakeup");
   if (shared_.closed()) return INT64_MAX;
   if (in_advance_) return shared_.NowNanos();
   TakeNotices();
@@ -285,7 +260,6 @@ int64_t LocalEngine::NextWakeupNanos() {
 }
 
 int64_t LocalEngine::CancelAll() {
-  CheckOwner("cancelAll");
   // After stop() (from a task too): what is pending is stop()'s to return.
   if (shared_.closed()) return 0;
   // What tasks of a running Advance() scheduled is not in the wheel yet:
@@ -301,7 +275,6 @@ int64_t LocalEngine::CancelAll() {
 }
 
 LocalEngine::StoppedNodes LocalEngine::Stop() {
-  CheckOwner("stop");
   shared_.Close();
   if (in_advance_) {
     RequestStop();

@@ -33,8 +33,8 @@
 // back with a load and a store, counting its cancels in owner_cancels_.
 //
 // Thread-safety: owner-driven, Schedule(), Advance(), NextWakeupNanos(),
-// Expedite(), CancelAll() and Stop() on the owner thread (the first thread
-// that calls one; debug builds check it). Worker-driven, Start(), Pass(),
+// Expedite(), CancelAll() and Stop() on the owner thread (the facade,
+// tickwheel::LocalTimer, checks it on every call, in every build). Worker-driven, Start(), Pass(),
 // PlanSleep(), CancelAll() and Collect() on the driving thread (the worker,
 // then the thread that stops it once the worker is joined). pending(),
 // counters(), CancelCalls(), NowNanos(), RequestStop() from any thread. The
@@ -47,7 +47,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -201,9 +200,6 @@ class LocalEngine final : private BacklogWaker, private OwnerCanceller {
   absl::Status ReserveOwnSlot();
   void ReleaseOwnSlot();
 
-  // Owner-driven, debug builds: binds the owner thread on the first call,
-  // and aborts with a message naming `call` when another thread calls.
-  void CheckOwner(const char* call);
   // Drains the notice queues, and purges what CancelAll() left in the
   // wheel. Not during Advance()'s walk.
   void TakeNotices();
@@ -243,8 +239,6 @@ class LocalEngine final : private BacklogWaker, private OwnerCanceller {
   // Cancels won by CancelOnOwner(), for metrics(): written by the owner
   // alone (load and store), read from any thread.
   std::atomic<int64_t> owner_cancels_{0};
-  // Debug builds: the owner thread, bound by its first call.
-  std::atomic<std::thread::id> owner_{};
 };
 
 }  // namespace tickwheel::internal
