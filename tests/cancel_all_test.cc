@@ -15,6 +15,8 @@
 
 #include "tests/test_util.h"
 #include "tickwheel/timer/timer.h"
+#include "tickwheel/worker/shared_state.h"
+#include "tickwheel/worker/timeout_node.h"
 
 namespace tickwheel {
 namespace {
@@ -182,6 +184,51 @@ TEST(CancelAllTest, RacingSchedulersAndCancelsEndEveryTaskOnce) {
             total);
   EXPECT_EQ(alive.load(), 0) << "captures not destroyed";
   EXPECT_EQ(timer->pendingTimeouts(), 0);
+}
+
+// A cancel() that has taken its node back out of a lane cell but not yet
+// buried the cell leaves the cell unpublished for a moment. The nodes
+// published after it in that lane are pending and must still be counted:
+// cancelAll() waits for the cell rather than stopping at it. The test holds
+// the cancel() at that step itself (the take-back, done through the
+// internals), has cancelAll() run meanwhile, then finishes the cancel().
+TEST(CancelAllTest, WaitsForACancelThatHasTakenItsNodeOutOfTheLane) {
+  using Lane = internal::SharedTimerState::NodeLane;
+  ManualTimer t = MakeManualTimer(Tick(absl::Nanoseconds(1)));
+  std::vector<std::shared_ptr<Probe>> probes;
+  std::vector<Timeout> timeouts;
+  auto add = [&] {
+    probes.push_back(std::make_shared<Probe>());
+    timeouts.push_back(
+        t.timer->newTimeout(ProbeTask(probes.back()), absl::Seconds(1))
+            .value());
+  };
+  add();
+  t.clock->AwaitIdle();  // #0 filed; the worker sleeps until it is due
+  for (int i = 0; i < 3; ++i) add();  // #1..#3 wait in this thread's lane
+  internal::TimeoutNode* node = internal::TimeoutAccess::Node(timeouts[1]);
+  internal::TimeoutNode::LaneCellPtr cell = node->LaneCell();
+  ASSERT_NE(cell, nullptr);
+  // The take-back: the cell is empty and unsettled, and the worker's
+  // reference to #1 is now ours.
+  ASSERT_TRUE(Lane::TakeBackPending(cell, node));
+  std::atomic<int64_t> count{-1};
+  std::thread all([&] { count = t.timer->cancelAll(); });
+  // Give cancelAll() time to reach the cell; the outcome does not depend on
+  // whether it did.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(timeouts[1].cancel());  // queued -> cancelled, as the XADD does
+  Lane::Bury(cell);
+  node->Unref();  // the worker's reference, taken back with the cell
+  all.join();
+  EXPECT_EQ(count.load(), 3);  // #0 from the wheel, #2 and #3 from the lane
+  EXPECT_EQ(t.timer->pendingTimeouts(), 0);
+  for (size_t i = 0; i < probes.size(); ++i) {
+    EXPECT_TRUE(timeouts[i].isCancelled()) << i;
+    EXPECT_TRUE(probes[i]->captures_destroyed.load()) << i;
+  }
+  t.clock->AdvanceInSteps(absl::Seconds(2), absl::Milliseconds(100));
+  for (const auto& probe : probes) EXPECT_EQ(probe->runs.load(), 0);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include "tickwheel/worker/intake.h"
 
+#include "tickwheel/worker/node_state.h"
+
 namespace tickwheel::internal {
 
 bool Intake::LanesEmpty() const {
@@ -38,6 +40,27 @@ TimeoutNode* Intake::PopNew(SharedTimerState::Shard& shard) {
       case SharedTimerState::NodeLane::Popped::kNotYet:
       case SharedTimerState::NodeLane::Popped::kEmpty:
         return shard.queue.Pop();
+    }
+  }
+}
+
+TimeoutNode* Intake::PopNewWaiting(SharedTimerState::Shard& shard) {
+  using Popped = SharedTimerState::NodeLane::Popped;
+  for (int spins = 0;; ++spins) {
+    TimeoutNode* node = nullptr;
+    switch (shard.lane.Pop(&node)) {
+      case Popped::kItem:
+        return node;
+      case Popped::kTakenBack:
+        traffic_ = true;
+        continue;
+      case Popped::kEmpty:
+        return shard.queue.Pop();
+      case Popped::kNotYet:
+        if (TimeoutNode* queued = shard.queue.Pop()) return queued;
+        SpinPause(spins);
+        shard.lane.Recount();  // the cell may have been given back
+        continue;
     }
   }
 }

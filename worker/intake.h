@@ -45,6 +45,17 @@ class Intake {
   // The next new node of `shard`: its fast lane first, then its queue;
   // nullptr when neither has one ready.
   TimeoutNode* PopNew(SharedTimerState::Shard& shard);
+  // PopNew() for cancelAll(), which must reach every node published before
+  // it: where PopNew() leaves a claimed but unpublished lane cell for a later
+  // pass, this waits until the cell is published, buried or given back. Such
+  // a cell is a cancel() between its take-back and settling the cell, or a
+  // newTimeout() between claiming and publishing: a few stores away, and
+  // nodes published after it wait behind it. nullptr: lane and queue empty.
+  // Ordering: each retry's Pop() exchanges the cell (acq_rel), so it takes
+  // the node with everything written before Publish() (release), or the
+  // tombstone Bury() stored (release); a cell given back instead is seen
+  // through tail_ (Lane::Recount(), acquire, after Unclaim()'s seq_cst CAS).
+  TimeoutNode* PopNewWaiting(SharedTimerState::Shard& shard);
 
   // Whether the last Take*() found anything, cleared by StartPass(): while
   // traffic flows the worker comes back at the end of the tick.

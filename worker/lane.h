@@ -177,6 +177,16 @@ class Lane {
     return Popped::kItem;
   }
 
+  // After Pop() reported kNotYet: forgets the cells that Unclaim() gave
+  // back since the last Refresh(), so that a consumer waiting at a cell
+  // taken back and then given back stops waiting (Pop() reports kEmpty).
+  // tail_ moves back only by Unclaim(), and only from the last claimed cell,
+  // so no cell published before it is dropped. Consumer only.
+  void Recount() {
+    const uint64_t tail = tail_.load(std::memory_order_acquire);
+    if (tail < seen_tail_) seen_tail_ = tail;
+  }
+
   // True when no cell is claimed and not yet popped, counting cells whose
   // producer has not published yet. Consumer only.
   bool Empty() const {

@@ -112,9 +112,12 @@ int64_t Sweeper::CancelAll() {
     }
   }
   refiles = std::move(kept);
+  // Waiting at unpublished cells: a cancel() that has taken its node back
+  // but not yet buried the cell would otherwise hide the nodes behind it,
+  // which are pending and must be counted.
   for (auto& shard : shared_.shards) {
     shard.lane.Refresh();
-    while (TimeoutNode* node = intake_.PopNew(shard)) {
+    while (TimeoutNode* node = intake_.PopNewWaiting(shard)) {
       if (node->library() && node->Arm()) {
         refiles.push_back(node);  // filed with the others, at the pass's end
         continue;
