@@ -34,11 +34,12 @@
 //
 // Thread-safety: owner-driven, Schedule(), Advance(), NextWakeupNanos(),
 // Expedite(), CancelAll() and Stop() on the owner thread (the facade,
-// tickwheel::LocalTimer, checks it on every call, in every build). Worker-driven, Start(), Pass(),
-// PlanSleep(), CancelAll() and Collect() on the driving thread (the worker,
-// then the thread that stops it once the worker is joined). pending(),
-// counters(), CancelCalls(), NowNanos(), RequestStop() from any thread. The
-// destructor once driving is over (happens-before), never from a task.
+// tickwheel::LocalTimer, checks it on every call, in every build).
+// Worker-driven, Start(), Pass(), PlanSleep(), CancelAll() and Collect() on the
+// driving thread (the worker, then the thread that stops it once the worker is
+// joined). pending(), counters(), CancelCalls(), NowNanos(), RequestStop() from
+// any thread. The destructor once driving is over (happens-before), never from
+// a task.
 
 #ifndef TICKWHEEL_WORKER_LOCAL_ENGINE_H_
 #define TICKWHEEL_WORKER_LOCAL_ENGINE_H_
