@@ -48,6 +48,12 @@ absl::Status CheckOptions(const DurableTimerOptions& o) {
   if (!PositiveFinite(o.redis_timeout)) {
     return bad("redis_timeout", o.redis_timeout);
   }
+  if (o.max_cluster_redirects < 1 || o.max_cluster_redirects > 100) {
+    return absl::InvalidArgumentError(fmt::format(
+        "DurableTimerOptions::max_cluster_redirects must be in [1, 100], "
+        "got {}",
+        o.max_cluster_redirects));
+  }
   if (o.max_in_flight < 1) {
     return absl::InvalidArgumentError(
         fmt::format("DurableTimerOptions::max_in_flight must be >= 1, got {}",

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "tickwheel/durable/cluster_slots.h"
 #include "tickwheel/durable/counters.h"
 #include "tickwheel/durable/delivery.h"
 #include "tickwheel/durable/keys.h"
@@ -32,17 +33,22 @@ using internal::WithAdvice;
 namespace {
 
 // ScheduleMany()'s round trip: MULTI, one script call per shard (and per
-// kMaxScriptBatch entries), EXEC, applied together. EVAL with the source
-// rather than EVALSHA: inside a transaction a missing script would fail its
-// own command while the others ran. `earliest` gets each shard's first
-// deadline.
+// kMaxScriptBatch entries), EXEC, applied together; on a Redis Cluster
+// (`per_shard`) one MULTI ... EXEC per shard, as a transaction may not span
+// slots. EVAL with the source rather than EVALSHA: inside a transaction a
+// missing script would fail its own command while the others ran.
+// `earliest` gets each shard's first deadline.
 std::vector<RedisCommand> ScheduleManyCommands(
     const std::vector<internal::ShardKeys>& keys,
     const std::map<int, std::vector<internal::ScheduleArgs>>& by_shard,
-    std::vector<std::pair<int, int64_t>>* earliest) {
+    bool per_shard, std::vector<std::pair<int, int64_t>>* earliest) {
   std::vector<RedisCommand> commands;
   commands.push_back({"MULTI"});
   for (const auto& [shard, args] : by_shard) {
+    if (per_shard && commands.size() > 1) {
+      commands.push_back({"EXEC"});
+      commands.push_back({"MULTI"});
+    }
     int64_t first = internal::kMaxDeadlineMicros;
     for (size_t i = 0; i < args.size(); i += internal::kMaxScriptBatch) {
       const size_t n = std::min(args.size() - i,
@@ -81,8 +87,20 @@ DurableTimer::~DurableTimer() { (void)Stop(); }
 absl::StatusOr<std::unique_ptr<DurableTimer>> DurableTimer::Connect(
     DurableTimerOptions options) {
   if (absl::Status s = internal::CheckOptions(options); !s.ok()) return s;
+  std::vector<internal::RedisEndpoint> seeds;
+  for (const std::string& node : options.cluster_nodes) {
+    absl::StatusOr<internal::RedisEndpoint> seed =
+        internal::ParseHostPort(node);
+    if (!seed.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("DurableTimerOptions::cluster_nodes: {}",
+                      std::string(seed.status().message())));
+    }
+    seeds.push_back(*std::move(seed));
+  }
   absl::StatusOr<internal::RedisEndpoint> endpoint =
-      internal::ParseRedisUri(options.redis);
+      seeds.empty() ? internal::ParseRedisUri(options.redis)
+                    : absl::StatusOr<internal::RedisEndpoint>(seeds[0]);
   if (!endpoint.ok()) return endpoint.status();
   if (options.owner.empty()) options.owner = internal::DefaultOwner();
   if (options.handler_threads == 0) {
@@ -93,6 +111,8 @@ absl::StatusOr<std::unique_ptr<DurableTimer>> DurableTimer::Connect(
   impl->session_options.endpoint = *std::move(endpoint);
   impl->session_options.username = o.username;
   impl->session_options.password = o.password;
+  impl->session_options.cluster_seeds = std::move(seeds);
+  impl->session_options.max_redirects = o.max_cluster_redirects;
   impl->timeout_nanos = absl::ToInt64Nanoseconds(o.redis_timeout);
   impl->session_options.timeout_nanos = impl->timeout_nanos;
   impl->keys = internal::MakeShardKeys(o.keyspace, o.shards);
@@ -215,31 +235,44 @@ absl::Status DurableTimer::ScheduleMany(
          e.options.max_attempts.value_or(impl_->options.max_attempts)});
   }
   std::vector<std::pair<int, int64_t>> earliest;  // shard, first deadline
-  const std::vector<RedisCommand> commands =
-      ScheduleManyCommands(impl_->keys, by_shard, &earliest);
+  const std::vector<RedisCommand> commands = ScheduleManyCommands(
+      impl_->keys, by_shard, !impl_->session_options.cluster_seeds.empty(),
+      &earliest);
   std::vector<RedisReply> replies;
   if (absl::Status s = impl_->Call(commands, &replies); !s.ok()) {
     return WithAdvice(std::move(s),
                       "all or none of the timers may be scheduled: call "
                       "ScheduleMany() again (it is idempotent)");
   }
-  for (size_t i = 0; i + 1 < replies.size(); ++i) {
-    if (replies[i].is_error()) {  // queuing failed: EXEC discarded it all
-      return impl_->ErrorReply(replies[i], "ScheduleMany (nothing scheduled)");
+  // One transaction, or one per shard on a cluster: each MULTI, its
+  // queued commands, and the EXEC that applies them.
+  size_t multi = 0;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const RedisReply& r = replies[i];
+    const std::string_view some =
+        multi == 0 ? "nothing scheduled"
+                   : "some shards may have been scheduled: call it again";
+    if (commands[i][0] == "MULTI") multi = i;
+    if (commands[i][0] != "EXEC") {
+      if (r.is_error()) {  // queuing failed: EXEC discards the transaction
+        return impl_->ErrorReply(r, fmt::format("ScheduleMany ({})", some));
+      }
+      continue;
     }
-  }
-  const RedisReply& exec = replies.back();
-  if (exec.is_error()) return impl_->ErrorReply(exec, "ScheduleMany");
-  if (exec.type != RedisReply::Type::kArray ||
-      exec.elements.size() != commands.size() - 2) {
-    return absl::InternalError("ScheduleMany: malformed reply to EXEC");
-  }
-  for (const RedisReply& r : exec.elements) {
     if (r.is_error()) {
-      return impl_->ErrorReply(
-          r,
-          "ScheduleMany (some shards may have been scheduled: call it "
-          "again)");
+      return impl_->ErrorReply(r, fmt::format("ScheduleMany ({})", some));
+    }
+    if (r.type != RedisReply::Type::kArray ||
+        r.elements.size() != i - multi - 1) {
+      return absl::InternalError("ScheduleMany: malformed reply to EXEC");
+    }
+    for (const RedisReply& e : r.elements) {
+      if (e.is_error()) {
+        return impl_->ErrorReply(
+            e,
+            "ScheduleMany (some shards may have been scheduled: call it "
+            "again)");
+      }
     }
   }
   impl_->Accepted();

@@ -99,8 +99,22 @@ namespace tickwheel::durable {
 
 struct DurableTimerOptions {
   // Where Redis listens: "tcp://host:port" or "unix:///path/redis.sock".
-  // One Redis (or its primary); not a Redis Cluster (docs/DURABLE.md).
+  // One Redis (or its primary). Ignored when cluster_nodes is set.
   std::string redis = "tcp://127.0.0.1:6379";
+  // A Redis Cluster instead of one Redis: some of its nodes, each
+  // "host:port" (a master or a replica; one that answers is enough). Each
+  // connection reads the slot map (CLUSTER SLOTS) from them and sends each
+  // shard's scripts to the master of the shard's hash-tag slot; a MOVED
+  // (the slot has a new owner: the map is read again), an ASK (the slot is
+  // migrating) or a TRYAGAIN is followed up to max_cluster_redirects times
+  // per call, after which the call is Unavailable. What a cluster does not
+  // yet give (no write is confirmed on a replica, so a failover may lose
+  // what a master acknowledged last): docs/DURABLE.md, "Redis Cluster".
+  // Empty (the default): one Redis, at `redis`. InvalidArgument when an
+  // entry is not host:port.
+  std::vector<std::string> cluster_nodes;
+  // Redirects one command may follow within one call, in [1, 100].
+  int max_cluster_redirects = 5;
   // Credentials, sent with AUTH on every connection. With a username (an
   // ACL user, Redis 6 and later): AUTH username password. Without one:
   // AUTH password when the password is not empty (the default user, as
@@ -333,7 +347,10 @@ class DurableTimer {
   // later entry with the same id wins. Unavailable: all or none of them may
   // be scheduled; call again. ResourceExhausted: Redis is full, as for
   // Schedule(); none was scheduled. Keep batches to thousands of entries: Redis
-  // serves no one else while it applies one.
+  // serves no one else while it applies one. On a Redis Cluster
+  // (cluster_nodes) a transaction may not span slots: each shard's entries
+  // are all or none, the shards one after another, so an error may leave
+  // some shards scheduled (the status says so; calling again is safe).
   absl::Status ScheduleMany(std::span<const ScheduleEntry> entries);
 
   // Cancels timer `id`. True iff it was scheduled and not yet acknowledged

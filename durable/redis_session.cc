@@ -54,8 +54,9 @@ absl::Status ReplyErrorStatus(const RedisReply& reply, std::string_view what,
   if (reply.IsErrorCode("MOVED") || reply.IsErrorCode("ASK") ||
       reply.IsErrorCode("CROSSSLOT")) {
     return absl::FailedPreconditionError(fmt::format(
-        "Redis at {}: {}: {}; this client speaks to one Redis (or a "
-        "primary), not to a Redis Cluster (docs/DURABLE.md)",
+        "Redis at {}: {}: {}; this is a Redis Cluster: name its nodes in "
+        "DurableTimerOptions::cluster_nodes rather than redis "
+        "(docs/DURABLE.md)",
         where, what, reply.str));
   }
   return absl::InternalError(
@@ -70,6 +71,10 @@ absl::Status RedisSession::Failed(absl::Status status) {
 }
 
 absl::Status RedisSession::Connect(int64_t deadline_nanos) {
+  if (cluster()) {
+    if (connected()) return absl::OkStatus();
+    return RefreshSlots(deadline_nanos);
+  }
   if (conn_ != nullptr && conn_->ClosedByPeer()) {
     ever_failed_ = true;  // lost while idle: connecting again counts
   }
@@ -80,7 +85,7 @@ absl::Status RedisSession::Connect(int64_t deadline_nanos) {
                             options_->password, deadline_nanos);
   if (!conn.ok()) return Failed(conn.status());
   conn_ = *std::move(conn);
-  if (absl::Status s = LoadScripts(deadline_nanos); !s.ok()) {
+  if (absl::Status s = LoadScripts(conn_.get(), deadline_nanos); !s.ok()) {
     return Failed(std::move(s));
   }
   if (ever_failed_) {
@@ -90,14 +95,15 @@ absl::Status RedisSession::Connect(int64_t deadline_nanos) {
   return absl::OkStatus();
 }
 
-absl::Status RedisSession::LoadScripts(int64_t deadline_nanos) {
+absl::Status RedisSession::LoadScripts(RedisConnection* conn,
+                                       int64_t deadline_nanos) {
   std::vector<RedisCommand> load;
   for (int i = 0; i < kScriptCount; ++i) {
     load.push_back(
         {"SCRIPT", "LOAD", std::string(ScriptSource(static_cast<Script>(i)))});
   }
   std::vector<RedisReply> replies;
-  if (absl::Status s = conn_->Pipeline(load, &replies, deadline_nanos);
+  if (absl::Status s = conn->Pipeline(load, &replies, deadline_nanos);
       !s.ok()) {
     return s;
   }
@@ -106,12 +112,12 @@ absl::Status RedisSession::LoadScripts(int64_t deadline_nanos) {
     if (replies[i].is_error()) {
       return ReplyErrorStatus(replies[i],
                               fmt::format("SCRIPT LOAD {}", ScriptName(script)),
-                              options_->endpoint);
+                              conn->endpoint());
     }
     if (replies[i].str != ScriptSha(script)) {
       return absl::InternalError(
           fmt::format("Redis at {} named script {} {}, expected {}",
-                      options_->endpoint.ToString(), ScriptName(script),
+                      conn->endpoint().ToString(), ScriptName(script),
                       replies[i].str, ScriptSha(script)));
     }
   }
@@ -121,6 +127,7 @@ absl::Status RedisSession::LoadScripts(int64_t deadline_nanos) {
 absl::Status RedisSession::Run(std::span<const RedisCommand> commands,
                                std::vector<RedisReply>* replies,
                                int64_t deadline_nanos) {
+  if (cluster()) return RunCluster(commands, replies, deadline_nanos);
   if (absl::Status s = Connect(deadline_nanos); !s.ok()) return s;
   if (absl::Status s = conn_->Pipeline(commands, replies, deadline_nanos);
       !s.ok()) {
@@ -134,7 +141,7 @@ absl::Status RedisSession::Run(std::span<const RedisCommand> commands,
     if ((*replies)[i].IsErrorCode("NOSCRIPT")) again.push_back(i);
   }
   if (again.empty()) return absl::OkStatus();
-  if (absl::Status s = LoadScripts(deadline_nanos); !s.ok()) {
+  if (absl::Status s = LoadScripts(conn_.get(), deadline_nanos); !s.ok()) {
     return Failed(std::move(s));
   }
   std::vector<RedisCommand> retry;

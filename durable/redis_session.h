@@ -5,6 +5,14 @@
 // loading it when Redis answers NOSCRIPT (a restarted Redis has an empty
 // script cache). SessionPool: the sessions of DurableTimer's API calls.
 //
+// With cluster seeds (SessionOptions::cluster_seeds), a session speaks to a
+// Redis Cluster: it reads the slot map (CLUSTER SLOTS) from a seed, sends
+// each command (a MULTI ... EXEC block as one) to the master of its first
+// key's slot over a connection per node, and follows MOVED (the map is read
+// again), ASK (ASKING, then the command, on the node named) and TRYAGAIN (a
+// slot in the middle of a migration: again after a short pause), up to
+// SessionOptions::max_redirects times per command (redis_session_cluster.cc).
+//
 // RedisSession is thread-compatible: one thread at a time (the delivery's
 // poller owns one; API calls take one from the pool). SessionPool is
 // thread-safe.
@@ -20,6 +28,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -28,6 +37,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "tickwheel/durable/cluster_slots.h"
 #include "tickwheel/durable/mutex.h"
 #include "tickwheel/durable/redis_connection.h"
 
@@ -38,6 +48,10 @@ struct SessionOptions {
   std::string password;
   int64_t timeout_nanos = 1'000'000'000;  // redis_timeout
   std::string username;  // an ACL user; empty: the default user
+  // Seed nodes of a Redis Cluster; empty: `endpoint` is one Redis.
+  std::vector<RedisEndpoint> cluster_seeds;
+  // Redirects (MOVED, ASK, TRYAGAIN) one command may follow in one Run().
+  int max_redirects = 5;
 };
 
 // Written by any thread with relaxed atomic adds; read for metrics().
@@ -66,14 +80,18 @@ class RedisSession {
   // in `replies`, error replies included (see ReplyErrorStatus()).
   // Unavailable: Redis unreachable, failed or timed out; the connection is
   // dropped and the commands may or may not have run. PermissionDenied: the
-  // password was refused.
+  // password was refused. In a cluster, also Unavailable when a command is
+  // still redirected after max_redirects redirects (resharding or failover
+  // in progress); the commands may or may not have run.
   absl::Status Run(std::span<const RedisCommand> commands,
                    std::vector<RedisReply>* replies, int64_t deadline_nanos);
 
   // Connects now unless connected (the same errors as Run()).
   absl::Status Connect(int64_t deadline_nanos);
 
-  bool connected() const { return conn_ != nullptr && !conn_->broken(); }
+  bool connected() const {
+    return cluster() ? !slots_.empty() : conn_ != nullptr && !conn_->broken();
+  }
   // Counts an error reply that the caller found among Run()'s replies.
   void CountErrorReply() {
     counters_->errors.fetch_add(1, std::memory_order_relaxed);
@@ -81,13 +99,31 @@ class RedisSession {
   const RedisEndpoint& endpoint() const { return options_->endpoint; }
 
  private:
-  absl::Status LoadScripts(int64_t deadline_nanos);
+  struct Unit;  // redis_session_cluster.cc
+  bool cluster() const { return !options_->cluster_seeds.empty(); }
+  absl::Status LoadScripts(RedisConnection* conn, int64_t deadline_nanos);
   absl::Status Failed(absl::Status status);
+  // Redis Cluster (redis_session_cluster.cc).
+  absl::Status RunCluster(std::span<const RedisCommand> commands,
+                          std::vector<RedisReply>* replies,
+                          int64_t deadline_nanos);
+  absl::Status RunRound(std::span<const RedisCommand> commands,
+                        std::vector<Unit>& units,
+                        const std::vector<size_t>& pending,
+                        std::vector<RedisReply>* replies,
+                        int64_t deadline_nanos);
+  absl::StatusOr<RedisConnection*> NodeConnection(const RedisEndpoint& node,
+                                                  int64_t deadline_nanos);
+  absl::Status RefreshSlots(int64_t deadline_nanos);
 
   const SessionOptions* options_;
   RedisCounters* counters_;
   std::unique_ptr<RedisConnection> conn_;
   bool ever_failed_ = false;  // a connect after this counts as a reconnect
+  // Cluster only: a connection per node ("tcp://host:port"), and the slot
+  // map (empty until read, and after a node failed).
+  std::map<std::string, std::unique_ptr<RedisConnection>> nodes_;
+  SlotMap slots_;
 };
 
 // Sessions for API calls: a caller takes one (or a new one, up to

@@ -1,0 +1,90 @@
+// durable/testing/redis_cluster.h
+// -----------------------------------------------------------------------------
+// Test-only. RedisCluster: a Redis Cluster of the test's own, three masters
+// and three replicas, each a RedisServer (redis_server.h) with
+// cluster-enabled on 127.0.0.1, a free port and a folder of its own, joined
+// by `redis-cli --cluster create ... --cluster-replicas 1 --cluster-yes`.
+// Start() returns once every node reports cluster_state:ok.
+//
+//   auto cluster = RedisCluster::Start().value();
+//   DurableTimerOptions o;  o.cluster_nodes = cluster->seeds();
+//   ...
+//   cluster->MoveSlot(slot, other_master_port);  // clients now get MOVED
+//
+// Every node is stopped by the pid this process started (SIGTERM and
+// waitpid) when the object goes; nothing is stopped by name. redis-cli is
+// taken from PATH, or $TICKWHEEL_REDIS_CLI.
+//
+// This class is thread-compatible.
+
+#ifndef TICKWHEEL_DURABLE_TESTING_REDIS_CLUSTER_H_
+#define TICKWHEEL_DURABLE_TESTING_REDIS_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tickwheel/durable/redis_connection.h"
+#include "tickwheel/durable/testing/redis_server.h"
+
+namespace tickwheel::durable::testing {
+
+class RedisCluster {
+ public:
+  static constexpr int kMasters = 3;
+  static constexpr int kNodes = 6;  // one replica per master
+
+  struct Options {
+    // How long Start() waits for each server's PING and for the whole
+    // cluster's cluster_state:ok.
+    absl::Duration ready_timeout = absl::Seconds(60);
+  };
+
+  static absl::StatusOr<std::unique_ptr<RedisCluster>> Start(Options options);
+  static absl::StatusOr<std::unique_ptr<RedisCluster>> Start() {
+    return Start(Options());
+  }
+
+  RedisCluster(const RedisCluster&) = delete;
+  RedisCluster& operator=(const RedisCluster&) = delete;
+
+  // The nodes, in the order they were started (the first kMasters were
+  // created as masters).
+  const std::vector<std::unique_ptr<RedisServer>>& nodes() const {
+    return nodes_;
+  }
+  // "127.0.0.1:<port>" of every node: seed nodes for a client.
+  std::vector<std::string> seeds() const;
+
+  // The port of the master that owns `slot` now (CLUSTER SLOTS as the first
+  // reachable node answers it).
+  absl::StatusOr<int> MasterOfSlot(int slot);
+  // The ports of the masters now.
+  absl::StatusOr<std::vector<int>> MasterPorts();
+
+  // Moves `slot` with its keys from its current master to the master on
+  // `to_port`, the way redis-cli --cluster reshard does: SETSLOT IMPORTING
+  // and MIGRATING, MIGRATE of the keys in batches, then SETSLOT NODE on
+  // every master. A client that used the old owner then gets MOVED.
+  absl::Status MoveSlot(int slot, int to_port);
+
+  // One command on the node with `port`.
+  absl::StatusOr<internal::RedisReply> Command(
+      int port, std::vector<std::string> args,
+      absl::Duration timeout = absl::Seconds(5));
+
+ private:
+  RedisCluster() = default;
+  absl::Status Create(const Options& options);
+  absl::Status WaitOk(absl::Duration timeout);
+  RedisServer* Node(int port);
+  absl::StatusOr<std::string> NodeId(int port);
+
+  std::vector<std::unique_ptr<RedisServer>> nodes_;
+};
+
+}  // namespace tickwheel::durable::testing
+
+#endif  // TICKWHEEL_DURABLE_TESTING_REDIS_CLUSTER_H_
