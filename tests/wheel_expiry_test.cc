@@ -28,8 +28,8 @@ struct Nodes {
 
 // A deadline of d + 1 is due at tick d.
 void File(Wheel& wheel, TimeoutNode* n, int64_t due_tick) {
-  n->filed = due_tick + 1;
-  wheel.Insert(n);
+  n->deadline.store(due_tick + 1);
+  wheel.Insert(n, n->deadline.load());
 }
 
 using Expiries = std::vector<std::pair<int64_t, TimeoutNode*>>;
@@ -167,17 +167,17 @@ TEST(WheelExpiryTest, ExpireFiledByLeavesWhatWasFiledMeanwhile) {
   TimeoutNode* a = nodes.New();
   TimeoutNode* b = nodes.New();
   TimeoutNode* early = nodes.New();
-  a->filed = 10;
-  b->filed = 60;
-  wheel.Insert(a);
-  wheel.Insert(b);
+  a->deadline.store(10);
+  b->deadline.store(60);
+  wheel.Insert(a, a->deadline.load());
+  wheel.Insert(b, b->deadline.load());
   ASSERT_EQ(wheel.EarliestFiledAt(0), 10);
   std::vector<TimeoutNode*> out;
   auto take = [&](TimeoutNode* n) {
     out.push_back(n);
     if (n == a) {
-      early->filed = 20;  // before b, due by the call's deadline
-      wheel.Insert(early);
+      early->deadline.store(20);  // before b, due by the call's deadline
+      wheel.Insert(early, early->deadline.load());
     }
     return true;
   };

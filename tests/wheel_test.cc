@@ -27,7 +27,7 @@ namespace {
 // The due tick by division, the obvious way: the first tick whose end,
 // (k + 1) * tick_nanos, is at or after `deadline` (nanoseconds after start),
 // so that nothing runs early; ceil(deadline / tick) - 1, written so that it
-// cannot overflow. The wheel's DueTickOf() multiplies instead and must agree.
+// cannot overflow. The wheel's DueTickAt() multiplies instead and must agree.
 int64_t DueTick(int64_t deadline, int64_t tick_nanos) {
   if (deadline <= 0) return 0;
   return deadline / tick_nanos + (deadline % tick_nanos != 0 ? 1 : 0) - 1;
@@ -43,8 +43,8 @@ struct Nodes {
 
 // The wheels here have a 1 ns tick, so a deadline of d + 1 is due at tick d.
 void Insert(Wheel& wheel, TimeoutNode* n, int64_t due_tick) {
-  n->filed = due_tick == INT64_MAX ? INT64_MAX : due_tick + 1;
-  wheel.Insert(n);
+  n->deadline.store(due_tick == INT64_MAX ? INT64_MAX : due_tick + 1);
+  wheel.Insert(n, n->deadline.load());
 }
 
 // Advances to `last_tick` with an unlimited budget; returns (tick, node) of
@@ -56,7 +56,7 @@ std::vector<std::pair<int64_t, TimeoutNode*>> AdvanceTo(Wheel& wheel,
     // The worker relies on this: elapsed() is the tick being expired, the
     // node's due tick or, for an overdue node, the later tick it was moved
     // to (the tests compare these ticks with the due ticks they inserted).
-    EXPECT_LE(wheel.DueTickOf(n), wheel.elapsed());
+    EXPECT_LE(wheel.DueTickAt(n->deadline.load()), wheel.elapsed());
     EXPECT_LE(wheel.elapsed(), last_tick);
     out.emplace_back(wheel.elapsed(), n);
     return true;
@@ -320,11 +320,11 @@ TEST(WheelTest, CheckInvariantsReportsMisplacedNode) {
   Wheel wheel(8);
   TimeoutNode* n = nodes.New();
   Insert(wheel, n, 5);
-  n->filed = 42;  // corrupt: now due at tick 41, in another bucket
+  n->deadline.store(42);  // corrupt: now due at tick 41, in another bucket
   const std::string problem = WheelTestPeer::CheckInvariants(wheel);
   EXPECT_NE(problem.find("misplaced"), std::string::npos) << problem;
-  EXPECT_NE(problem.find("filed=42"), std::string::npos) << problem;
-  n->filed = 6;
+  EXPECT_NE(problem.find("deadline=42"), std::string::npos) << problem;
+  n->deadline.store(6);
   wheel.Remove(n);
 }
 
@@ -454,17 +454,16 @@ TEST(WheelTest, TickDividerMatchesDivision) {
   }
 }
 
-TEST(WheelTest, DueTickOfMatchesDueTick) {
+TEST(WheelTest, DueTickAtMatchesDueTick) {
   std::mt19937_64 rng(11);
   for (int64_t tick :
        {int64_t{1}, int64_t{7}, int64_t{1000000}, int64_t{1} << 33}) {
     Wheel wheel(8, tick);
-    alignas(16) TimeoutNode n;
     for (int i = 0; i < 20000; ++i) {
-      n.filed = static_cast<int64_t>(rng() >> (1 + rng() % 63));
-      if (i < 3) n.filed = std::vector<int64_t>{0, 1, INT64_MAX}[i];
-      ASSERT_EQ(wheel.DueTickOf(&n), DueTick(n.filed, tick))
-          << n.filed << " tick " << tick;
+      int64_t deadline = static_cast<int64_t>(rng() >> (1 + rng() % 63));
+      if (i < 3) deadline = std::vector<int64_t>{0, 1, INT64_MAX}[i];
+      ASSERT_EQ(wheel.DueTickAt(deadline), DueTick(deadline, tick))
+          << deadline << " tick " << tick;
     }
   }
 }
@@ -541,8 +540,8 @@ TEST(WheelTest, AnAppendAfterACompactionStillResortsTheTick) {
   wheel.SortEachTick();
   auto file = [&](int64_t filed) {
     TimeoutNode* n = nodes.New();
-    n->filed = filed;
-    wheel.Insert(n);
+    n->deadline.store(filed);
+    wheel.Insert(n, n->deadline.load());
     return n;
   };
   std::vector<TimeoutNode*> got;
@@ -577,8 +576,8 @@ TEST(WheelTest, ATicksBucketRunsInDeadlineOrderWhateverTheAppendOrder) {
   wheel.SortEachTick();
   auto file = [&](int64_t filed) {
     TimeoutNode* n = nodes.New();
-    n->filed = filed;
-    wheel.Insert(n);
+    n->deadline.store(filed);
+    wheel.Insert(n, n->deadline.load());
     return n;
   };
   std::vector<TimeoutNode*> got;
@@ -622,9 +621,9 @@ TEST(WheelTest, WithinTickExpiryIsInDeadlineOrder) {
       if (op < 5) {
         const int64_t span = (rng() % 8 == 0) ? 100000 : 300;
         TimeoutNode* n = nodes.New();
-        n->filed = now + 1 + static_cast<int64_t>(rng() % span);
-        wheel.Insert(n);
-        model[{n->filed, seq++}] = n;
+        n->deadline.store(now + 1 + static_cast<int64_t>(rng() % span));
+        wheel.Insert(n, n->deadline.load());
+        model[{n->deadline.load(), seq++}] = n;
       } else if (op < 7 && !model.empty()) {
         auto it = model.begin();
         std::advance(it, rng() % model.size());

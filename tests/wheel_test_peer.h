@@ -30,7 +30,7 @@ class WheelTestPeer {
   // turns of level 0 still to wait, (due - elapsed) >> log2(L); 0 once
   // overdue.
   static int64_t RemainingRounds(const Wheel& w, const TimeoutNode* node) {
-    const int64_t ahead = w.DueTickOf(node) - w.elapsed_;
+    const int64_t ahead = w.DueTickAt(node->deadline.load()) - w.elapsed_;
     return ahead > 0 ? ahead >> w.bits0_ : 0;
   }
 
@@ -70,7 +70,7 @@ class WheelTestPeer {
                            level, slot, fmt::ptr(n), i, b.begin);
       }
       ++live;
-      const int64_t due = w.DueTickOf(n);
+      const int64_t due = w.DueTickAt(n->deadline.load());
       const bool overdue = Wheel::LevelOf(n) == Wheel::kOverdueLevel;
       const bool placed = overdue ? level == 0 && due < w.elapsed_ &&
                                         slot == w.SlotOf(0, w.elapsed_)
@@ -80,10 +80,11 @@ class WheelTestPeer {
                                         w.LevelFor(due) <= level;
       if ((n->where & Wheel::kIndexMask) != i || !placed) {
         return fmt::format(
-            "level {} bucket {}: node {} filed={} due_tick={} where={}:{} "
+            "level {} bucket {}: node {} deadline={} due_tick={} where={}:{} "
             "misplaced at index {}, elapsed={} (L={})",
-            level, slot, fmt::ptr(n), n->filed, due, Wheel::LevelOf(n),
-            n->where & Wheel::kIndexMask, i, w.elapsed_, TicksPerWheel(w));
+            level, slot, fmt::ptr(n), n->deadline.load(), due,
+            Wheel::LevelOf(n), n->where & Wheel::kIndexMask, i, w.elapsed_,
+            TicksPerWheel(w));
       }
     }
     if (live != b.live || b.size > b.capacity || b.begin > b.size) {

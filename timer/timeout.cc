@@ -152,7 +152,9 @@ bool Timeout::Reset(int64_t nanos, bool absolute) const {
   const int64_t deadline =
       absolute ? std::max(nanos, now) : internal::SaturatingAdd(now, nanos);
   const int64_t old = node_->deadline.load(std::memory_order_relaxed);
-  node_->deadline.store(deadline, std::memory_order_relaxed);
+  // Release: a worker that reads this deadline in a filed node then sees
+  // kBusy or kMoved (TimeoutNode::UnmovedDeadline()).
+  node_->deadline.store(deadline, std::memory_order_release);
   if (deadline < old) {
     // Earlier: a filed node must move to an earlier bucket, which only the
     // worker can do. Tell it through the notice queue, unless it has been

@@ -62,8 +62,9 @@
 // node; the lane's or queue's release/acquire pair hands them to the worker.
 // Transitions are acq_rel, so the winner sees the task as its producer left
 // it, and a claim that reads kBusy clear (acquire) sees the deadline the last
-// holder stored before the release that dropped it. Reference drops are
-// acq_rel, so whoever deletes the node sees every other holder's writes.
+// holder stored before the release that dropped it; reset() stores it with
+// release after taking kBusy (TimeoutNode::UnmovedDeadline() relies on it).
+// Reference drops are acq_rel: whoever deletes sees every holder's writes.
 
 #ifndef TICKWHEEL_WORKER_NODE_STATE_H_
 #define TICKWHEEL_WORKER_NODE_STATE_H_
@@ -90,8 +91,7 @@ enum class TimeoutState : uint8_t {
 
 // Reports more than NodeState::kMaxRefs handles to one timeout and aborts.
 [[noreturn]] void RefCountOverflow();
-// A pause of a few cycles, a yield once the wait goes on: for waits on
-// another thread's few stores.
+// A pause of a few cycles, a yield once a wait on a few stores goes on.
 void SpinPause(int spins);
 
 class NodeState {
@@ -272,9 +272,8 @@ class NodeState {
     word_.fetch_and(~kInFlight, std::memory_order_release);
   }
 
-  // Who finishes a cancel(): every winner but kOwner waits out kBusy,
-  // destroys the task and gives the pending slot back; a cell taken back is
-  // settled (won) or buried (lost).
+  // Who finishes a cancel(): every winner but kOwner waits out kBusy, destroys
+  // the task, frees the pending slot; a taken-back cell is settled or buried.
   enum class CancelBy : uint8_t {
     kNobody,     // lost: the node was no longer pending
     kOwner,      // won, and the owner thread's engine finished the cancel
@@ -414,7 +413,6 @@ class NodeState {
       if (w & kBusy) w = LoadNotBusy();
     }
   }
-
   void WaitNotBusy() const { LoadNotBusy(); }  // acquire: its stores show
 
   void Ref() {
@@ -435,10 +433,12 @@ class NodeState {
            (word_.fetch_sub(1, std::memory_order_acq_rel) & kMaxRefs) == 1;
   }
 
- private:
+ protected:
   bool Has(uint32_t flag) const {
     return (word_.load(std::memory_order_relaxed) & flag) != 0;
   }
+
+ private:
   // The word once no thread holds kBusy (acquire); the holder only stores.
   uint32_t LoadNotBusy() const {
     uint32_t w = word_.load(std::memory_order_acquire);

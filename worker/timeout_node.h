@@ -6,9 +6,8 @@
 // producer-side state it refers to is worker/shared_state.h.
 //
 // Who owns which field: `deadline` and the word as worker/node_state.h says;
-// `filed` and `where` are the worker's; the task belongs to the winner of
-// the node; `next` to whichever queue holds the node, or it holds the lane
-// cell.
+// `where` is the worker's; the task belongs to the winner of the node; `next`
+// to whichever queue holds the node, or it holds the lane cell.
 //
 // Who tells the worker about a cancellation. A node cancelled while kQueued
 // is still in its shard's lane or pending queue. In the lane, cancel() takes
@@ -48,19 +47,19 @@
 
 namespace tickwheel::internal {
 
-// Nodes live in 64-byte cells of their own pool, one cache line each
-// (chunks and cells are line-aligned): with its 8-byte wheel slot and its
-// share of the chunk headers, a pending timeout costs about 72 bytes.
-inline constexpr size_t kNodeCellSize = 64;
+// Nodes live in 48-byte cells of their own pool, 16-byte aligned, so a
+// node's first 16 bytes (deadline, word, `where`: what filing, cascading and
+// unlinking touch) never straddle a cache line. With its 8-byte wheel slot
+// and its share of the chunk headers, a pending timeout costs about 56 bytes.
+inline constexpr size_t kNodeCellSize = 48;
 struct NodePoolTag;
 using NodePool = CellPool<NodePoolTag, kNodeCellSize>;
 
 struct TimeoutNode : NodeState {
-  // One 64-byte cell of NodePool (worker/cell_pool.h): no malloc header, and
+  // One 48-byte cell of NodePool (worker/cell_pool.h): no malloc header, and
   // an allocation and a free that are a thread-local list pop and push,
-  // whichever thread drops the last reference. Pooled, the node is one
-  // line-aligned cache line, so filing it or moving it down a level touches
-  // one line.
+  // whichever thread drops the last reference. Filing a node or moving it
+  // down a level touches its first 16 bytes, which lie in one cache line.
 #ifdef ABSL_HAVE_ADDRESS_SANITIZER
   // ASan and LeakSanitizer see every node as its own heap block.
   static constexpr bool kPooled = false;
@@ -88,15 +87,24 @@ struct TimeoutNode : NodeState {
   TimeoutNode(const TimeoutNode&) = delete;
   TimeoutNode& operator=(const TimeoutNode&) = delete;
 
-  // Worker-only: where the wheel holds the node (see worker/wheel.h).
+  // Worker-only: where the wheel holds the node, its level and its index in
+  // its bucket's array (see worker/wheel.h). The bucket itself is the one
+  // `deadline` names, unless a reset() has moved the deadline since the
+  // worker filed the node: then the wheel looks for it (Wheel::Remove()).
   static constexpr uint32_t kUnlinked = 0xF0000000u;
   uint32_t where = kUnlinked;
 
-  // Worker-only: the deadline the wheel filed the node by (a clock reading),
-  // which names its bucket (worker/wheel.h): `deadline` as it was when the
-  // worker last filed the node; they differ after a reset() until the worker
-  // files the node again.
-  int64_t filed = 0;
+  // The worker's look at a node it has filed: true, with *d its deadline,
+  // if no reset() has moved the deadline since (neither kBusy nor kMoved);
+  // false too after a reset() that landed just before the filing. The
+  // deadline is read first, with acquire: reset() stores it with release
+  // after the RMW that took kBusy, so a load that reads a new deadline is
+  // followed by a word load that sees kBusy, or the kMoved that the
+  // releasing RMW sets (only the worker clears it).
+  bool UnmovedDeadline(int64_t* d) const {
+    *d = deadline.load(std::memory_order_acquire);
+    return !Has(kBusy | kMoved);
+  }
 
   // Pending-queue link; while the node sits in a fast lane, its cell's
   // address, tagged (LaneCell()); once the worker has armed the node, the
@@ -173,10 +181,12 @@ class NodeRef {
   TimeoutNode* node_;
 };
 
-// A pending timeout costs one 64-byte cell, plus its 8-byte slot in a wheel
-// bucket.
-static_assert(sizeof(TimeoutNode) <= kNodeCellSize,
-              "TimeoutNode outgrew its pool cell");
+// A pending timeout costs one 48-byte cell, plus its 8-byte slot in a wheel
+// bucket. `where` fills the tail padding of NodeState (deadline and word),
+// so those three are the node's first 16 bytes, what the wheel touches
+// while filing.
+static_assert(sizeof(NodeState) == 16 && sizeof(TimeoutNode) == kNodeCellSize,
+              "TimeoutNode fills its 48-byte pool cell exactly");
 
 }  // namespace tickwheel::internal
 

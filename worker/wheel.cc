@@ -12,6 +12,12 @@
 
 namespace tickwheel::internal {
 
+struct Wheel::SortKey {
+  int64_t key;
+  uint32_t index;
+  TimeoutNode* node;
+};
+
 int Wheel::NormalizeTicksPerWheel(int ticks_per_wheel) {
   assert(ticks_per_wheel >= 1 && ticks_per_wheel <= kMaxTicksPerWheel);
   return static_cast<int>(
@@ -20,7 +26,8 @@ int Wheel::NormalizeTicksPerWheel(int ticks_per_wheel) {
 
 Wheel::Wheel(int ticks_per_wheel, int64_t tick_nanos)
     : divider_(tick_nanos),
-      bits0_(std::countr_zero(static_cast<uint32_t>(ticks_per_wheel))) {
+      bits0_(std::countr_zero(static_cast<uint32_t>(ticks_per_wheel))),
+      tick_nanos_(tick_nanos) {
   assert(std::has_single_bit(static_cast<uint32_t>(ticks_per_wheel)));
   assert(tick_nanos > 0);
   // Levels until one holds bit 62, the highest bit of a non-negative tick.
@@ -145,24 +152,55 @@ void Wheel::MakeRoom(Bucket& b, int level, int64_t slot) {
   GrowSlots(b, grown);
 }
 
+int64_t Wheel::OrderKey(const TimeoutNode* n, int64_t d, int64_t tick) const {
+  if (LevelOf(n) == kOverdueLevel || DueTickAt(d) >= tick) return d;
+  return SaturatingAdd(origin_, SaturatingMul(tick + 1, tick_nanos_));
+}
+
+bool Wheel::Holds(const Bucket& b, uint32_t index, const TimeoutNode* n) {
+  return index < b.size && b.slots[index] == n;
+}
+
 void Wheel::Remove(TimeoutNode* node) {
   assert(Linked(node));
   const int code = LevelOf(node);
   const uint32_t index = node->where & kIndexMask;
   const int level = code == kOverdueLevel ? 0 : code;
-  const int64_t slot =
-      SlotOf(level, code == kOverdueLevel ? elapsed_ : DueTickOf(node));
-  // A node of the bucket being expired names its slot, as does one filed
-  // there meanwhile: the run's array at the node's index tells which.
-  if (run_ != nullptr && level == 0 && slot == run_slot_ &&
-      index < run_->size && run_->slots[index] == node) {
+  // A node of the bucket being expired, which is off its slot: the run's
+  // array at the node's index tells it from every other node (a node is in
+  // one slot, and a slot emptied holds null).
+  if (run_ != nullptr && level == 0 && Holds(*run_, index, node)) {
     TakeSlot(*run_, index);  // Reattach() tidies the run
     return;
   }
+  // The bucket its deadline names, or elapsed's for an overdue node (I3
+  // keeps it there); unless a reset() moved the deadline since the node was
+  // filed, when the level's occupied buckets are searched. Any deadline the
+  // load returns is a safe guess: the slot at the index decides.
+  int64_t slot = SlotOf(
+      level, code == kOverdueLevel
+                 ? elapsed_
+                 : DueTickAt(node->deadline.load(std::memory_order_relaxed)));
+  if (!Holds(levels_[level].buckets[slot], index, node)) {
+    slot = FindSlot(level, index, node);
+  }
   Bucket& b = levels_[level].buckets[slot];
-  assert(b.slots[index] == node);
   TakeSlot(b, index);
   Tidy(b, level, slot);
+}
+
+int64_t Wheel::FindSlot(int level, uint32_t index,
+                        const TimeoutNode* node) const {
+  const Level& l = levels_[level];
+  const int64_t words = ((int64_t{1} << l.bits) + 63) / 64;
+  for (int64_t w = 0; w < words; ++w) {
+    for (uint64_t bits = l.occupied[w]; bits != 0; bits &= bits - 1) {
+      const int64_t slot = w * 64 + std::countr_zero(bits);
+      if (Holds(l.buckets[slot], index, node)) return slot;
+    }
+  }
+  std::fprintf(stderr, "tickwheel: a linked timeout is in no wheel bucket\n");
+  std::abort();
 }
 
 void Wheel::Reattach(Bucket& run, int64_t slot, bool sorted) {
@@ -184,7 +222,9 @@ void Wheel::Reattach(Bucket& run, int64_t slot, bool sorted) {
       TimeoutNode* n = b.slots[i];
       if (n == nullptr) continue;
       --size_;  // counted already; Append() counts it again
-      Append(run, 0, slot, LevelOf(n), n);
+      Append(
+          run, 0, slot, LevelOf(n), n,
+          OrderKey(n, n->deadline.load(std::memory_order_relaxed), elapsed_));
     }
     if (b.slots != nullptr) FreeSlots(b);
     b = run;
@@ -196,14 +236,14 @@ void Wheel::Reattach(Bucket& run, int64_t slot, bool sorted) {
     Tidy(b, 0, slot);
   } else {
     b.size = b.begin = 0;
-    b.last_filed = INT64_MIN;
+    b.last_key = INT64_MIN;
   }
 }
 
 void Wheel::Tidy(Bucket& b, int level, int64_t slot) {
   if (b.live == 0) {
     b.size = b.begin = 0;
-    b.last_filed = INT64_MIN;
+    b.last_key = INT64_MIN;
     if (sorted_bucket_ == &b) sorted_bucket_ = nullptr;
     if (b.capacity > kKeptSlots) {
       FreeSlots(b);
@@ -233,27 +273,37 @@ void Wheel::Compact(Bucket& b) {
   b.size = out;
 }
 
-void Wheel::SortBucket(Bucket& b) {
+void Wheel::SortBucket(Bucket& b, int64_t tick) {
   if (sorted_bucket_ == &b) return;
   // Appended in order since it was last empty or sorted: sorted already,
   // with no node to touch.
-  if (b.last_filed != kOutOfOrder) {
+  if (b.last_key != kOutOfOrder) {
     sorted_bucket_ = &b;
     return;
   }
   Compact(b);
-  // By deadline, ties in insertion order: `where` still holds each node's
-  // index from before the sort.
-  std::sort(b.slots, b.slots + b.size,
-            [](const TimeoutNode* x, const TimeoutNode* y) {
-              return x->filed != y->filed
-                         ? x->filed < y->filed
-                         : (x->where & kIndexMask) < (y->where & kIndexMask);
+  // Each key read once: a comparison must not see a reset() change it.
+  // Ties in insertion order, which is the index after Compact().
+  sort_keys_.clear();
+  for (uint32_t i = 0; i < b.size; ++i) {
+    TimeoutNode* n = b.slots[i];
+    sort_keys_.push_back(
+        {OrderKey(n, n->deadline.load(std::memory_order_relaxed), tick), i, n});
+  }
+  std::sort(sort_keys_.begin(), sort_keys_.end(),
+            [](const SortKey& x, const SortKey& y) {
+              return x.key != y.key ? x.key < y.key : x.index < y.index;
             });
   for (uint32_t i = 0; i < b.size; ++i) {
-    b.slots[i]->where = (b.slots[i]->where & ~kIndexMask) | i;
+    TimeoutNode* n = sort_keys_[i].node;
+    n->where = (n->where & ~kIndexMask) | i;
+    b.slots[i] = n;
   }
-  b.last_filed = b.slots[b.size - 1]->filed;
+  b.last_key = sort_keys_.back().key;
+  // A burst's sort leaves no lasting buffer behind.
+  if (sort_keys_.capacity() > kKeptSlots) {
+    sort_keys_ = std::vector<SortKey>();
+  }
   sorted_bucket_ = &b;
 }
 
@@ -264,10 +314,15 @@ int64_t Wheel::EarliestFiledAt(int64_t tick) {
   }
   Bucket& b = levels_[0].buckets[SlotOf(0, tick)];
   if (b.live == 0) return kNever;
-  SortBucket(b);
+  SortBucket(b, tick);
   // Removals since the sort may have left tombstones in front.
   while (b.slots[b.begin] == nullptr) ++b.begin;
-  return b.slots[b.begin]->filed;
+  const TimeoutNode* first = b.slots[b.begin];
+  int64_t d;
+  // Moved since the sort: the nodes behind it may be due before its new
+  // deadline, and before its old one, which is gone.
+  if (!first->UnmovedDeadline(&d)) return INT64_MIN;
+  return OrderKey(first, d, tick);
 }
 
 int64_t Wheel::NextOccupied(int level) const {
@@ -339,7 +394,8 @@ bool Wheel::Cascade(Bucket& b, int level, int64_t slot, int64_t budget,
     ++ops;
     TimeoutNode* n = TakeSlot(b, i);
     b.begin = i + 1;
-    Insert(n);
+    // By its deadline now: a node a reset() moved lands where it is due.
+    Insert(n, n->deadline.load(std::memory_order_relaxed));
   }
   Tidy(b, level, slot);
   return true;

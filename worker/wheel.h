@@ -17,11 +17,10 @@
 //   because it cannot know when the next entry is due. Here only entries due
 //   within the current turn of level 0 sit in level 0; later ones sit in
 //   coarser levels and move down ("cascade") when their time approaches.
-//   Every entry of a level-0
-//   bucket is due when the bucket comes up, so no entry is ever looked at
-//   before it is due except to move it down, at most once per level. An
-//   occupancy bitmap per level finds the next bucket with work without
-//   scanning empty ones, so the worker can sleep until exactly then.
+//   Every entry of a level-0 bucket is due when the bucket comes up, so no
+//   entry is looked at before it is due except to move it down, at most once
+//   per level. An occupancy bitmap per level finds the next bucket with work
+//   without scanning empty ones, so the worker can sleep until exactly then.
 //
 // Geometry
 //   Level 0: L = ticks_per_wheel = 2^b buckets of one tick each: the hashed
@@ -44,13 +43,16 @@
 //   bucket whose nodes lie scattered over the heap (random delays) costs
 //   memory bandwidth, not one cache miss after another as a linked list
 //   would, where each node's address is known only once the previous node
-//   has arrived. A node records its level and its index in the array (`where`),
-//   so Remove() is O(1): it clears the slot, leaving a tombstone; a bucket with
-//   more tombstones than live nodes is compacted, which moves each live node
-//   once per compaction, O(1) amortized per removal. An overdue node (one
-//   that reaches the worker after its due tick was processed) is due at
-//   elapsed instead, as in Netty: it joins the level-0 bucket of elapsed,
-//   marked kOverdueLevel, since its deadline no longer names that bucket.
+//   has arrived. A node records its level and its index in the array
+//   (`where`), and its deadline names the bucket, so Remove() is O(1): it
+//   clears the slot, leaving a tombstone; a bucket with more tombstones than
+//   live nodes is compacted, which moves each live node once per compaction.
+//   The node keeps no copy of the deadline it was filed by (8 bytes a
+//   timeout): after a reset() from another thread moved it, Remove() checks
+//   the level's occupied buckets at the node's index (FindSlot()). An
+//   overdue node (one that reaches the worker after its due tick was
+//   processed) is due at elapsed instead, as in Netty: it joins the level-0
+//   bucket of elapsed, marked kOverdueLevel.
 //   (A driver expires at once, instead, a node that was due already when it
 //   last read the clock: WheelDriver::File().)
 //
@@ -60,18 +62,17 @@
 //   fires them: the slot holds an empty bucket meanwhile, so the callback
 //   may Insert anywhere, that tick included, and the walk never reads an
 //   array that an Insert grows or compacts. The bucket being expired, `run_`,
-//   is still part of the wheel: size() counts its nodes, Remove() finds
-//   them (their `where` is unchanged, and the slot they name is run_slot_;
-//   the pointer in the run's array at their index tells them from the nodes
-//   filed into the fresh bucket meanwhile), ForEach() and DrainAll() visit
+//   is still part of the wheel: size() counts its nodes, Remove() finds them
+//   (the run's array at a node's index), ForEach() and DrainAll() visit
 //   them. When the walk ends (the bucket done, the budget spent, or the
-//   callback asking to stop) what is left of the run goes back to its slot,
-//   in front of what was filed there meanwhile (Reattach()).
+//   callback asking to stop) what is left goes back to its slot, in front of
+//   what was filed there meanwhile (Reattach()).
 //
 // Invariants (tests/wheel_test_peer.h checks I1 to I3)
 //   I1  A node is linked iff `where` names a level and an index, and that
-//       slot holds the node; its bucket is (level, digit of its due tick at
-//       that level), or for kOverdueLevel the level-0 bucket of elapsed.
+//       slot holds the node; its bucket is (level, digit at that level of
+//       the due tick it was filed by: its deadline's unless a reset() moved
+//       it since), or for kOverdueLevel the level-0 bucket of elapsed.
 //   I2  A bucket's slots before `begin` are empty, `live` counts the non-empty
 //       slots, its occupancy bit is set iff live > 0, and size() is the sum of
 //       `live` over all buckets.
@@ -87,15 +88,16 @@
 //
 // Cost (n = size())
 //   Insert, Remove: O(1) amortized (a bucket array may grow, or be
-//   compacted); DueTickOf is a multiply, not a division. NextWorkTick: O(levels
-//   + L/64) bit scans in the worst case, O(levels) when level 0 has work near
-//   elapsed. Advance: O(1) per expired or cascaded node; each node cascades at
-//   most once per level it passes through. Memory: 8 bytes per linked node in
-//   its bucket's array (arrays of a page and more are mapped pages, grown in
-//   place, so their unused room costs address space, not memory; smaller
-//   ones can be up to half empty), 24 bytes per bucket plus L/4 bytes of
-//   bitmaps; level 0 is allocated lazily
-//   by the OS (calloc), and an emptied array larger than kKeptSlots is freed.
+//   compacted; Remove() of a node moved since it was filed: O(occupied
+//   buckets of its level + L/64)); DueTickAt is a multiply. NextWorkTick:
+//   O(levels + L/64) bit scans in the worst case, O(levels) when level 0 has
+//   work near elapsed. Advance: O(1) per expired or cascaded node; each node
+//   cascades at most once per level it passes through. Memory: 8 bytes per
+//   linked node in its bucket's array (arrays of a page and more are mapped
+//   pages, grown in place, so their unused room costs address space, not
+//   memory; smaller ones can be up to half empty), 24 bytes per bucket plus
+//   L/4 bytes of bitmaps; level 0 is allocated lazily by the OS (calloc),
+//   and an emptied array larger than kKeptSlots is freed.
 //   Out of memory while growing an array, the process aborts with a message,
 //   as operator new would: the worker cannot refuse a node it has accepted.
 //
@@ -108,6 +110,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "tickwheel/base/nanos.h"
@@ -153,9 +156,6 @@ class Wheel {
   // DueTick(deadline - origin, tick_nanos), by multiplication. A deadline of
   // INT64_MAX (a delay that saturated) is never due: it counts as INT64_MAX
   // after the origin, past any tick the clock can reach.
-  int64_t DueTickOf(const TimeoutNode* node) const {
-    return DueTickAt(node->filed);
-  }
   int64_t DueTickAt(int64_t deadline) const {
     const int64_t d =
         deadline == INT64_MAX ? INT64_MAX : SaturatingSub(deadline, origin_);
@@ -170,13 +170,13 @@ class Wheel {
   static bool Linked(const TimeoutNode* node) {
     return LevelOf(node) != kUnlinkedLevel;
   }
-  // Links `node` (unlinked, its `filed` deadline set) to be handed out when
-  // the wheel processes its due tick, DueTickOf(node), or elapsed() if that
-  // tick has already been processed: nothing is scheduled into a tick
-  // already processed. Inline: the worker's transfer loop and cascades call
-  // it once per node, and the work is a few stores, so a call's own cost
-  // would be a large share of it.
-  void Insert(TimeoutNode* node);
+  // Links `node` (unlinked) to be handed out when the wheel processes the
+  // due tick of `filed_by`, or elapsed() if that tick is processed already.
+  // `filed_by`: the node's deadline as the caller read it, or the end of the
+  // tick in progress for a periodic run that waits for the executor
+  // (WheelDriver::Refile()). Inline: the worker's transfer loop and cascades
+  // call it once per node, and the work is a few stores.
+  void Insert(TimeoutNode* node, int64_t filed_by);
 
   // Unlinks `node`, which must be linked.
   void Remove(TimeoutNode* node);
@@ -193,35 +193,35 @@ class Wheel {
   // false: call again to go on. Returns true when everything up to `last_tick`
   // is done; elapsed() is then max(elapsed(), last_tick + 1). While
   // `expire(node)` runs, elapsed() is the tick being expired, and `expire`
-  // may Insert and Remove freely: the bucket being expired is taken off its
-  // slot first (see "Expiring a bucket" above), so a node filed meanwhile,
-  // into that tick too, lands in a bucket the walk is not reading. A node
+  // may Insert and Remove freely (see "Expiring a bucket" above): a node
   // filed for a later tick up to `last_tick` is handed out in that tick's
-  // turn; one filed for the tick being expired (or overdue) after the
-  // nodes the bucket held, since the tick's bucket has work again.
+  // turn; one filed for the tick being expired (or overdue) after the nodes
+  // the bucket held, since the tick's bucket has work again.
   template <typename F>
   bool Advance(int64_t last_tick, int64_t budget, F&& expire);
 
   // Expiry within a tick, for a worker that wakes for deadlines rather than
   // tick ends (TimerOptions::slack below one tick).
   //
-  // The earliest `filed` deadline among the nodes due at `tick`, which must
-  // be elapsed() or later in elapsed()'s turn of level 0 (after Advance()
-  // has returned true, I4 puts every node due there in its level-0 bucket),
-  // or kNever when that bucket holds none or `tick` is outside the turn.
-  // Sorts the bucket by `filed` (ties in insertion order) when nodes were
-  // added since it was last sorted: O(k log k) for k nodes then, else O(1).
+  // The earliest OrderKey() of the nodes due at `tick`, which must be
+  // elapsed() or later in its turn of level 0 (after Advance() has returned
+  // true, I4 puts every node due there in its level-0 bucket); kNever when
+  // there are none or `tick` is outside the turn; INT64_MIN when a reset()
+  // moved the first one since the sort (look now). Sorts the bucket (ties in
+  // insertion order) when nodes were added out of order since it was last
+  // sorted: O(k log k) for k nodes then, else O(1).
   int64_t EarliestFiledAt(int64_t tick);
   // From now on Advance() also expires each tick's nodes in deadline order
   // (sorting each level-0 bucket before it expires it), as a worker that
   // wakes within ticks does.
   void SortEachTick() { sort_each_tick_ = true; }
-  // Hands `expire` the nodes of elapsed()'s level-0 bucket whose `filed`
-  // deadline is at or before `deadline`, earliest first, unlinking each;
-  // elapsed() does not move, and the later nodes stay for a later call or
-  // for Advance(). Call EarliestFiledAt(elapsed()) first (it sorts). Budget
-  // and result as for Advance(); `expire` may Insert and Remove, and what it
-  // files into elapsed()'s bucket waits for the next call.
+  // Hands `expire` the nodes of elapsed()'s level-0 bucket whose OrderKey()
+  // is at or before `deadline`, earliest first (and those a reset() moved
+  // since the sort on the way), unlinking each; elapsed() does not move, and
+  // the later nodes stay for a later call or for Advance(). Call
+  // EarliestFiledAt(elapsed()) first (it sorts). Budget and result as for
+  // Advance(); `expire` may Insert and Remove, and what it files into
+  // elapsed()'s bucket waits for the next call.
   template <typename F>
   bool ExpireFiledBy(int64_t deadline, int64_t budget, F&& expire);
 
@@ -244,20 +244,20 @@ class Wheel {
   // Nodes are prefetched this many slots ahead of the one being handled.
   static constexpr uint32_t kPrefetchDistance = 8;
 
-  // A bucket's `last_filed` while every append came at or after the one
+  // A bucket's `last_key` while every append came at or after the one
   // before it; kOutOfOrder once one came before (or at the very end of the
   // range, which only costs SortBucket() a pass).
   static constexpr int64_t kOutOfOrder = INT64_MAX;
 
   struct Bucket {
     TimeoutNode** slots = nullptr;  // malloc'd; nullptr entries are tombstones
-    // The latest `filed` appended since the bucket was last empty or sorted
-    // (as of the sort: the last node's), or kOutOfOrder: while it is not,
-    // the live slots are in deadline order, ties in insertion order, which
-    // is what SortBucket() needs, so it need not look at the nodes. Appends
+    // The latest key (Insert()'s `filed_by`) appended since the bucket was
+    // last empty or sorted (the last node's), or kOutOfOrder: while it is
+    // not, the live slots are in deadline order, ties in insertion order
+    // (reset()s aside), so SortBucket() need not look at the nodes. Appends
     // in order (a burst for one instant, deadlines that grow with the calls)
     // are the common case. Zero in a calloc'd bucket: conservative only.
-    int64_t last_filed = 0;
+    int64_t last_key = 0;
     uint32_t size = 0;  // slots in use, tombstones included
     uint32_t capacity = 0;
     uint32_t live = 0;   // non-null slots
@@ -287,23 +287,23 @@ class Wheel {
     const Level& l = levels_[level];
     return (tick >> l.shift) & ((int64_t{1} << l.bits) - 1);
   }
-  // Appends `n` to `b` (bucket `slot` of `level`), recording (code, index)
-  // in n->where; code is the level, or kOverdueLevel. Inline, like Insert():
-  // the worker files every new node through here (see Insert()).
-  void Append(Bucket& b, int level, int64_t slot, int code, TimeoutNode* n) {
+  // Appends `n`, ordered by `key`, to `b` (bucket `slot` of `level`),
+  // recording (code, index) in n->where; code is the level, or
+  // kOverdueLevel. Inline, like Insert(), which files every node through it.
+  void Append(Bucket& b, int level, int64_t slot, int code, TimeoutNode* n,
+              int64_t key) {
     if (b.size == b.capacity) [[unlikely]]
       MakeRoom(b, level, slot);
     n->where = static_cast<uint32_t>(code) << kIndexBits | b.size;
     b.slots[b.size++] = n;
-    b.last_filed = n->filed >= b.last_filed ? n->filed : kOutOfOrder;
+    b.last_key = key >= b.last_key ? key : kOutOfOrder;
     if (&b == sorted_bucket_) [[unlikely]]
       sorted_bucket_ = nullptr;
     ++b.live;
     ++size_;
   }
   // Makes room for one more slot in a full `b`: compacts out tombstones, or
-  // grows the array (and marks it allocated). Out of line: once per
-  // doubling.
+  // grows the array (and marks it allocated). Out of line: once a doubling.
   [[gnu::noinline]] void MakeRoom(Bucket& b, int level, int64_t slot);
   // Bucket arrays of kMappedBytes or more are mmap'd (GrowSlots() says why).
   static constexpr size_t kMappedBytes = 4096;
@@ -324,8 +324,8 @@ class Wheel {
     return n;
   }
   // kWholeNode: the walk expires the nodes (ExpireRun(): state, task: the
-  // whole cell), else it cascades them (Cascade(): state, where, filed: the
-  // first 16 bytes, one line, see TimeoutNode::filed).
+  // whole cell), else it cascades them (Cascade(): deadline, state, where:
+  // the first 16 bytes, one line, see kNodeCellSize).
   template <bool kWholeNode>
   void Prefetch(const Bucket& b, uint32_t i) const {
     if (i + kPrefetchDistance < b.size) {
@@ -348,19 +348,26 @@ class Wheel {
   void Tidy(Bucket& b, int level, int64_t slot);
   void Compact(Bucket& b);
   // Moves the live nodes of upper bucket `b` from b.begin down, in order,
-  // each Insert()ed into a lower level (never back into `b`: its due tick
-  // shares elapsed's digit at `level` now); false if the budget stopped it
-  // first.
+  // each Insert()ed by its deadline into a lower level, or to a later bucket
+  // if a reset() moved it (never back into `b`: elapsed has its digit at
+  // `level` now); false if the budget stopped it first.
   bool Cascade(Bucket& b, int level, int64_t slot, int64_t budget,
                int64_t& ops);
-  // The first occupied bucket of `level` at or after elapsed's digit there,
-  // or -1.
+  // The first occupied bucket of `level` at or after elapsed's digit, or -1.
   int64_t NextOccupied(int level) const;
   // The first tick of bucket `slot` of `level`, in elapsed's current turn.
   int64_t SlotStart(int level, int64_t slot) const;
   // Finds the bucket Advance() must handle next, the one with the earliest
   // start, an upper one on a tie (cascade before expiring); false when none.
   bool NextWork(int* level, int64_t* slot, int64_t* tick) const;
+  static bool Holds(const Bucket& b, uint32_t index, const TimeoutNode* n);
+  // The occupied bucket of `level` that holds `node` at `index` (Holds()):
+  // for a node whose deadline a reset() moved since it was filed.
+  int64_t FindSlot(int level, uint32_t index, const TimeoutNode* node) const;
+  // Where a node with deadline `d` goes in the order of the level-0 bucket
+  // of `tick`: at `d`, but at the end of the tick if it was filed by that
+  // end (Insert()): the only node not overdue there due before `tick`.
+  int64_t OrderKey(const TimeoutNode* n, int64_t d, int64_t tick) const;
 
   TickDivider divider_;
   int bits0_;
@@ -369,26 +376,26 @@ class Wheel {
   // from elapsed in bit w - 1 (0: not at all), for w in [0, 63].
   uint8_t level_by_width_[64];
   Level levels_[kMaxLevels];
+  int64_t tick_nanos_;
   int64_t elapsed_ = 0;
   int64_t size_ = 0;
   int64_t origin_ = 0;
-  // The level-0 bucket EarliestFiledAt() last sorted, while its order
-  // holds: an append forgets it (sort again), as does an emptied bucket;
-  // removals leave the order intact and a compaction keeps it. (Its size is
-  // no proof that nothing was appended: a compaction that makes room for an
-  // append can bring the size back to what it was at the sort.)
+  // The level-0 bucket last sorted, while its order holds: an append
+  // forgets it, as does an emptied bucket; removals and compactions keep
+  // the order. (Its size is no proof that nothing was appended: a compaction
+  // that makes room can bring it back to its size at the sort.)
   const Bucket* sorted_bucket_ = nullptr;
   bool sort_each_tick_ = false;
   // The level-0 bucket being expired, taken off slot run_slot_ while its
   // nodes are handed out (see "Expiring a bucket"); null otherwise.
   Bucket* run_ = nullptr;
   int64_t run_slot_ = -1;
-  // Hands `expire` the live nodes of level-0 bucket `slot` whose `filed`
-  // deadline is at or before `filed_by`, in order, unlinking each, with the
-  // bucket taken off its slot meanwhile; puts back what is left. False if
-  // the budget or `expire` stopped it first.
-  // kByDeadline: stop at the first node filed after `filed_by` (the bucket
-  // is sorted); else hand out all of them and never read `filed`.
+  // Hands `expire` the live nodes of level-0 bucket `slot` in order,
+  // unlinking each, with the bucket off its slot meanwhile; puts back what
+  // is left. False if the budget or `expire` stopped it first. kByDeadline:
+  // the bucket is elapsed()'s and sorted; stop at the first node a reset()
+  // has not moved whose OrderKey() is after `filed_by` (a moved one goes to
+  // `expire`, whose claim files it again); else hand out all of them.
   template <bool kByDeadline, typename F>
   bool ExpireRun(int64_t slot, int64_t filed_by, int64_t budget, int64_t& ops,
                  F& expire);
@@ -396,21 +403,25 @@ class Wheel {
   // back there, followed by the nodes filed into that slot meanwhile;
   // `sorted`: the run was EarliestFiledAt()'s sorted bucket.
   void Reattach(Bucket& run, int64_t slot, bool sorted);
-  // Sorts level-0 bucket `b` by `filed` (ties in insertion order) unless it
-  // is sorted already.
-  void SortBucket(Bucket& b);
+  // Sorts level-0 bucket `b`, of `tick`, by OrderKey() (ties in insertion
+  // order) unless it is sorted already. Each deadline is read once, into
+  // sort_keys_: a reset() may change it meanwhile.
+  void SortBucket(Bucket& b, int64_t tick);
+  struct SortKey;  // a node, its key and its index (wheel.cc)
+  std::vector<SortKey> sort_keys_;
 };
 
-[[gnu::always_inline]] inline void Wheel::Insert(TimeoutNode* node) {
+[[gnu::always_inline]] inline void Wheel::Insert(TimeoutNode* node,
+                                                 int64_t filed_by) {
   assert(!Linked(node));
-  const int64_t due = DueTickOf(node);
+  const int64_t due = DueTickAt(filed_by);
   const bool overdue = due < elapsed_;
   const int level = overdue ? 0 : LevelFor(due);
   const int64_t slot = SlotOf(level, overdue ? elapsed_ : due);
   Level& l = levels_[level];
   Bucket& b = l.buckets[slot];
   if (b.live == 0) l.occupied[slot >> 6] |= uint64_t{1} << (slot & 63);
-  Append(b, level, slot, overdue ? kOverdueLevel : level, node);
+  Append(b, level, slot, overdue ? kOverdueLevel : level, node, filed_by);
 }
 
 template <bool kByDeadline, typename F>
@@ -423,7 +434,7 @@ bool Wheel::ExpireRun(int64_t slot, int64_t filed_by, int64_t budget,
   // Reattach(), and its array, if an Insert needs one, is a new one.
   Bucket run = b;
   b = Bucket{};
-  b.last_filed = INT64_MIN;
+  b.last_key = INT64_MIN;
   levels_[0].occupied[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
   run_ = &run;
   run_slot_ = slot;
@@ -432,7 +443,10 @@ bool Wheel::ExpireRun(int64_t slot, int64_t filed_by, int64_t budget,
     Prefetch<true>(run, i);
     TimeoutNode* n = run.slots[i];
     if (n == nullptr) continue;
-    if (kByDeadline && n->filed > filed_by) break;  // sorted: the rest later
+    if constexpr (kByDeadline) {
+      int64_t d;  // sorted: the rest later, unless a reset() moved it
+      if (n->UnmovedDeadline(&d) && OrderKey(n, d, elapsed_) > filed_by) break;
+    }
     if (ops == budget) {
       run.begin = i;
       done = false;
@@ -471,7 +485,7 @@ bool Wheel::Advance(int64_t last_tick, int64_t budget, F&& expire) {
     if (tick > elapsed_) elapsed_ = tick;  // nothing to do in between
     Bucket& b = levels_[level].buckets[slot];
     if (level == 0) {
-      if (sort_each_tick_) SortBucket(b);
+      if (sort_each_tick_) SortBucket(b, elapsed_);
       if (!ExpireRun<false>(slot, 0, budget, ops, expire)) return false;
       continue;
     }

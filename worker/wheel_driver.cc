@@ -105,13 +105,14 @@ void WheelDriver::RunPeriodic(TimeoutNode* node, TimeoutNode::Claim claim,
 bool WheelDriver::File(TimeoutNode* node, int64_t now) {
   // The deadline test comes first: it is false for nearly every node, so
   // the due tick (Insert() computes it again) is rarely computed twice.
-  node->filed = node->deadline.load(std::memory_order_relaxed);
-  if (node->filed < last_advance_now_) {
-    if (const int64_t due = wheel_.DueTickOf(node); due < wheel_.elapsed()) {
+  const int64_t deadline = node->deadline.load(std::memory_order_relaxed);
+  if (deadline < last_advance_now_) {
+    if (const int64_t due = wheel_.DueTickAt(deadline);
+        due < wheel_.elapsed()) {
       return Expire(node, now, due);
     }
   }
-  wheel_.Insert(node);
+  wheel_.Insert(node, deadline);
   return true;
 }
 
@@ -119,7 +120,9 @@ bool WheelDriver::RunNow(TimeoutNode* node, int64_t now) {
   if (!Wheel::Linked(node)) return true;  // ran, or cancelled and dropped
   // Its own tick, or the tick in progress for an overdue node: the claim's
   // limit is then `now` (that tick has not ended).
-  const int64_t tick = std::max(wheel_.DueTickOf(node), wheel_.elapsed());
+  const int64_t tick =
+      std::max(wheel_.DueTickAt(node->deadline.load(std::memory_order_relaxed)),
+               wheel_.elapsed());
   wheel_.Remove(node);
   const bool go_on = Expire(node, now, tick);
   FlushRefiles();
@@ -133,12 +136,12 @@ void WheelDriver::Refile(TimeoutNode* node) {
   // tick the driver would plan to wake at once, pass after pass, for as
   // long as the executor holds the previous run. It is filed by the end of
   // the tick in progress instead: looked at once a tick.
-  node->filed = node->deadline.load(std::memory_order_relaxed);
-  if (node->filed <= last_advance_now_ && node->RunInFlight()) {
-    node->filed =
+  int64_t filed_by = node->deadline.load(std::memory_order_relaxed);
+  if (filed_by <= last_advance_now_ && node->RunInFlight()) {
+    filed_by =
         TickEnd(SaturatingSub(last_advance_now_, origin_) / shape_.tick_nanos);
   }
-  wheel_.Insert(node);
+  wheel_.Insert(node, filed_by);
 }
 
 void WheelDriver::FlushRefiles() {
@@ -201,8 +204,11 @@ WheelDriver::WakePlan WheelDriver::PlanWake(bool now_tick_too) {
   // the start of tick `next`, since the slack is below one tick.
   const int64_t first = wheel_.EarliestFiledAt(next);
   if (first != Wheel::kNever) {
-    plan.wake_at =
-        std::min(plan.wake_at, SaturatingAdd(first, shape_.slack_nanos));
+    // Not before tick `next` starts: no pass hands out its nodes earlier
+    // (a node a reset() moved reads as INT64_MIN, "look now").
+    plan.wake_at = std::min(
+        plan.wake_at,
+        std::max(plan.limit, SaturatingAdd(first, shape_.slack_nanos)));
   } else {
     // Level 0 holds nothing for tick `next`: the work is an upper bucket
     // that starts there and moves down once the tick before it has ended

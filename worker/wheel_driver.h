@@ -100,15 +100,13 @@ class WheelDriver {
   // the wheel would take it, and run it in that same Advance() if due by
   // then: an owner that promises a later one files it after the walk.
   void FileForLater(TimeoutNode* node) {
-    node->filed = node->deadline.load(std::memory_order_relaxed);
-    wheel_.Insert(node);
+    wheel_.Insert(node, node->deadline.load(std::memory_order_relaxed));
   }
 
   // A filed node whose deadline a reset() moved earlier: filed again by it.
   void FileAgain(TimeoutNode* node) {
     if (Wheel::Linked(node)) wheel_.Remove(node);
-    node->filed = node->deadline.load(std::memory_order_relaxed);
-    wheel_.Insert(node);
+    wheel_.Insert(node, node->deadline.load(std::memory_order_relaxed));
   }
   // Takes `node` out of the wheel if it is there.
   void Unlink(TimeoutNode* node) {

@@ -225,8 +225,8 @@ void AdvanceOverBucket(benchmark::State& state, bool shuffled, int64_t ahead) {
     state.PauseTiming();
     const int64_t due = wheel.elapsed() + ahead;
     for (auto& node : nodes) {
-      node->filed = due + 1;
-      wheel.Insert(node.get());
+      node->deadline.store(due + 1);
+      wheel.Insert(node.get(), node->deadline.load());
     }
     state.ResumeTiming();
     wheel.Advance(due, INT64_MAX, [&](TimeoutNode* node) {
