@@ -489,6 +489,30 @@ TEST(MissedRunsTest, ARunWaitingForTheExecutorWakesTheWorkerOnceATick) {
   e.executor->RunAll();
 }
 
+// The same with the waiting run's deadline inside the tick in progress: the
+// wheel orders that tick's bucket by deadline, and the run is still looked
+// at once a tick, as the next tick begins.
+TEST(MissedRunsTest, ARunWaitingForTheExecutorWithinTheTickWakesOnceATick) {
+  constexpr int64_t kUs = kMs / 1000;
+  ExecutorTimer e = MakeExecutorTimer(absl::ZeroDuration());
+  e.t.timer
+      ->newPeriodic([] {}, absl::Microseconds(10300), absl::Milliseconds(10),
+                    MissedRuns::kBurst)
+      .value();
+  e.t.clock->AdvanceAndSettle(absl::Microseconds(10300));
+  // 20.5 ms: the run due at 20.3 ms, in the tick in progress, waits.
+  e.t.clock->AdvanceAndSettle(absl::Microseconds(10200));
+  const int64_t wakeups = e.t.timer->metrics().wakeups;
+  e.t.clock->AdvanceInSteps(absl::Microseconds(3100), absl::Microseconds(100));
+  EXPECT_LE(e.t.timer->metrics().wakeups - wakeups, 40);
+  EXPECT_EQ(e.executor->handed_at(), std::vector<int64_t>{10300 * kUs});
+  e.executor->RunAll();  // 23.6 ms: handed over as tick 24 begins
+  e.t.clock->AdvanceAndSettle(absl::Microseconds(500));
+  EXPECT_EQ(e.executor->handed_at(),
+            (std::vector<int64_t>{10300 * kUs, 24100 * kUs}));
+  e.executor->RunAll();
+}
+
 TEST(MissedRunsTest, ABurstWithAZeroSlackGoesBackToBack) {
   TimerOptions options = Tick(absl::Milliseconds(1));
   options.slack = absl::ZeroDuration();

@@ -26,8 +26,7 @@ int Wheel::NormalizeTicksPerWheel(int ticks_per_wheel) {
 
 Wheel::Wheel(int ticks_per_wheel, int64_t tick_nanos)
     : divider_(tick_nanos),
-      bits0_(std::countr_zero(static_cast<uint32_t>(ticks_per_wheel))),
-      tick_nanos_(tick_nanos) {
+      bits0_(std::countr_zero(static_cast<uint32_t>(ticks_per_wheel))) {
   assert(std::has_single_bit(static_cast<uint32_t>(ticks_per_wheel)));
   assert(tick_nanos > 0);
   // Levels until one holds bit 62, the highest bit of a non-negative tick.
@@ -153,8 +152,7 @@ void Wheel::MakeRoom(Bucket& b, int level, int64_t slot) {
 }
 
 int64_t Wheel::OrderKey(const TimeoutNode* n, int64_t d, int64_t tick) const {
-  if (LevelOf(n) == kOverdueLevel || DueTickAt(d) >= tick) return d;
-  return SaturatingAdd(origin_, SaturatingMul(tick + 1, tick_nanos_));
+  return LevelOf(n) == kOverdueLevel || DueTickAt(d) >= tick ? d : INT64_MIN;
 }
 
 bool Wheel::Holds(const Bucket& b, uint32_t index, const TimeoutNode* n) {

@@ -365,8 +365,9 @@ class Wheel {
   // for a node whose deadline a reset() moved since it was filed.
   int64_t FindSlot(int level, uint32_t index, const TimeoutNode* node) const;
   // Where a node with deadline `d` goes in the order of the level-0 bucket
-  // of `tick`: at `d`, but at the end of the tick if it was filed by that
-  // end (Insert()): the only node not overdue there due before `tick`.
+  // of `tick`: at `d`; first (INT64_MIN: as soon as the tick is in
+  // progress) if `d` is due before `tick` and the node is not overdue: one
+  // filed by a later instant than its deadline (Insert()), or moved.
   int64_t OrderKey(const TimeoutNode* n, int64_t d, int64_t tick) const;
 
   TickDivider divider_;
@@ -376,7 +377,6 @@ class Wheel {
   // from elapsed in bit w - 1 (0: not at all), for w in [0, 63].
   uint8_t level_by_width_[64];
   Level levels_[kMaxLevels];
-  int64_t tick_nanos_;
   int64_t elapsed_ = 0;
   int64_t size_ = 0;
   int64_t origin_ = 0;

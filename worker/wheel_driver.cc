@@ -135,11 +135,16 @@ void WheelDriver::Refile(TimeoutNode* node) {
   // it would be looked at again in the next pass, and with a slack below the
   // tick the driver would plan to wake at once, pass after pass, for as
   // long as the executor holds the previous run. It is filed by the end of
-  // the tick in progress instead: looked at once a tick.
+  // the tick in progress instead: looked at once a tick. With a slack below
+  // the tick, by the first instant after it: the wheel orders a tick's
+  // bucket by deadline, and puts first a node due before the tick
+  // (Wheel::OrderKey()), so it is looked at as that next tick begins, which
+  // is when the end of the tick in progress would have it looked at.
   int64_t filed_by = node->deadline.load(std::memory_order_relaxed);
   if (filed_by <= last_advance_now_ && node->RunInFlight()) {
-    filed_by =
-        TickEnd(SaturatingSub(last_advance_now_, origin_) / shape_.tick_nanos);
+    filed_by = SaturatingAdd(
+        TickEnd(SaturatingSub(last_advance_now_, origin_) / shape_.tick_nanos),
+        within_tick_ ? 1 : 0);
   }
   wheel_.Insert(node, filed_by);
 }
