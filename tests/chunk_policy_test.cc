@@ -2,12 +2,12 @@
 // -----------------------------------------------------------------------------
 // The node pool's policy (worker/chunk_policy.h), without a depot, a mutex or
 // a clock. The reserve: its target is one chunk, grows with a run of growth
-// (from the second chunk, then one per four, at most sixteen) and falls back
-// after a quiet window; Replenish() faults in while short, two chunks a
-// call. The decay: a spare chunk beyond the floor starts it, nothing goes
-// before it is due, due chunks go highest address first down to the floor,
-// the slack takes chunks due soon along, and the next plan is the earliest
-// chunk left.
+// (from the second chunk, then one per four, at most sixteen, and at most a
+// sixteenth of the chunks in use) and falls back after a quiet window;
+// Replenish() faults in while short, two chunks a call. The decay: a spare
+// chunk beyond the floor starts it, nothing goes before it is due, due chunks
+// go highest address first down to the floor, the slack takes chunks due soon
+// along, and the next plan is the earliest chunk left.
 
 #include "tickwheel/worker/chunk_policy.h"
 
@@ -21,6 +21,8 @@ namespace {
 
 constexpr int64_t kWindow = ReservePolicy::kGrowthWindowNanos;
 constexpr size_t kPerChunk = 1000;  // cells per chunk, for the checks
+// Chunks in use: enough that the share of them does not cap the target.
+constexpr size_t kManyInUse = size_t{1} << 20;
 
 // A policy after `n` chunks put into use one nanosecond apart from `start`.
 ReservePolicy AfterGrowth(size_t n, int64_t start = 1'000'000'000) {
@@ -31,10 +33,10 @@ ReservePolicy AfterGrowth(size_t n, int64_t start = 1'000'000'000) {
 
 TEST(ReservePolicyTest, TheTargetIsOneChunkBeforeAnyGrowth) {
   const ReservePolicy policy;
-  EXPECT_EQ(policy.TargetChunks(0), 1u);
-  EXPECT_EQ(policy.TargetChunks(INT64_MAX / 2), 1u);
-  EXPECT_TRUE(policy.IsShort(kPerChunk - 1, kPerChunk, 0));
-  EXPECT_FALSE(policy.IsShort(kPerChunk, kPerChunk, 0));
+  EXPECT_EQ(policy.TargetChunks(0, kManyInUse), 1u);
+  EXPECT_EQ(policy.TargetChunks(INT64_MAX / 2, kManyInUse), 1u);
+  EXPECT_TRUE(policy.IsShort(kPerChunk - 1, kPerChunk, 0, kManyInUse));
+  EXPECT_FALSE(policy.IsShort(kPerChunk, kPerChunk, 0, kManyInUse));
 }
 
 TEST(ReservePolicyTest, TheTargetGrowsFromTheSecondChunkThenOnePerFour) {
@@ -44,7 +46,8 @@ TEST(ReservePolicyTest, TheTargetGrowsFromTheSecondChunkThenOnePerFour) {
     EXPECT_EQ(ReservePolicy::TargetForGrowth(grown), expected[grown]) << grown;
     if (grown > 0) {
       const int64_t last = 1'000'000'000 + int64_t(grown) - 1;
-      EXPECT_EQ(AfterGrowth(grown).TargetChunks(last), expected[grown])
+      EXPECT_EQ(AfterGrowth(grown).TargetChunks(last, kManyInUse),
+                expected[grown])
           << grown;
     }
   }
@@ -57,31 +60,49 @@ TEST(ReservePolicyTest, TheTargetIsCappedAtSixteenChunks) {
   EXPECT_EQ(ReservePolicy::kMaxReserveChunks, 16u);
 }
 
+// A burst leaves at most a sixteenth of what it put into use faulted in
+// ahead (one chunk at least), however fast it grew.
+TEST(ReservePolicyTest, TheTargetIsCappedByAShareOfTheChunksInUse) {
+  const ReservePolicy policy = AfterGrowth(58);
+  const int64_t now = 1'000'000'057;
+  ASSERT_EQ(policy.TargetChunks(now, kManyInUse), 16u);
+  EXPECT_EQ(policy.TargetChunks(now, 0), 1u);
+  EXPECT_EQ(policy.TargetChunks(now, 31), 1u);
+  EXPECT_EQ(policy.TargetChunks(now, 32), 2u);
+  EXPECT_EQ(policy.TargetChunks(now, 16 * 7), 7u);
+  EXPECT_EQ(policy.TargetChunks(now, 16 * 40), 16u);
+  EXPECT_TRUE(policy.IsShort(2 * kPerChunk - 1, kPerChunk, now, 32));
+  EXPECT_FALSE(policy.IsShort(2 * kPerChunk, kPerChunk, now, 32));
+  EXPECT_EQ(ReservePolicy::kInUsePerReserveChunk, 16u);
+}
+
 TEST(ReservePolicyTest, TheTargetFallsBackToOneAfterAQuietWindow) {
   const ReservePolicy policy = AfterGrowth(6, 0);
   const int64_t last = 5;
-  EXPECT_EQ(policy.TargetChunks(last + kWindow), 3u);
-  EXPECT_EQ(policy.TargetChunks(last + kWindow + 1), 1u);
+  EXPECT_EQ(policy.TargetChunks(last + kWindow, kManyInUse), 3u);
+  EXPECT_EQ(policy.TargetChunks(last + kWindow + 1, kManyInUse), 1u);
 }
 
 TEST(ReservePolicyTest, GrowthAfterAQuietWindowStartsANewRun) {
   ReservePolicy policy = AfterGrowth(10, 0);
   // A window apart exactly still continues the run...
   policy.NoteGrowth(9 + kWindow);
-  EXPECT_EQ(policy.TargetChunks(9 + kWindow), 4u);  // 11 grown
+  EXPECT_EQ(policy.TargetChunks(9 + kWindow, kManyInUse), 4u);  // 11 grown
   // ...a moment more starts a new one.
   policy.NoteGrowth(9 + 2 * kWindow + 1);
-  EXPECT_EQ(policy.TargetChunks(9 + 2 * kWindow + 1), 1u);
+  EXPECT_EQ(policy.TargetChunks(9 + 2 * kWindow + 1, kManyInUse), 1u);
 }
 
 TEST(ReservePolicyTest, ShortOnlyBelowTheTargetsCells) {
   const ReservePolicy policy = AfterGrowth(6);
   const int64_t now = 1'000'000'005;
-  ASSERT_EQ(policy.TargetChunks(now), 3u);  // six chunks grown in a run
-  EXPECT_TRUE(policy.IsShort(3 * kPerChunk - 1, kPerChunk, now));
-  EXPECT_FALSE(policy.IsShort(3 * kPerChunk, kPerChunk, now));
+  ASSERT_EQ(policy.TargetChunks(now, kManyInUse),
+            3u);  // six chunks grown in a run
+  EXPECT_TRUE(policy.IsShort(3 * kPerChunk - 1, kPerChunk, now, kManyInUse));
+  EXPECT_FALSE(policy.IsShort(3 * kPerChunk, kPerChunk, now, kManyInUse));
   // After the window the target is one chunk.
-  EXPECT_FALSE(policy.IsShort(kPerChunk, kPerChunk, now + kWindow + 1));
+  EXPECT_FALSE(
+      policy.IsShort(kPerChunk, kPerChunk, now + kWindow + 1, kManyInUse));
 }
 
 TEST(ReservePolicyTest, MayBeShortIsFalseOnlyWhenNoTimeMakesItShort) {
@@ -91,8 +112,10 @@ TEST(ReservePolicyTest, MayBeShortIsFalseOnlyWhenNoTimeMakesItShort) {
       if (policy.MayBeShort(ready, kPerChunk)) continue;
       for (int64_t now : {int64_t{0}, int64_t{1'000'000'000} + 200,
                           int64_t{1'000'000'000} + kWindow + 200}) {
-        EXPECT_FALSE(policy.IsShort(ready, kPerChunk, now))
-            << "grown " << grown << ", ready " << ready << ", now " << now;
+        for (size_t in_use : {size_t{0}, size_t{40}, kManyInUse}) {
+          EXPECT_FALSE(policy.IsShort(ready, kPerChunk, now, in_use))
+              << "grown " << grown << ", ready " << ready << ", now " << now;
+        }
       }
     }
   }

@@ -110,8 +110,8 @@ TEST(PoolDecayTest, ChunksUnusedForThePeriodGoBackDownToTheFloor) {
 TEST(PoolDecayTest, ReserveChunksUnusedForThePeriodGoBackToo) {
   using Pool = CellPool<Tag<3>, 64>;
   CellDepot& depot = Pool::Depot();
-  // Growth of sixteen chunks makes Replenish() fault several more in.
-  constexpr size_t kGrown = 16;
+  // Growth of forty-eight chunks makes Replenish() fault several more in.
+  constexpr size_t kGrown = 48;
   const std::vector<void*> cells =
       AllocateOnAThread<Pool>(kGrown * depot.CellsPerChunk(), 0x11, 64);
   std::thread([&] {

@@ -8,6 +8,7 @@
 // gets cells, mapping them itself. (The timer's worker doing this for
 // newTimeout() is in pool_worker_test.)
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <set>
@@ -78,13 +79,16 @@ TEST(PoolPrefaultTest, TheTargetGrowsWithRecentGrowth) {
   using Pool = CellPool<Tag<3>, 64>;
   CellDepot& depot = Pool::Depot();
   EXPECT_EQ(depot.ReserveTargetChunks(), 1u);
-  // Twelve chunks put into use in a row, nobody replenishing.
-  constexpr size_t kGrown = 12;
+  // Forty-eight chunks put into use in a row, nobody replenishing.
+  constexpr size_t kGrown = 48;
   const std::vector<void*> cells =
       AllocateOnAThread<Pool>(kGrown * depot.CellsPerChunk(), 0x11, 64);
-  // One, one more from the second chunk on, one per further four.
+  // One, one more from the second chunk on, one per further four; at most
+  // one per sixteen in use.
   constexpr size_t kTarget =
-      2 + (kGrown - 2) / ReservePolicy::kGrowthPerReserveChunk;
+      std::min(2 + (kGrown - 2) / ReservePolicy::kGrowthPerReserveChunk,
+               kGrown / ReservePolicy::kInUsePerReserveChunk);
+  static_assert(kTarget > ReservePolicy::kChunksPerReplenish);
   EXPECT_EQ(depot.ReserveTargetChunks(), kTarget);
   // One call faults kChunksPerReplenish in and asks for the next call;
   // calls until it no longer asks make that many chunks' worth of cells

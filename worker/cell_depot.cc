@@ -93,7 +93,8 @@ void CellDepot::NoteShortfallLocked() {
   const size_t ready = ReadyCellsLocked();
   const size_t per_chunk = layout_.cells_per_chunk;
   if (reserve_policy_.MayBeShort(ready, per_chunk) &&
-      reserve_policy_.IsShort(ready, per_chunk, MonotonicNanos())) {
+      reserve_policy_.IsShort(ready, per_chunk, MonotonicNanos(),
+                              InUseChunksLocked())) {
     want_reserve_.store(true, std::memory_order_relaxed);
   }
 }
@@ -174,7 +175,8 @@ bool CellDepot::Replenish() {
       const size_t ready =
           ReadyCellsLocked() + static_cast<size_t>(mappers_) * per_chunk;
       const size_t target =
-          reserve_policy_.TargetChunks(MonotonicNanos()) * per_chunk;
+          reserve_policy_.TargetChunks(MonotonicNanos(), InUseChunksLocked()) *
+          per_chunk;
       switch (ReservePolicy::NextReplenishStep(
           ready, target, mappers_ >= kMaxMappers, faulted)) {
         case ReservePolicy::Step::kEnough:
@@ -197,7 +199,7 @@ bool CellDepot::Replenish() {
 
 size_t CellDepot::ReserveTargetChunks() const {
   MutexLock lock(&mu_);
-  return reserve_policy_.TargetChunks(MonotonicNanos());
+  return reserve_policy_.TargetChunks(MonotonicNanos(), InUseChunksLocked());
 }
 
 // --- Giving cells back ---------------------------------------------------

@@ -175,6 +175,9 @@ class CellDepot {
   size_t SpareChunksLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return empty_chunks_ + reserve_.size();
   }
+  size_t InUseChunksLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return chunks_.size() - holes_;
+  }
   size_t ReadyCellsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return free_cells_ + reserve_.size() * layout_.cells_per_chunk;
   }

@@ -17,6 +17,11 @@
 // after kGrowthWindowNanos without a chunk put into use. The longer a burst
 // grows, the further ahead the worker stays, so that a worker that runs late
 // now and then still keeps up; a small or steady load keeps one chunk ready.
+// Beyond one chunk, the target is at most one chunk per kInUsePerReserveChunk
+// chunks in use: what a burst leaves faulted in once it is over is bounded
+// by a share of the memory it left in use (a sixteenth), not by how fast it
+// came (a million timeouts scheduled at once leave one chunk ready, not
+// seven; the spare chunks then decay as below).
 //
 // The decay (DecayPolicy). A spare chunk (wholly free, in use or in the
 // reserve) stays resident, ready for the next burst, until it has gone
@@ -103,6 +108,7 @@ class ReservePolicy {
  public:
   static constexpr size_t kGrowthPerReserveChunk = 4;
   static constexpr size_t kMaxReserveChunks = 16;
+  static constexpr size_t kInUsePerReserveChunk = 16;
   // A run of growth ends after this long without a chunk put into use.
   static constexpr int64_t kGrowthWindowNanos = DecayPolicy::kDecayNanos;
   // Chunks one Replenish() call faults in at most, so that a pass of the
@@ -124,15 +130,22 @@ class ReservePolicy {
     last_growth_ = now;
   }
 
-  // The target at `now`, in chunks of ready cells: 1 outside a run.
-  size_t TargetChunks(int64_t now) const {
+  // The most the target may be with `in_use` chunks in use.
+  static constexpr size_t CapForInUse(size_t in_use) {
+    return std::max<size_t>(1, in_use / kInUsePerReserveChunk);
+  }
+
+  // The target at `now` with `in_use` chunks in use, in chunks of ready
+  // cells: 1 outside a run.
+  size_t TargetChunks(int64_t now, size_t in_use) const {
     if (grown_ == 0 || now - last_growth_ > kGrowthWindowNanos) return 1;
-    return TargetForGrowth(grown_);
+    return std::min(TargetForGrowth(grown_), CapForInUse(in_use));
   }
 
   // Whether `ready_cells` fall short of the target at `now`.
-  bool IsShort(size_t ready_cells, size_t cells_per_chunk, int64_t now) const {
-    return ready_cells < TargetChunks(now) * cells_per_chunk;
+  bool IsShort(size_t ready_cells, size_t cells_per_chunk, int64_t now,
+               size_t in_use) const {
+    return ready_cells < TargetChunks(now, in_use) * cells_per_chunk;
   }
 
   // False when `ready_cells` meet the target at any time: then IsShort()
