@@ -33,14 +33,6 @@ int64_t DueTick(int64_t deadline, int64_t tick_nanos) {
   return deadline / tick_nanos + (deadline % tick_nanos != 0 ? 1 : 0) - 1;
 }
 
-struct Nodes {
-  std::vector<std::unique_ptr<TimeoutNode>> all;
-  TimeoutNode* New() {
-    all.push_back(std::make_unique<TimeoutNode>());
-    return all.back().get();
-  }
-};
-
 // The wheels here have a 1 ns tick, so a deadline of d + 1 is due at tick d.
 void Insert(Wheel& wheel, TimeoutNode* n, int64_t due_tick) {
   n->filed = due_tick == INT64_MAX ? INT64_MAX : due_tick + 1;
@@ -527,6 +519,29 @@ TEST(WheelTest, MatchesSortedModelOnRandomOperations) {
   }
 }
 
+// A wheel of 8 buckets, a 1000 ns tick, sorted each tick; File() files a
+// node, ExpireBy() hands out in `got` what ExpireFiledBy() expires.
+struct SortedTickWheel {
+  Nodes nodes;
+  Wheel wheel{8, 1000};
+  std::vector<TimeoutNode*> got;
+
+  SortedTickWheel() { wheel.SortEachTick(); }
+  TimeoutNode* File(int64_t filed) {
+    TimeoutNode* n = nodes.New();
+    n->filed = filed;
+    wheel.Insert(n);
+    return n;
+  }
+  bool ExpireBy(int64_t filed_by) {
+    got.clear();
+    return wheel.ExpireFiledBy(filed_by, INT64_MAX, [this](TimeoutNode* n) {
+      got.push_back(n);
+      return true;
+    });
+  }
+};
+
 // A worker that wakes within ticks: Advance() with SortEachTick() plus
 // ExpireFiledBy() for the tick in progress hand out every node whose
 // deadline has come, in deadline order (ties in insertion order), and no
@@ -535,75 +550,44 @@ TEST(WheelTest, MatchesSortedModelOnRandomOperations) {
 // size back to its size at the sort: the append must still count as one, so
 // an earlier deadline appended after the sort is found and expired first.
 TEST(WheelTest, AnAppendAfterACompactionStillResortsTheTick) {
-  Nodes nodes;
-  constexpr int64_t kTick = 1000;
-  Wheel wheel(8, kTick);
-  wheel.SortEachTick();
-  auto file = [&](int64_t filed) {
-    TimeoutNode* n = nodes.New();
-    n->filed = filed;
-    wheel.Insert(n);
-    return n;
-  };
-  std::vector<TimeoutNode*> got;
-  auto take = [&](TimeoutNode* n) {
-    got.push_back(n);
-    return true;
-  };
+  SortedTickWheel w;
   // Eight slots: three due at 100, three later in the tick, sorted.
-  for (int i = 0; i < 3; ++i) file(100);
-  for (int64_t at : {700, 700, 500}) file(at);
-  ASSERT_EQ(wheel.EarliestFiledAt(0), 100);
-  ASSERT_TRUE(wheel.ExpireFiledBy(100, INT64_MAX, take));
-  ASSERT_EQ(got.size(), 3u);
+  for (int i = 0; i < 3; ++i) w.File(100);
+  for (int64_t at : {700, 700, 500}) w.File(at);
+  ASSERT_EQ(w.wheel.EarliestFiledAt(0), 100);
+  ASSERT_TRUE(w.ExpireBy(100));
+  ASSERT_EQ(w.got.size(), 3u);
   // Three more at 100: the third finds the array full and compacts the
   // three tombstones out, so the size after it is 6 again.
   std::vector<TimeoutNode*> early;
-  for (int i = 0; i < 3; ++i) early.push_back(file(100));
-  EXPECT_EQ(wheel.EarliestFiledAt(0), 100);
-  got.clear();
-  ASSERT_TRUE(wheel.ExpireFiledBy(100, INT64_MAX, take));
-  EXPECT_EQ(got, early);
-  EXPECT_EQ(wheel.EarliestFiledAt(0), 500);
+  for (int i = 0; i < 3; ++i) early.push_back(w.File(100));
+  EXPECT_EQ(w.wheel.EarliestFiledAt(0), 100);
+  ASSERT_TRUE(w.ExpireBy(100));
+  EXPECT_EQ(w.got, early);
+  EXPECT_EQ(w.wheel.EarliestFiledAt(0), 500);
 }
 
 // A tick's bucket filed in deadline order needs no sort, and one that got a
 // deadline earlier than the last one's is sorted, ties in insertion order,
 // also after the bucket emptied and filled again.
 TEST(WheelTest, ATicksBucketRunsInDeadlineOrderWhateverTheAppendOrder) {
-  Nodes nodes;
-  constexpr int64_t kTick = 1000;
-  Wheel wheel(8, kTick);
-  wheel.SortEachTick();
-  auto file = [&](int64_t filed) {
-    TimeoutNode* n = nodes.New();
-    n->filed = filed;
-    wheel.Insert(n);
-    return n;
-  };
-  std::vector<TimeoutNode*> got;
-  auto take = [&](TimeoutNode* n) {
-    got.push_back(n);
-    return true;
-  };
+  SortedTickWheel w;
   for (int round = 0; round < 2; ++round) {
     // In order, with ties: insertion order.
-    std::vector<TimeoutNode*> in_order = {file(100), file(100), file(300),
-                                          file(300)};
-    EXPECT_EQ(wheel.EarliestFiledAt(0), 100);
-    got.clear();
-    ASSERT_TRUE(wheel.ExpireFiledBy(999, INT64_MAX, take));
-    EXPECT_EQ(got, in_order);
+    std::vector<TimeoutNode*> in_order = {w.File(100), w.File(100), w.File(300),
+                                          w.File(300)};
+    EXPECT_EQ(w.wheel.EarliestFiledAt(0), 100);
+    ASSERT_TRUE(w.ExpireBy(999));
+    EXPECT_EQ(w.got, in_order);
     // Out of order: the earlier deadlines first, ties as inserted.
-    TimeoutNode* late = file(500);
-    TimeoutNode* early1 = file(200);
-    TimeoutNode* early2 = file(200);
-    TimeoutNode* middle = file(400);
-    EXPECT_EQ(wheel.EarliestFiledAt(0), 200);
-    got.clear();
-    ASSERT_TRUE(wheel.ExpireFiledBy(999, INT64_MAX, take));
-    EXPECT_EQ(got, (std::vector<TimeoutNode*>{early1, early2, middle, late}));
-    EXPECT_EQ(wheel.EarliestFiledAt(0), Wheel::kNever);
+    TimeoutNode* late = w.File(500);
+    TimeoutNode* early1 = w.File(200);
+    TimeoutNode* early2 = w.File(200);
+    TimeoutNode* middle = w.File(400);
+    EXPECT_EQ(w.wheel.EarliestFiledAt(0), 200);
+    ASSERT_TRUE(w.ExpireBy(999));
+    EXPECT_EQ(w.got, (std::vector<TimeoutNode*>{early1, early2, middle, late}));
+    EXPECT_EQ(w.wheel.EarliestFiledAt(0), Wheel::kNever);
   }
 }
 
