@@ -13,7 +13,6 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <system_error>
@@ -36,8 +35,10 @@ namespace {
 
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
+using ::tickwheel::testing::PostTo;
 using ::tickwheel::testing::QueueExecutor;
 using ::tickwheel::testing::Tick;
+using ::tickwheel::testing::WaitUntil;
 
 constexpr absl::Duration kTick = absl::Milliseconds(1);
 
@@ -124,10 +125,7 @@ TEST(AsioContextLifetimeTest, DestroyedWithTheCompletionPosted) {
 TEST(AsioContextLifetimeTest, TaskHandedToTheExecutorOutlivesTheContext) {
   auto executor = std::make_shared<QueueExecutor>();
   TimerOptions options = Tick(kTick);
-  options.task_executor = [executor](absl::AnyInvocable<void()> f) {
-    std::lock_guard<std::mutex> lock(executor->mu);
-    executor->queue.push_back(std::move(f));
-  };
+  options.task_executor = PostTo(executor);
   ManualTimer t = MakeManualTimer(std::move(options));
   Fate run, dropped;
   std::vector<absl::AnyInvocable<void()>> tasks;
@@ -245,12 +243,7 @@ TEST(AsioContextLifetimeTest, DestroyedWhileItsSleepsExpire) {
     }
   }
   // Every timeout ended: cancelled by a shutdown, or run.
-  const auto give_up =
-      std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (timer->pendingTimeouts() != 0 &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  WaitUntil([&] { return timer->pendingTimeouts() == 0; }, absl::Seconds(60));
   EXPECT_EQ(timer->pendingTimeouts(), 0);
 }
 

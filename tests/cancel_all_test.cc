@@ -30,6 +30,7 @@ using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Probe;
 using ::tickwheel::testing::ProbeTask;
 using ::tickwheel::testing::Tick;
+using ::tickwheel::testing::WaitUntil;
 
 TEST(CancelAllTest, CancelsEveryPendingTimeoutAndTheTimerGoesOn) {
   ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
@@ -119,12 +120,11 @@ TEST(CancelAllTest, FromATaskAfterStopBeganTouchesNothing) {
             running = true;
             // stop() closes the timer before it joins the worker: wait for
             // that (scheduling fails), with a bound far beyond any machine.
-            const auto give_up =
-                std::chrono::steady_clock::now() + std::chrono::seconds(60);
-            while (timer->newTimeout([] {}, absl::Seconds(1)).ok() &&
-                   std::chrono::steady_clock::now() < give_up) {
-              std::this_thread::yield();
-            }
+            WaitUntil(
+                [&] {
+                  return !timer->newTimeout([] {}, absl::Seconds(1)).ok();
+                },
+                absl::Seconds(60));
             cancelled_inside = timer->cancelAll();
           },
           absl::Milliseconds(1))

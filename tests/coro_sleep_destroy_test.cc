@@ -47,6 +47,7 @@ using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualLocalTimer;
 using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Outcome;
+using ::tickwheel::testing::PostTo;
 using ::tickwheel::testing::QueueExecutor;
 using ::tickwheel::testing::Tick;
 
@@ -216,10 +217,7 @@ TEST(CoroSleepDestroyTest, TimerDestroyedByATaskOfTheSameTick) {
 TEST(CoroSleepDestroyTest, TimerExpiryHandedToTheExecutorResumesNothing) {
   auto executor = std::make_shared<QueueExecutor>();
   TimerOptions options = Tick(absl::Milliseconds(1));
-  options.task_executor = [executor](absl::AnyInvocable<void()> f) {
-    std::lock_guard<std::mutex> lock(executor->mu);
-    executor->queue.push_back(std::move(f));
-  };
+  options.task_executor = PostTo(executor);
   ManualTimer t = MakeManualTimer(std::move(options));
   std::atomic<int> frames{0};
   Outcome run, dropped;

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
-#include <mutex>
 #include <stop_token>
 #include <thread>
 #include <utility>
@@ -31,6 +30,7 @@ using ::tickwheel::testing::AwaitSleeps;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Outcome;
+using ::tickwheel::testing::PostTo;
 using ::tickwheel::testing::QueueExecutor;
 using ::tickwheel::testing::Tick;
 
@@ -264,10 +264,7 @@ TEST(CoroSleepTest, ZeroDelaysInARowEachResumeOnce) {
 
 TimerOptions WithExecutor(std::shared_ptr<QueueExecutor> executor) {
   TimerOptions options = Tick(kTick);
-  options.task_executor = [executor](absl::AnyInvocable<void()> f) {
-    std::lock_guard<std::mutex> lock(executor->mu);
-    executor->queue.push_back(std::move(f));
-  };
+  options.task_executor = PostTo(executor);
   return options;
 }
 

@@ -5,11 +5,11 @@
 // fired with on_idle queued on the executor) live on and stay inert.
 
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
 #include "tickwheel/timer/idle_tracker.h"
 #include "tickwheel/timer/manual_clock.h"
 #include "tickwheel/timer/timer.h"
@@ -17,28 +17,10 @@
 namespace tickwheel {
 namespace {
 
+using ::tickwheel::testing::PostTo;
+using ::tickwheel::testing::QueueExecutor;
+
 constexpr absl::Duration kTick = absl::Milliseconds(10);
-
-// A task executor that queues on_idle calls; it shares `token` so that the
-// test can tell when the last copy of the executor is gone.
-class QueueingExecutor {
- public:
-  std::function<void(absl::AnyInvocable<void()>)> Make(
-      std::shared_ptr<int> token) {
-    return [this, token](absl::AnyInvocable<void()> f) {
-      std::lock_guard<std::mutex> l(mu_);
-      queue_.push_back(std::move(f));
-    };
-  }
-  std::vector<absl::AnyInvocable<void()>> Take() {
-    std::lock_guard<std::mutex> l(mu_);
-    return std::move(queue_);
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<absl::AnyInvocable<void()>> queue_;
-};
 
 // Registers one handle that fires (its on_idle queued on the executor) and
 // one that stays armed, then advances past the first one's idle timeout.
@@ -74,16 +56,16 @@ TEST(IdleLifetimeTest, InertHandlesKeepNoSharedTimerOrExecutorAlive) {
   const std::weak_ptr<Timer> weak_timer = timer;
   auto token = std::make_shared<int>(0);
   const std::weak_ptr<int> weak_token = token;
-  QueueingExecutor executor;
+  auto executor = std::make_shared<QueueExecutor>();
 
   IdleTrackerOptions options;
   options.timer = timer;
-  options.task_executor = executor.Make(std::move(token));
+  options.task_executor = PostTo(executor, std::move(token));
   auto tracker = IdleTracker::Create(std::move(options)).value();
   ASSERT_TRUE(tracker->Activate().ok());
   int runs = 0;
   std::vector<IdleHandle> handles = RegisterAndFireOne(*tracker, *clock, &runs);
-  std::vector<absl::AnyInvocable<void()>> queued = executor.Take();
+  std::vector<absl::AnyInvocable<void()>> queued = executor->Take();
   ASSERT_EQ(queued.size(), 1u);
 
   tracker.reset();
@@ -104,17 +86,17 @@ TEST(IdleLifetimeTest, InertHandlesKeepNoClockOrExecutorAlive) {
   const std::weak_ptr<ManualClock> weak_clock = clock;
   auto token = std::make_shared<int>(0);
   const std::weak_ptr<int> weak_token = token;
-  QueueingExecutor executor;
+  auto executor = std::make_shared<QueueExecutor>();
 
   IdleTrackerOptions options;
   options.clock = clock;
   options.tick_duration = kTick;
-  options.task_executor = executor.Make(std::move(token));
+  options.task_executor = PostTo(executor, std::move(token));
   auto tracker = IdleTracker::Create(std::move(options)).value();
   ASSERT_TRUE(tracker->Activate().ok());
   int runs = 0;
   std::vector<IdleHandle> handles = RegisterAndFireOne(*tracker, *clock, &runs);
-  std::vector<absl::AnyInvocable<void()>> queued = executor.Take();
+  std::vector<absl::AnyInvocable<void()>> queued = executor->Take();
   ASSERT_EQ(queued.size(), 1u);
   // A dormant registration too.
   ASSERT_TRUE(tracker->Deactivate().ok());

@@ -20,11 +20,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
 #include "tickwheel/timer/idle_tracker.h"
 #include "tickwheel/timer/timer.h"
 
 namespace tickwheel {
 namespace {
+
+using ::tickwheel::testing::WaitUntil;
 
 class IdleTrackerConcurrencyTest : public ::testing::TestWithParam<bool> {
  protected:
@@ -49,12 +52,8 @@ class IdleTrackerConcurrencyTest : public ::testing::TestWithParam<bool> {
   // scheduled itself, so allow it a moment.
   void ExpectNothingLeftOnTheSharedTimer() {
     if (timer_ == nullptr) return;
-    const auto give_up =
-        std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (timer_->pendingTimeouts() != 0 &&
-           std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    WaitUntil([&] { return timer_->pendingTimeouts() == 0; },
+              absl::Seconds(10));
     EXPECT_EQ(timer_->pendingTimeouts(), 0);
     EXPECT_TRUE(timer_->newTimeout([] {}, absl::Milliseconds(1)).ok())
         << "the application's timer keeps running";
@@ -259,12 +258,8 @@ TEST_P(IdleTrackerConcurrencyTest, HandlesRaceTheTrackersDestruction) {
   tracker.reset();
   // Let the threads go on with inert handles for a while.
   const uint64_t at_destruction = calls.load();
-  const auto give_up =
-      std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (calls.load() < at_destruction + 2000 &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  WaitUntil([&] { return calls.load() >= at_destruction + 2000; },
+            absl::Seconds(10));
   stop = true;
   for (auto& t : threads) t.join();
   for (auto& mine : handles) {

@@ -394,13 +394,9 @@ TEST_F(IdleTrackerTest, RefreshesOnlyWhileSomethingIsTracked) {
 }
 
 TEST_F(IdleTrackerTest, TaskExecutorRunsOnIdleAndUnregisterCancelsQueued) {
-  std::mutex mu;
-  std::vector<absl::AnyInvocable<void()>> queue;
+  auto executor = std::make_shared<testing::QueueExecutor>();
   IdleTrackerOptions o;
-  o.task_executor = [&](absl::AnyInvocable<void()> f) {
-    std::lock_guard<std::mutex> l(mu);
-    queue.push_back(std::move(f));
-  };
+  o.task_executor = testing::PostTo(executor);
   auto tracker = Make(std::move(o));
   ASSERT_TRUE(tracker->Activate().ok());
   auto token = std::make_shared<int>(0);
@@ -414,11 +410,7 @@ TEST_F(IdleTrackerTest, TaskExecutorRunsOnIdleAndUnregisterCancelsQueued) {
   EXPECT_TRUE(a.hasFired());
   EXPECT_TRUE(b.unregister()) << "queued but not started: never runs";
   EXPECT_EQ(token.use_count(), 1);
-  std::vector<absl::AnyInvocable<void()>> run;
-  {
-    std::lock_guard<std::mutex> l(mu);
-    run.swap(queue);
-  }
+  std::vector<absl::AnyInvocable<void()>> run = executor->Take();
   ASSERT_EQ(run.size(), 3u);
   for (auto& f : run) f();
   EXPECT_EQ(rec_.events(),
@@ -430,11 +422,7 @@ TEST_F(IdleTrackerTest, TaskExecutorRunsOnIdleAndUnregisterCancelsQueued) {
       tracker->Register([s = Sentinel(token2), this] { rec_.Callback(4)(); })
           .value();
   Step(absl::Milliseconds(100));
-  {
-    std::lock_guard<std::mutex> l(mu);
-    ASSERT_EQ(queue.size(), 1u);
-    queue.clear();
-  }
+  ASSERT_EQ(executor->Take().size(), 1u);  // dropped unrun
   EXPECT_EQ(token2.use_count(), 1);
   EXPECT_EQ(rec_.size(), 2u);
   EXPECT_FALSE(d.unregister());

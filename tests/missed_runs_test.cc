@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -33,6 +32,8 @@ using ::tickwheel::testing::DeadlineNanos;
 using ::tickwheel::testing::kMs;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
+using ::tickwheel::testing::PostTo;
+using ::tickwheel::testing::QueueExecutor;
 using ::tickwheel::testing::Tick;
 using namespace std::chrono_literals;
 
@@ -331,52 +332,34 @@ TEST(MissedRunsTest, ResetMovesTheNextRunAndTheGridRestartsUnderEveryPolicy) {
   }
 }
 
-// A task executor that keeps what it is given until the test runs it, and
-// notes the clock reading of each hand-over.
-class HeldExecutor {
- public:
-  explicit HeldExecutor(std::shared_ptr<ManualClock> clock)
-      : clock_(std::move(clock)) {}
-  void Post(absl::AnyInvocable<void()> f) {
-    std::lock_guard<std::mutex> lock(mu_);
-    handed_at_.push_back(clock_->NowNanos());
-    held_.push_back(std::move(f));
-  }
-  int RunAll() {
-    std::deque<absl::AnyInvocable<void()>> held;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      held.swap(held_);
-    }
-    for (auto& f : held) f();
-    return static_cast<int>(held.size());
-  }
-  std::vector<int64_t> handed_at() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return handed_at_;
-  }
-
- private:
-  const std::shared_ptr<ManualClock> clock_;
-  std::mutex mu_;
-  std::deque<absl::AnyInvocable<void()>> held_;
-  std::vector<int64_t> handed_at_;
-};
-
-// A timer whose task_executor is `executor` (built on the timer's clock).
+// A timer on a 1 ms tick whose task_executor is `executor` (built on the
+// timer's clock).
 struct ExecutorTimer {
-  std::shared_ptr<HeldExecutor> executor;
+  std::shared_ptr<QueueExecutor> executor;
   ManualTimer t;
+
+  // A periodic timeout due every 10 ms from 10 ms under `policy`.
+  Timeout Periodic(MissedRuns policy) {
+    return t.timer
+        ->newPeriodic([] {}, absl::Milliseconds(10), absl::Milliseconds(10),
+                      policy)
+        .value();
+  }
+  // `ms` times: the executor runs what it holds, then the clock moves 1 ms.
+  void RunEachMillisecond(int ms) {
+    for (int i = 0; i < ms; ++i) {
+      executor->RunAll();
+      t.clock->AdvanceAndSettle(absl::Milliseconds(1));
+    }
+  }
 };
 ExecutorTimer MakeExecutorTimer(absl::Duration slack) {
   auto clock = std::make_shared<ManualClock>();
-  auto executor = std::make_shared<HeldExecutor>(clock);
+  auto executor = std::make_shared<QueueExecutor>(clock);
   TimerOptions options = Tick(absl::Milliseconds(1));
   options.slack = slack;
   options.clock = clock;
-  options.task_executor = [executor](absl::AnyInvocable<void()> f) {
-    executor->Post(std::move(f));
-  };
+  options.task_executor = PostTo(executor);
   ExecutorTimer e{executor, {clock, Timer::Create(options).value()}};
   return e;
 }
@@ -385,15 +368,9 @@ ExecutorTimer MakeExecutorTimer(absl::Duration slack) {
 // 30; from then on the executor runs what it holds every millisecond.
 std::vector<int64_t> HandOversWithASlowExecutor(MissedRuns policy) {
   ExecutorTimer e = MakeExecutorTimer(absl::Milliseconds(1));
-  EXPECT_TRUE(e.t.timer
-                  ->newPeriodic([] {}, absl::Milliseconds(10),
-                                absl::Milliseconds(10), policy)
-                  .ok());
+  e.Periodic(policy);
   e.t.clock->AdvanceInSteps(absl::Milliseconds(37), absl::Milliseconds(1));
-  for (int ms = 37; ms < 52; ++ms) {
-    e.executor->RunAll();
-    e.t.clock->AdvanceAndSettle(absl::Milliseconds(1));
-  }
+  e.RunEachMillisecond(52 - 37);
   EXPECT_EQ(e.t.timer->metrics().expired,
             static_cast<int64_t>(e.executor->handed_at().size()));
   return e.executor->handed_at();
@@ -431,38 +408,24 @@ TEST(MissedRunsTest, ABurstOnAnExecutorThatRunsAtOnceGoesBackToBack) {
 
 TEST(MissedRunsTest, CancelWhileABurstWaitsForTheExecutor) {
   ExecutorTimer e = MakeExecutorTimer(absl::Milliseconds(1));
-  Timeout timeout =
-      e.t.timer
-          ->newPeriodic([] {}, absl::Milliseconds(10), absl::Milliseconds(10),
-                        MissedRuns::kBurst)
-          .value();
+  Timeout timeout = e.Periodic(MissedRuns::kBurst);
   e.t.clock->AdvanceAndSettle(absl::Milliseconds(10));
   e.executor->RunAll();
   e.t.clock->AdvanceAndSettle(absl::Milliseconds(45));  // 20 handed over
   ASSERT_TRUE(timeout.cancel());  // 30, 40 and 50 were waiting
-  for (int i = 0; i < 10; ++i) {
-    e.executor->RunAll();
-    e.t.clock->AdvanceAndSettle(absl::Milliseconds(1));
-  }
+  e.RunEachMillisecond(10);
   EXPECT_EQ(e.executor->handed_at(), Ms({10, 55}));
   EXPECT_EQ(e.t.timer->pendingTimeouts(), 0);
 }
 
 TEST(MissedRunsTest, ResetWhileABurstWaitsForTheExecutorEndsIt) {
   ExecutorTimer e = MakeExecutorTimer(absl::Milliseconds(1));
-  Timeout timeout =
-      e.t.timer
-          ->newPeriodic([] {}, absl::Milliseconds(10), absl::Milliseconds(10),
-                        MissedRuns::kBurst)
-          .value();
+  Timeout timeout = e.Periodic(MissedRuns::kBurst);
   e.t.clock->AdvanceAndSettle(absl::Milliseconds(10));
   e.executor->RunAll();
   e.t.clock->AdvanceAndSettle(absl::Milliseconds(45));  // 20 handed over
   ASSERT_TRUE(timeout.resetAt(TimePoint(60ms)));
-  for (int i = 0; i < 16; ++i) {
-    e.executor->RunAll();
-    e.t.clock->AdvanceAndSettle(absl::Milliseconds(1));
-  }
+  e.RunEachMillisecond(16);
   EXPECT_EQ(e.executor->handed_at(), Ms({10, 55, 60, 70}));
 }
 
@@ -471,18 +434,14 @@ TEST(MissedRunsTest, ResetWhileABurstWaitsForTheExecutorEndsIt) {
 // make it wake at once, pass after pass.
 TEST(MissedRunsTest, ARunWaitingForTheExecutorWakesTheWorkerOnceATick) {
   ExecutorTimer e = MakeExecutorTimer(absl::ZeroDuration());
-  e.t.timer
-      ->newPeriodic([] {}, absl::Milliseconds(10), absl::Milliseconds(10),
-                    MissedRuns::kBurst)
-      .value();
+  e.Periodic(MissedRuns::kBurst);
   e.t.clock->AdvanceAndSettle(absl::Milliseconds(10));
   e.t.clock->AdvanceAndSettle(absl::Milliseconds(25));  // the run at 20 waits
   const int64_t wakeups = e.t.timer->metrics().wakeups;
   e.t.clock->AdvanceInSteps(absl::Milliseconds(10), absl::Milliseconds(1));
   EXPECT_LE(e.t.timer->metrics().wakeups - wakeups, 10);
   EXPECT_EQ(e.executor->handed_at(), Ms({10}));
-  e.executor->RunAll();
-  e.t.clock->AdvanceAndSettle(absl::Milliseconds(1));
+  e.RunEachMillisecond(1);
   EXPECT_EQ(e.executor->handed_at(), Ms({10, 46}));
   // The executor holds the run handed over at 46, and with it the timer the
   // executor belongs to: run it, or neither is ever freed.

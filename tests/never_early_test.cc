@@ -37,6 +37,7 @@ namespace {
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
 using ::tickwheel::testing::Tick;
+using ::tickwheel::testing::WaitUntil;
 
 // Counts runs, and runs that came before their timeout's deadline.
 struct EarlyCount {
@@ -201,12 +202,7 @@ TEST(NeverEarlyTest, ResetRacingExpiryOnTheRealClock) {
   // Until every task has run: each reset() keeps a timeout at most 200 µs
   // away, and a sweep of the resetters takes longer than that under load,
   // so they all come due; bounded generously for a loaded machine.
-  const auto give_up =
-      std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (count.runs.load() < kTimeouts &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitUntil([&] { return count.runs.load() >= kTimeouts; }, absl::Seconds(60));
   done = true;
   for (std::thread& th : resetters) th.join();
   timer->stop().IgnoreError();

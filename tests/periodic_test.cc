@@ -6,7 +6,6 @@
 // every run time is exact.
 
 #include <atomic>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -23,7 +22,9 @@ using ::tickwheel::testing::CaptureGuard;
 using ::tickwheel::testing::kMs;
 using ::tickwheel::testing::MakeManualTimer;
 using ::tickwheel::testing::ManualTimer;
+using ::tickwheel::testing::PostTo;
 using ::tickwheel::testing::Probe;
+using ::tickwheel::testing::QueueExecutor;
 using ::tickwheel::testing::Tick;
 
 // Records the clock reading of every run.
@@ -187,34 +188,10 @@ TEST(PeriodicTest, StopReturnsItOnceWithItsTask) {
   EXPECT_TRUE(probe->captures_destroyed.load());
 }
 
-// A task executor that keeps what it is given until the test runs it.
-class HeldExecutor {
- public:
-  void Post(absl::AnyInvocable<void()> f) {
-    std::lock_guard<std::mutex> lock(mu_);
-    held_.push_back(std::move(f));
-  }
-  int RunAll() {
-    std::deque<absl::AnyInvocable<void()>> held;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      held.swap(held_);
-    }
-    for (auto& f : held) f();
-    return static_cast<int>(held.size());
-  }
-
- private:
-  std::mutex mu_;
-  std::deque<absl::AnyInvocable<void()>> held_;
-};
-
 TEST(PeriodicTest, WithAnExecutorRunsNeverOverlap) {
-  auto executor = std::make_shared<HeldExecutor>();
+  auto executor = std::make_shared<QueueExecutor>();
   TimerOptions options = Tick(absl::Milliseconds(1));
-  options.task_executor = [executor](absl::AnyInvocable<void()> f) {
-    executor->Post(std::move(f));
-  };
+  options.task_executor = PostTo(executor);
   ManualTimer t = MakeManualTimer(std::move(options));
   std::atomic<int> runs{0};
   t.timer

@@ -16,6 +16,7 @@
 
 #include "absl/time/time.h"
 #include "tests/pool_test_util.h"
+#include "tests/test_util.h"
 #include "tickwheel/timer/timer.h"
 #include "tickwheel/worker/cell_depot.h"
 #include "tickwheel/worker/cell_pool.h"
@@ -35,18 +36,7 @@ using ::tickwheel::testing::kFaultsAreOurs;
 using ::tickwheel::testing::kResidentMemoryIsOurs;
 using ::tickwheel::testing::ResidentBytes;
 using ::tickwheel::testing::ThreadMinorFaults;
-
-// Polls `done` every millisecond for up to 30 s.
-template <typename Done>
-bool Eventually(Done&& done) {
-  const auto until =
-      std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
+using ::tickwheel::testing::WaitUntil;
 
 void Noop(const Timeout&) {}
 
@@ -66,7 +56,7 @@ TEST(PoolWorkerTest, TheWorkerFaultsNodeMemoryInOffTheProducersThread) {
       // Half a chunk per round, once the worker has made at least that
       // much ready (plus what a refill takes at once): no round then needs
       // to map memory itself, however the threads are scheduled.
-      served &= Eventually([&] {
+      served &= WaitUntil([&] {
         return depot.FreeCells() + depot.ReserveChunks() * per_chunk >=
                per_round + 2 * NodePool::kBatch;
       });
@@ -108,7 +98,7 @@ TEST(PoolWorkerTest, RetainedMemoryGoesBackOnceUnusedAndThenTheWorkerSleeps) {
   // away, gives the memory back once it has gone unused for the period.
   // What stays: the floor, and chunks that hold cells cached by a thread
   // (this one's and the worker's).
-  const bool released = Eventually([&] {
+  const bool released = WaitUntil([&] {
     return depot.ResidentChunks() <= DecayPolicy::kKeptFreeChunks + 3 &&
            depot.NextDecayNanos() == DecayPolicy::kNothingDue;
   });

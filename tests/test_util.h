@@ -3,7 +3,8 @@
 // Helpers shared by the Timer tests: clock units, a ManualClock-driven timer
 // factory, a probe that records whether a task ran and whether its captures
 // were destroyed, a capture that counts its live copies, a log sink that
-// captures messages, and a few small checks.
+// captures messages, a task executor the test drives, a bounded wait on the
+// real clock, and a few small checks.
 
 #ifndef TICKWHEEL_TESTS_TEST_UTIL_H_
 #define TICKWHEEL_TESTS_TEST_UTIL_H_
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +23,8 @@
 #include <gtest/gtest.h>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 #include "tickwheel/timer/manual_clock.h"
 #include "tickwheel/timer/timer.h"
@@ -154,17 +158,64 @@ class CapturedLog {
   LogSink previous_;
 };
 
-// A task_executor's target that queues what it is given, so that a test
-// decides when each task runs, or drops it unrun.
-struct QueueExecutor {
-  std::mutex mu;
-  std::vector<absl::AnyInvocable<void()>> queue;
-
-  std::vector<absl::AnyInvocable<void()>> Take() {
-    std::lock_guard<std::mutex> lock(mu);
-    return std::move(queue);
+// Polls `done` every millisecond until it holds or `limit` passes; returns
+// whether it held. For the tests on the real clock: the limit is a generous
+// bound for a loaded machine, never a timing assertion.
+template <typename Done>
+bool WaitUntil(Done&& done, absl::Duration limit = absl::Seconds(30)) {
+  const absl::Time give_up = absl::Now() + limit;
+  while (!done()) {
+    if (absl::Now() >= give_up) return false;
+    absl::SleepFor(absl::Milliseconds(1));
   }
+  return true;
+}
+
+// A task_executor's target that queues what it is given, so that a test
+// decides when each task runs, or drops it unrun. Given a clock, it also
+// notes the clock reading of each hand-over. Thread-safe.
+class QueueExecutor {
+ public:
+  explicit QueueExecutor(std::shared_ptr<Clock> clock = nullptr)
+      : clock_(std::move(clock)) {}
+
+  void Post(absl::AnyInvocable<void()> f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (clock_ != nullptr) handed_at_.push_back(clock_->NowNanos());
+    queue_.push_back(std::move(f));
+  }
+  // What it holds, to run or drop.
+  std::vector<absl::AnyInvocable<void()>> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(queue_);
+  }
+  // Runs what it holds, in order, on the calling thread; returns how many.
+  int RunAll() {
+    std::vector<absl::AnyInvocable<void()>> held = Take();
+    for (auto& f : held) f();
+    return static_cast<int>(held.size());
+  }
+  // The clock reading of every hand-over (with a clock).
+  std::vector<int64_t> handed_at() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return handed_at_;
+  }
+
+ private:
+  const std::shared_ptr<Clock> clock_;
+  std::mutex mu_;
+  std::vector<absl::AnyInvocable<void()>> queue_;
+  std::vector<int64_t> handed_at_;
 };
+
+// A task_executor that posts to `executor`; every copy holds `executor`,
+// and `keep` (so that a test can tell when the last copy is gone).
+inline std::function<void(absl::AnyInvocable<void()>)> PostTo(
+    std::shared_ptr<QueueExecutor> executor,
+    std::shared_ptr<void> keep = nullptr) {
+  return [executor = std::move(executor), keep = std::move(keep)](
+             absl::AnyInvocable<void()> f) { executor->Post(std::move(f)); };
+}
 
 }  // namespace tickwheel::testing
 

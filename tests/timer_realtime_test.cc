@@ -16,6 +16,7 @@ namespace tickwheel {
 namespace {
 
 using ::tickwheel::testing::Tick;
+using ::tickwheel::testing::WaitUntil;
 
 // Generous: the machine is shared and may stall a thread for a long time.
 constexpr absl::Duration kGenerousBound = absl::Seconds(5);
@@ -35,10 +36,7 @@ TEST(TimerRealtimeTest, NeverEarlyOnTheRealClock) {
             absl::Nanoseconds(delay[i]))
         .value();
   }
-  const absl::Time give_up = absl::Now() + kGenerousBound;
-  while (timer->pendingTimeouts() > 0 && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  WaitUntil([&] { return timer->pendingTimeouts() == 0; }, kGenerousBound);
   ASSERT_EQ(timer->pendingTimeouts(), 0);
   ASSERT_TRUE(timer->stop().ok());  // joins: every ran_at store is visible
   for (int i = 0; i < kCount; ++i) {
@@ -67,10 +65,7 @@ TEST(TimerRealtimeTest, SlowTaskMakesLaterOnesCatchUpInOrderNoneEarly) {
             absl::Milliseconds(i * 4))
         .value();
   }
-  const absl::Time give_up = absl::Now() + kGenerousBound;
-  while (timer->pendingTimeouts() > 0 && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  WaitUntil([&] { return timer->pendingTimeouts() == 0; }, kGenerousBound);
   ASSERT_TRUE(timer->stop().ok());
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4, 5}));
   for (int64_t l : late_by) EXPECT_GE(l, 0);

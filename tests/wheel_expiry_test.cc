@@ -18,14 +18,6 @@
 namespace tickwheel::internal {
 namespace {
 
-struct Nodes {
-  std::vector<std::unique_ptr<TimeoutNode>> all;
-  TimeoutNode* New() {
-    all.push_back(std::make_unique<TimeoutNode>());
-    return all.back().get();
-  }
-};
-
 // A deadline of d + 1 is due at tick d.
 void File(Wheel& wheel, TimeoutNode* n, int64_t due_tick) {
   n->deadline.store(due_tick + 1);

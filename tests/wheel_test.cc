@@ -33,14 +33,6 @@ int64_t DueTick(int64_t deadline, int64_t tick_nanos) {
   return deadline / tick_nanos + (deadline % tick_nanos != 0 ? 1 : 0) - 1;
 }
 
-struct Nodes {
-  std::vector<std::unique_ptr<TimeoutNode>> all;
-  TimeoutNode* New() {
-    all.push_back(std::make_unique<TimeoutNode>());
-    return all.back().get();
-  }
-};
-
 // The wheels here have a 1 ns tick, so a deadline of d + 1 is due at tick d.
 void Insert(Wheel& wheel, TimeoutNode* n, int64_t due_tick) {
   n->deadline.store(due_tick == INT64_MAX ? INT64_MAX : due_tick + 1);

@@ -3,13 +3,16 @@
 // Test-only access to the inside of the hierarchical wheel (worker/wheel.h),
 // which declares this class its friend. The worker never needs any of it:
 // the level count, the wheel length, a node's remainingRounds, and a check of
-// invariants I1 to I3 that walks every bucket and bitmap.
+// invariants I1 to I3 that walks every bucket and bitmap. Also the nodes a
+// wheel test files.
 
 #ifndef TICKWHEEL_TESTS_WHEEL_TEST_PEER_H_
 #define TICKWHEEL_TESTS_WHEEL_TEST_PEER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -17,6 +20,15 @@
 #include "tickwheel/worker/wheel.h"
 
 namespace tickwheel::internal {
+
+// Nodes for a test's wheel, owned here and freed with it.
+struct Nodes {
+  std::vector<std::unique_ptr<TimeoutNode>> all;
+  TimeoutNode* New() {
+    all.push_back(std::make_unique<TimeoutNode>());
+    return all.back().get();
+  }
+};
 
 class WheelTestPeer {
  public:

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -131,6 +132,14 @@ class Deliveries {
   std::vector<FiredTimer> All() const {
     std::lock_guard<std::mutex> lock(mu_);
     return all_;
+  }
+  // A handler for DurableTimer::Start() that records each delivery here and
+  // acknowledges it; this Deliveries must outlive the timer's handler runs.
+  std::function<absl::Status(const FiredTimer&)> Recorder() {
+    return [this](const FiredTimer& t) {
+      Add(t);
+      return absl::OkStatus();
+    };
   }
 
  private:

@@ -78,11 +78,7 @@ TEST_F(DurableBusyHandlerTest, AStuckHandlerHoldsOnlyItsOwnTimer) {
   DurableTimerOptions idle_options = TestOptions(*redis_);
   auto idle = DurableTimer::Connect(idle_options).value();
   Deliveries idle_seen;
-  ASSERT_TRUE(idle->Start([&](const FiredTimer& t) {
-                    idle_seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(idle->Start(idle_seen.Recorder()).ok());
   const bool drained = WaitUntil([&] { return idle->Pending().value() == 1; });
   EXPECT_TRUE(drained) << idle->Pending().value() << " pending; the idle "
                        << "process delivered " << idle_seen.Total();

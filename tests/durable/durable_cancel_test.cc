@@ -70,12 +70,7 @@ TEST_F(DurableCancelTest, TrueOnceForAScheduledTimerFalseOtherwise) {
 
   // Acknowledged: unknown.
   Deliveries seen;
-  ASSERT_TRUE(timers
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(timers->Start(seen.Recorder()).ok());
   ASSERT_TRUE(timers->ScheduleAfter("y", absl::ZeroDuration()).ok());
   ASSERT_TRUE(WaitUntil([&] { return timers->Pending().value() == 0; }));
   EXPECT_FALSE(timers->Cancel("y").value());
@@ -95,12 +90,7 @@ TEST_F(DurableCancelTest, ATimerHeldAheadOfItsDeadlineIsNeverDelivered) {
   ASSERT_TRUE(holder->ScheduleAfter("mine", absl::Milliseconds(1200)).ok());
   ASSERT_TRUE(other->ScheduleAfter("theirs", absl::Milliseconds(1200)).ok());
   Deliveries seen;
-  ASSERT_TRUE(holder
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(holder->Start(seen.Recorder()).ok());
   // Both claimed by the holder's first poll, well before they are due.
   ASSERT_TRUE(WaitUntil([&] { return Claimed("tw-test") == 2; }));
   EXPECT_TRUE(holder->Cancel("mine").value());

@@ -110,12 +110,7 @@ TEST_F(DurableClusterTest, TimersOnEveryShardAreDeliveredOnceWithTheirData) {
   EXPECT_EQ((*timers)->Pending().value(), 302);
 
   Deliveries seen;
-  ASSERT_TRUE((*timers)
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE((*timers)->Start(seen.Recorder()).ok());
   ASSERT_TRUE(WaitUntil([&] { return seen.Distinct() == 302; }));
   ASSERT_TRUE(WaitUntil([&] { return (*timers)->Pending().value() == 0; }));
   ASSERT_TRUE((*timers)->Stop().ok());
@@ -144,12 +139,7 @@ TEST_F(DurableClusterTest, DISABLED_ASlotMovedMidRunLosesNothing) {
   auto timers = DurableTimer::Connect(Options(ks));
   ASSERT_TRUE(timers.ok()) << timers.status();
   Deliveries seen;
-  ASSERT_TRUE((*timers)
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE((*timers)->Start(seen.Recorder()).ok());
   // Timers due over the next second and a half, on every shard.
   const absl::Time now = absl::Now();
   std::set<std::string> ids;

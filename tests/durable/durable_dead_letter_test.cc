@@ -202,12 +202,7 @@ TEST_F(DurableDeadLetterTest, ALeaseThatEndsOnTheLastAttemptDeadLetters) {
   (void)testing::WaitChild(*worker, testing::kPatience);
 
   Deliveries seen;
-  ASSERT_TRUE(timers
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(timers->Start(seen.Recorder()).ok());
   ASSERT_TRUE(WaitUntil([&] { return IsDead(*timers, "held"); }));
   ASSERT_TRUE(timers->Stop().ok());
   EXPECT_EQ(seen.Total(), 0u);  // its one attempt was the killed one

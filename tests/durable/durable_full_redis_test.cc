@@ -85,12 +85,7 @@ TEST_F(DurableFullRedisTest, DeliveryAndAcknowledgementGoOnWhenRedisIsFull) {
 
   // Delivery and acknowledgement go on, in the process that joined.
   Deliveries seen;
-  ASSERT_TRUE((*joined)
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE((*joined)->Start(seen.Recorder()).ok());
   ASSERT_TRUE(WaitUntil([&] { return timers->Pending().value() == 0; }))
       << seen.Total() << " delivered, " << timers->Pending().value()
       << " pending";

@@ -178,12 +178,7 @@ TEST_F(DurableLeaseTest, StopHandsBackWhatItClaimedAheadAtOnce) {
 
   auto second = DurableTimer::Connect(o).value();
   Deliveries seen;
-  ASSERT_TRUE(second
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(second->Start(seen.Recorder()).ok());
   const absl::Time start = absl::Now();
   ASSERT_TRUE(WaitUntil([&] { return seen.Total() == 20; }));
   // Within seconds, not after the 30 s lease.
@@ -232,12 +227,7 @@ TEST_F(DurableLeaseTest, AResumedProcessStartsNoTimerItLostWhilePaused) {
   const auto started_before = count("start")(EventLog::Read(w.events));
 
   Deliveries seen;
-  ASSERT_TRUE(other
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(other->Start(seen.Recorder()).ok());
   ASSERT_TRUE(WaitUntil([&] { return other->Pending().value() == 0; }));
   testing::SignalChild(*owner, SIGCONT);
   // Long enough for its running handler to end and for anything it held

@@ -82,12 +82,7 @@ TEST(DurableRedisDownTest, DeliveryResumesByItselfWhenRedisIsBack) {
   o.redis_timeout = kTimeout;
   auto timers = DurableTimer::Connect(o).value();
   Deliveries seen;
-  ASSERT_TRUE(timers
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(timers->Start(seen.Recorder()).ok());
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(timers
                     ->ScheduleAfter("d" + std::to_string(i),
@@ -139,12 +134,7 @@ TEST(DurableRedisDownTest, StopReturnsPromptlyAndLeasesBringTheTimersBack) {
 
   auto second = DurableTimer::Connect(o).value();
   Deliveries seen;
-  ASSERT_TRUE(second
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(second->Start(seen.Recorder()).ok());
   ASSERT_TRUE(WaitUntil([&] { return seen.Distinct() == 5; }));
   ASSERT_TRUE(second->Stop().ok());
   EXPECT_EQ(first->metrics().delivered, 0);

@@ -67,12 +67,7 @@ TEST(DurableRedisRestartTest, AcknowledgedTimersStayAcknowledged) {
   auto redis = RedisServer::Start().value();
   auto timers = DurableTimer::Connect(TestOptions(*redis)).value();
   Deliveries seen;
-  ASSERT_TRUE(timers
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(timers->Start(seen.Recorder()).ok());
   for (int i = 0; i < 30; ++i) {
     ASSERT_TRUE(
         timers->ScheduleAfter("a" + std::to_string(i), absl::ZeroDuration())

@@ -45,12 +45,7 @@ TEST_F(DurableScheduleTest, ScheduledTimersAreDeliveredOnceWithTheirData) {
   EXPECT_EQ(timers->Pending().value(), 3);
 
   Deliveries seen;
-  ASSERT_TRUE(timers
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(timers->Start(seen.Recorder()).ok());
   ASSERT_TRUE(WaitUntil([&] { return seen.Total() == 3; }));
   ASSERT_TRUE(WaitUntil([&] { return timers->Pending().value() == 0; }));
   ASSERT_TRUE(timers->Stop().ok());
@@ -84,12 +79,7 @@ TEST_F(DurableScheduleTest, TheSameIdAgainReplacesDeadlineAndPayload) {
   ASSERT_TRUE(timers->ScheduleAfter("x", absl::Milliseconds(50), "new").ok());
   EXPECT_EQ(timers->Pending().value(), 1);
   Deliveries seen;
-  ASSERT_TRUE(timers
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(timers->Start(seen.Recorder()).ok());
   ASSERT_TRUE(WaitUntil([&] { return seen.Total() == 1; }));
   ASSERT_TRUE(WaitUntil([&] { return timers->Pending().value() == 0; }));
   absl::SleepFor(absl::Milliseconds(300));  // no second delivery comes
@@ -119,12 +109,7 @@ TEST_F(DurableScheduleTest, ScheduleManySpansShardsAndAppliesAll) {
     EXPECT_GT(n->AsInt(), 0) << "shard " << s;
   }
   Deliveries seen;
-  ASSERT_TRUE(timers
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(timers->Start(seen.Recorder()).ok());
   ASSERT_TRUE(WaitUntil([&] { return seen.Distinct() == 300; }));
   ASSERT_TRUE(WaitUntil([&] { return timers->Pending().value() == 0; }));
   ASSERT_TRUE(timers->Stop().ok());
@@ -163,12 +148,7 @@ TEST_F(DurableScheduleTest, BinaryIdsAndPayloadsRoundTrip) {
   const std::string payload(kPayload, sizeof(kPayload) - 1);
   ASSERT_TRUE(timers->ScheduleAfter(id, absl::ZeroDuration(), payload).ok());
   Deliveries seen;
-  ASSERT_TRUE(timers
-                  ->Start([&](const FiredTimer& t) {
-                    seen.Add(t);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(timers->Start(seen.Recorder()).ok());
   ASSERT_TRUE(WaitUntil([&] { return seen.Total() == 1; }));
   ASSERT_TRUE(timers->Stop().ok());
   EXPECT_EQ(seen.All()[0].id, id);
