@@ -165,9 +165,10 @@ absl::Status RedisSession::RunCluster(std::span<const RedisCommand> commands,
           counters_->errors.fetch_add(1, std::memory_order_relaxed);
           return absl::UnavailableError(fmt::format(
               "the Redis Cluster still redirects a command for slot {} "
-              "after {} redirects (last: {}); a resharding or failover may "
-              "be under way: retry later",
-              u.slot.value_or(0), options_->max_redirects, redirect_text));
+              "after {} redirects (last: {} from {}); a resharding or "
+              "failover may be under way: retry later",
+              u.slot.value_or(0), options_->max_redirects, redirect_text,
+              u.target.ToString()));
         }
       }
       if (redirect) {

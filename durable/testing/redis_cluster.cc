@@ -256,7 +256,48 @@ absl::Status RedisCluster::MoveSlot(int slot, int to_port) {
       return st;
     }
   }
-  return absl::OkStatus();
+  return WaitSlotOwner(slot, to_port, absl::Seconds(30));
+}
+
+absl::Status RedisCluster::WaitSlotOwner(int slot, int port,
+                                         absl::Duration timeout) {
+  const int64_t deadline = Now() + absl::ToInt64Nanoseconds(timeout);
+  std::string last;
+  while (Now() < deadline) {
+    bool all = true;
+    for (const auto& node : nodes_) {
+      if (!node->running()) continue;
+      absl::StatusOr<int> owner = OwnerIn(node->port(), slot);
+      if (!owner.ok() || *owner != port) {
+        last = owner.ok()
+                   ? fmt::format("port {} names {}", node->port(), *owner)
+                   : owner.status().ToString();
+        all = false;
+        break;
+      }
+    }
+    if (all) return absl::OkStatus();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::DeadlineExceededError(fmt::format(
+      "not every node names port {} the owner of slot {} after {}: {}", port,
+      slot, absl::FormatDuration(timeout), last));
+}
+
+absl::StatusOr<int> RedisCluster::OwnerIn(int port, int slot) {
+  absl::StatusOr<internal::RedisReply> r =
+      Command(port, {"CLUSTER", "SLOTS"}, absl::Seconds(2));
+  if (!r.ok()) return r.status();
+  for (const internal::RedisReply& range : r->elements) {
+    if (range.elements.size() < 3) continue;
+    if (range.elements[0].AsInt() <= slot &&
+        slot <= range.elements[1].AsInt() &&
+        range.elements[2].elements.size() >= 2) {
+      return static_cast<int>(range.elements[2].elements[1].AsInt());
+    }
+  }
+  return absl::NotFoundError(
+      fmt::format("port {}: slot {} has no master", port, slot));
 }
 
 }  // namespace tickwheel::durable::testing

@@ -68,7 +68,17 @@ class RedisCluster {
   // `to_port`, the way redis-cli --cluster reshard does: SETSLOT IMPORTING
   // and MIGRATING, MIGRATE of the keys in batches, then SETSLOT NODE on
   // every master. A client that used the old owner then gets MOVED.
+  // Returns once every node, replicas included, names the new owner: a
+  // node still holding the old view when the old owner later raises its
+  // config epoch (by importing another slot) would tell the new owner, in an
+  // UPDATE message, that the old owner has the slot, and the new owner
+  // would give it up, leaving the two masters redirecting to each other
+  // (seen with Redis 7.0 when slots move back to back).
   absl::Status MoveSlot(int slot, int to_port);
+
+  // Waits until every running node's CLUSTER SLOTS names the master on
+  // `port` the owner of `slot`; DeadlineExceeded after `timeout`.
+  absl::Status WaitSlotOwner(int slot, int port, absl::Duration timeout);
 
   // One command on the node with `port`.
   absl::StatusOr<internal::RedisReply> Command(
@@ -80,6 +90,8 @@ class RedisCluster {
   absl::Status Create(const Options& options);
   absl::Status WaitOk(absl::Duration timeout);
   RedisServer* Node(int port);
+  // The owner of `slot` in the CLUSTER SLOTS of the node on `port`.
+  absl::StatusOr<int> OwnerIn(int port, int slot);
   absl::StatusOr<std::string> NodeId(int port);
 
   std::vector<std::unique_ptr<RedisServer>> nodes_;

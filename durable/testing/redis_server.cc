@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,15 @@ namespace tickwheel::durable::testing {
 namespace {
 
 int64_t Now() { return RealClock::MonotonicNanos(); }
+
+// The last 2,000 bytes of the server's log in `dir`.
+std::string LogTail(const std::string& dir) {
+  std::ifstream in(dir + "/redis.log");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  return s.size() > 2000 ? s.substr(s.size() - 2000) : s;
+}
 
 std::string RedisBinary() {
   if (const char* env = std::getenv("TICKWHEEL_REDIS_SERVER")) return env;
@@ -190,8 +200,24 @@ absl::Status RedisServer::Signal(int signo, bool wait) {
                                            signo, std::strerror(errno)));
   }
   if (wait) {
+    // A clean shutdown may wait for replicas (shutdown-timeout) or hang on a
+    // loaded machine: after a bound, a SIGKILL, with the server's log on
+    // stderr to say why, so that no test hangs on its fixture.
     int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    const int64_t give_up = Now() + 30'000'000'000;
+    for (;;) {
+      const pid_t r = waitpid(pid_, &status, signo == SIGKILL ? 0 : WNOHANG);
+      if (r == pid_ || (r < 0 && errno != EINTR)) break;
+      if (r == 0 && Now() >= give_up) {
+        std::fprintf(stderr,
+                     "redis-server %d did not stop within 30 s of SIGTERM; "
+                     "SIGKILL. Its log ends:\n%s\n",
+                     static_cast<int>(pid_), LogTail(dir_).c_str());
+        kill(pid_, SIGKILL);
+        signo = SIGKILL;
+      } else if (r == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
     }
     pid_ = -1;
     conn_.reset();
