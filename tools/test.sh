@@ -58,22 +58,40 @@ stage_secs=()
 stage_name=""
 stage_start=0
 suite_start=$SECONDS
+stage_cpus=()
+stage_cpu_start=0
+# CPU seconds (user + system) spent so far by this script's children and by
+# this workspace's Bazel server with the actions it ran: on a loaded machine
+# a stage's CPU says what it costs where its wall time does not.
+cpu_now() {
+  local tick pid f total=0
+  tick=$(getconf CLK_TCK)
+  for pid in $(pgrep -f "^bazel\\(${PWD##*/}\\) " 2>/dev/null) $$; do
+    f=$(cut -d')' -f2- "/proc/$pid/stat" 2>/dev/null) || continue
+    # fields after the name: utime stime cutime cstime are 12-15 here
+    total=$((total + $(echo "$f" | awk '{print $12 + $13 + $14 + $15}')))
+  done
+  echo $((total / tick))
+}
 begin() {
   stage_name=$1
   stage_start=$SECONDS
+  stage_cpu_start=$(cpu_now)
   echo "== $*"
 }
 end() {
   stage_names+=("$stage_name")
   stage_secs+=($((SECONDS - stage_start)))
+  stage_cpus+=($(($(cpu_now) - stage_cpu_start)))
   stage_name=""
 }
 summary() {
   local rc=$? i
   [[ -n $stage_name ]] && end
-  echo "== stage times"
+  echo "== stage times (wall; CPU of the stage's processes)"
   for i in "${!stage_names[@]}"; do
-    printf '   %-14s %5d s\n' "${stage_names[$i]}" "${stage_secs[$i]}"
+    printf '   %-14s %5d s  %6d s CPU\n' "${stage_names[$i]}" \
+      "${stage_secs[$i]}" "${stage_cpus[$i]:-0}"
   done
   printf '   %-14s %5d s\n' total $((SECONDS - suite_start))
   if ((rc == 0)); then
