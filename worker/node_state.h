@@ -191,8 +191,11 @@ class NodeState {
   };
   // The worker claims an armed node to run it if its deadline is at or before
   // `limit` ("Never early"); `executor`: periodic runs go to the executor.
+  // The common case (nobody holds a handle) is inline, a load, a compare and
+  // a store; the rest is out of line, so that the expiry path carries no
+  // spill of registers for a loop it rarely enters.
   Claim ClaimToRun(int64_t limit, bool executor) {
-    uint32_t w = word_.load(std::memory_order_acquire);
+    const uint32_t w = word_.load(std::memory_order_acquire);
     if (w == Pack(1, TimeoutState::kArmed)) [[likely]] {  // nobody can race
       const int64_t d = deadline.load(std::memory_order_relaxed);
       if (d > limit) return {ClaimOutcome::kNotDue, w, d};
@@ -200,6 +203,11 @@ class NodeState {
       word_.store(Pack(1, TimeoutState::kExpired), std::memory_order_relaxed);
       return {ClaimOutcome::kClaimed, w, d};
     }
+    return ClaimShared(w, limit, executor);
+  }
+  // ClaimToRun() of a node others may race for, from the word `w` it read.
+  [[gnu::noinline]] Claim ClaimShared(uint32_t w, int64_t limit,
+                                      bool executor) {
     for (;;) {
       if (StateOf(w) != TimeoutState::kArmed)
         return {ClaimOutcome::kLost, w, 0};

@@ -36,7 +36,8 @@ int64_t TaskRunner::NextRun(MissedRuns policy, int64_t due, int64_t period,
   return next > INT64_MAX ? INT64_MAX : static_cast<int64_t>(next);
 }
 
-void TaskRunner::Release(int64_t slots) {
+// Inline into RunOneShot(), once per expired node.
+[[gnu::always_inline]] inline void TaskRunner::ReleaseInline(int64_t slots) {
   std::atomic<int64_t>& word = shared_.WorkerReleaseWord();
   if (shared_.limited) {  // shards[0], which producers share
     word.fetch_sub(slots * SharedTimerState::kOne, std::memory_order_release);
@@ -48,6 +49,8 @@ void TaskRunner::Release(int64_t slots) {
       word.load(std::memory_order_relaxed) - slots * SharedTimerState::kOne,
       std::memory_order_release);
 }
+
+void TaskRunner::Release(int64_t slots) { ReleaseInline(slots); }
 
 // The expiry path, once per expired node: inline into RunOneShot(), so that
 // the call, the bookkeeping and the release are one stretch of code.
@@ -70,7 +73,7 @@ void TaskRunner::Release(int64_t slots) {
 
 void TaskRunner::RunOneShot(TimeoutNode* node, int64_t deadline, int64_t now,
                             bool noticed) {
-  Release(1);
+  ReleaseInline(1);
   counters_.NoteRun(SaturatingSub(now, deadline));
   if (executor_) {
     // The closure needs a reference of its own when the notice queue's pop

@@ -143,6 +143,8 @@ class TaskRunner {
   // Drops the driver's reference to a node whose task has just run inline,
   // destroying the task's captures now.
   static void ReleaseAfterRun(TimeoutNode* node, bool noticed);
+  // Release(), for the expiry path to inline.
+  void ReleaseInline(int64_t slots);
 
   SharedTimerState& shared_;
   TimerCounters& counters_;
