@@ -799,5 +799,15 @@ public final class NettyBench {
     Arrays.sort(sorted);
     values.put("p99_ms", quantile(sorted, 0.99));
     values.put("max_ms", sorted.length == 0 ? 0 : sorted[sorted.length - 1]);
+    values.put("task_floor_ms", taskFloorMs((int) p.n));
+  }
+
+  // As the C++ Burst::TaskFloorMs(): the same tasks alone, back to back on
+  // this thread, no timer: no timer's last run can come sooner than this.
+  static double taskFloorMs(int n) {
+    final BurstTimes alone = new BurstTimes(n);
+    final long start = System.nanoTime();
+    for (int i = 0; i < n; ++i) new SampledRecordTask(alone, i).run(null);
+    return (System.nanoTime() - start) / 1e6;
   }
 }

@@ -166,7 +166,8 @@ static_assert(sizeof(SampledRecordTask) == 16);
 // scheduled (where a per-tick cap on filing, as Netty's, would make them
 // late). tickwheel at --tick_ms. Reports lateness p99 (of the sampled runs,
 // BurstTimes) and max (the latest sampled run: for the same deadline, the
-// last run); a sampled run that is early fails the run.
+// last run), and beside them the floor under max: the same tasks run alone
+// (TaskFloorMs()); a sampled run that is early fails the run.
 struct Burst {
   static constexpr const char* kName = "burst";
   static constexpr const char* kWhat =
@@ -174,10 +175,25 @@ struct Burst {
   static constexpr Metric kMetrics[] = {
       {"p99_ms", "lateness p99", "ms", Better::kLower, 1},
       {"max_ms", "lateness max", "ms", Better::kLower, 1},
+      {"task_floor_ms", "the same tasks alone, back to back", "ms",
+       Better::kLower, 1},
   };
   static std::vector<Variant> Variants(const BenchConfig&) {
     return {{"same_deadline", "same deadline", 0},
             {"same_delay", "same delay", 1}};
+  }
+
+  // What the burst's tasks cost with no timer at all: N of them on fresh
+  // BurstTimes, called back to back on this thread. No timer's last run can
+  // come sooner after the deadline than this (its thread runs the same
+  // tasks, one after another); the rest of "lateness max" is the timer's.
+  static double TaskFloorMs(int64_t n) {
+    BurstTimes alone(n);
+    const int64_t start = NowNanos();
+    for (int64_t i = 0; i < n; ++i) {
+      SampledRecordTask{&alone, static_cast<size_t>(i)}();
+    }
+    return static_cast<double>(NowNanos() - start) / 1e6;
   }
 
   template <BenchTimer T>
@@ -212,6 +228,7 @@ struct Burst {
     std::sort(late.begin(), late.end());
     out.values["p99_ms"] = Quantile(late, 0.99);
     out.values["max_ms"] = late.empty() ? 0 : late.back();
+    out.values["task_floor_ms"] = TaskFloorMs(c.n);
     return out;
   }
 };
