@@ -93,6 +93,13 @@ struct DurableTimer::Impl {
   internal::SessionOptions session_options;
   int64_t timeout_nanos = 0;
   std::vector<internal::ShardKeys> keys;
+  // HintChannel() of the keyspace, and how soon a timer must be due for
+  // Schedule*() to announce it (poll_interval; 0: schedule_hints off).
+  std::string hint_channel;
+  int64_t hint_window_us = 0;
+  internal::ScheduleHint Hint(int shard) const {
+    return {shard, hint_window_us, hint_channel};
+  }
   internal::Counters counters;
   // Holds pointers to the two members above, filled in by Connect()
   // before its first use.
