@@ -111,11 +111,16 @@ void HintListener::Loop() {
       failures = 0;
     } else {
       if (failures++ == 0) {
+        const std::string grant =
+            absl::IsPermissionDenied(status)
+                ? fmt::format(" (the channel needs ACL &{} or &*)", channel_)
+                : "";
         Log(LogSeverity::kWarning,
-            fmt::format("durable timers: schedule hints from {}: {}; timers "
+            fmt::format("durable timers: schedule hints from {}: {}{}; timers "
                         "that other processes schedule are found by polling "
                         "until the listener subscribes again",
-                        endpoint.ToString(), std::string(status.message())));
+                        endpoint.ToString(), std::string(status.message()),
+                        grant));
       }
       backoff = std::clamp(backoff * 2, kFirstBackoffNanos, kMaxBackoffNanos);
     }
@@ -130,15 +135,23 @@ absl::Status HintListener::ListenOnce(const RedisEndpoint& endpoint) {
                             Now() + session_->timeout_nanos);
   if (!opened.ok()) return opened.status();
   RedisConnection& conn = **opened;
-  const RedisCommand subscribe = {"SUBSCRIBE", channel_};
-  std::vector<RedisReply> replies;
-  if (absl::Status s = conn.Pipeline({&subscribe, 1}, &replies,
-                                     Now() + session_->timeout_nanos);
-      !s.ok()) {
+  // SUBSCRIBE, and its confirmation read like any message, so that Stop()
+  // does not wait for a Redis that does not answer.
+  const int64_t deadline = Now() + session_->timeout_nanos;
+  if (absl::Status s = conn.Send({"SUBSCRIBE", channel_}, deadline); !s.ok()) {
     return s;
   }
-  if (replies[0].is_error()) {
-    return ReplyErrorStatus(replies[0], "SUBSCRIBE to the hint channel",
+  absl::StatusOr<std::optional<RedisReply>> confirmed =
+      conn.Receive(deadline, wake_[0]);
+  if (!confirmed.ok()) return confirmed.status();
+  if (!confirmed->has_value()) {
+    if (stopping()) return absl::OkStatus();
+    return absl::UnavailableError(
+        fmt::format("Redis at {}: no answer to SUBSCRIBE within redis_timeout",
+                    endpoint.ToString()));
+  }
+  if ((*confirmed)->is_error()) {
+    return ReplyErrorStatus(**confirmed, "SUBSCRIBE to the hint channel",
                             endpoint);
   }
   // Hints sent before this point were lost: look at every shard once.

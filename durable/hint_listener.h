@@ -83,7 +83,9 @@ class HintListener {
   // Starts the thread. ResourceExhausted when it (or its wake-up pipe)
   // cannot be made; nothing runs then.
   absl::Status Start();
-  // Wakes the thread, closes its connection and joins it. Idempotent.
+  // Wakes the thread, closes its connection and joins it: at once, unless
+  // a connection attempt is under way (then within redis_timeout).
+  // Idempotent.
   void Stop();
 
  private:

@@ -7,7 +7,8 @@
 // have) schedules 100 ms ahead long before its next poll; after Redis kills
 // the listener's connection (CLIENT KILL TYPE pubsub) it subscribes again,
 // hints work again, and what was scheduled meanwhile is delivered too; with
-// hints off there is no listener and polling still delivers.
+// hints off, or for an ACL user without the channel, there is no listener
+// and polling still delivers.
 
 #include <memory>
 #include <optional>
@@ -196,6 +197,32 @@ TEST_F(DurableScheduleHintsTest, WithHintsOffPollingDelivers) {
   EXPECT_FALSE(DeliveredWithin(seen, "polled", absl::Seconds(2)));
   // ...and delivered then.
   EXPECT_TRUE(DeliveredWithin(seen, "polled", testing::kPatience));
+  ASSERT_TRUE(deliverer->Stop().ok());
+  EXPECT_EQ(seen.Total(), 1u);
+}
+
+// An ACL user without the hint channel (Redis 7's default for a new user):
+// the schedule script's PUBLISH is refused inside redis.pcall, so scheduling
+// still succeeds; the listener's SUBSCRIBE is refused (a warning, retried);
+// polling delivers.
+TEST_F(DurableScheduleHintsTest, AUserWithoutTheChannelSchedulesAndIsPolled) {
+  auto acl = redis_->Command({"ACL", "SETUSER", "nochannel", "on", ">secret",
+                              std::string("~{") + kKeyspace + ":*",
+                              "resetchannels", "+@all"});
+  ASSERT_TRUE(acl.ok() && !acl->is_error()) << acl.status() << acl->str;
+  DurableTimerOptions o = Options(true);
+  o.username = "nochannel";
+  o.password = "secret";
+  o.poll_interval = absl::Seconds(1);
+  auto deliverer = Connect(o);
+  auto scheduler = Connect(o);
+  ASSERT_NE(deliverer, nullptr);
+  ASSERT_NE(scheduler, nullptr);
+  Deliveries seen;
+  ASSERT_TRUE(deliverer->Start(seen.Recorder()).ok());
+  ASSERT_TRUE(scheduler->ScheduleAfter("denied", absl::Milliseconds(100)).ok());
+  EXPECT_TRUE(DeliveredWithin(seen, "denied", testing::kPatience));
+  EXPECT_EQ(Listeners(), 0);
   ASSERT_TRUE(deliverer->Stop().ok());
   EXPECT_EQ(seen.Total(), 1u);
 }
