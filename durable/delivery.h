@@ -1,8 +1,10 @@
 // durable/delivery.h
 // -----------------------------------------------------------------------------
 // Internal. Delivery: what DurableTimer::Start() runs in a process -- a
-// poller thread that talks to Redis, a pool of handler threads, and a local
-// tickwheel::Timer that holds timers claimed ahead of their deadline.
+// poller thread that talks to Redis, a pool of handler threads, a local
+// tickwheel::Timer that holds timers claimed ahead of their deadline, and
+// (with schedule hints) a HintListener that says when another process
+// scheduled a timer due before the next poll (hint_listener.h).
 //
 // A claimed timer's life in this process (Held::stage):
 //
@@ -56,6 +58,10 @@
 //     others they run without mu_, and hand the result back as kDone.
 //   - The local Timer's tasks move kWaiting items to kReady, under mu_; an
 //     item whose hold ended (hold_seq) or that is in flight is left alone.
+//   - The hint listener's thread (HintListener, when schedule hints are
+//     on) only lowers next_check_ and scheduled_hint_, under mu_, through
+//     Scheduled() and Rescan(), and wakes the poller; Stop() joins it
+//     before the poller's last round trips.
 //   - Leases: the poller renews the lease of every running handler's
 //     timer once half of it may have passed (the upper bound of Redis's
 //     clock), so a handler may outlive the lease it started with. If renewing

@@ -93,6 +93,10 @@ struct DurableTimer::Impl {
   internal::SessionOptions session_options;
   int64_t timeout_nanos = 0;
   std::vector<internal::ShardKeys> keys;
+  internal::Counters counters;
+  // Holds pointers to the two members above, filled in by Connect()
+  // before its first use.
+  internal::SessionPool pool{&session_options, &counters.redis};
   // HintChannel() of the keyspace, and how soon a timer must be due for
   // Schedule*() to announce it (poll_interval; 0: schedule_hints off).
   std::string hint_channel;
@@ -100,10 +104,6 @@ struct DurableTimer::Impl {
   internal::ScheduleHint Hint(int shard) const {
     return {shard, hint_window_us, hint_channel};
   }
-  internal::Counters counters;
-  // Holds pointers to the two members above, filled in by Connect()
-  // before its first use.
-  internal::SessionPool pool{&session_options, &counters.redis};
 
   internal::Mutex mu;
   enum class State { kIdle, kStarted, kStopped };
