@@ -65,6 +65,18 @@ absl::Status Delivery::Start() {
       Timer::Create(std::move(timer_options));
   if (!timer.ok()) return timer.status();
   hold_timer_ = *std::move(timer);
+  if (!options_.hint_channel.empty()) {
+    hints_ = std::make_unique<HintListener>(
+        options_.session, options_.hint_channel, shards_,
+        HintListener::Callbacks{
+            .on_hint = [this](const Hint& h) { Scheduled(h.shard, h.due_us); },
+            .on_subscribed = [this] { Rescan(); }});
+    if (absl::Status s = hints_->Start(); !s.ok()) {
+      hints_.reset();
+      hold_timer_.reset();
+      return s;
+    }
+  }
   try {
     poller_ = std::thread([this] { PollerLoop(); });
     for (int i = 0; i < options_.handler_threads; ++i) {
@@ -79,6 +91,7 @@ absl::Status Delivery::Start() {
     work_cv_.notify_all();
     for (std::thread& t : handlers_) t.join();
     if (poller_.joinable()) poller_.join();
+    if (hints_ != nullptr) hints_->Stop();
     hold_timer_.reset();
     return absl::ResourceExhaustedError(
         fmt::format("cannot start the durable timer's threads: {}", e.what()));
@@ -96,6 +109,7 @@ void Delivery::Stop() {
   }
   poll_cv_.notify_all();
   work_cv_.notify_all();
+  if (hints_ != nullptr) hints_->Stop();
   // No held timer becomes ready from here on; the poller releases them. A
   // hold task that is running finishes first (it takes mu_ and finds
   // stopping_).
@@ -119,6 +133,16 @@ void Delivery::Scheduled(int shard, int64_t due_us) {
     int64_t& next = next_check_[static_cast<size_t>(shard)];
     if (at >= next) return;
     next = at;
+  }
+  poll_cv_.notify_one();
+}
+
+void Delivery::Rescan() {
+  {
+    MutexLock lock(&mu_);
+    if (stopping_) return;
+    std::fill(next_check_.begin(), next_check_.end(), 0);
+    std::fill(scheduled_hint_.begin(), scheduled_hint_.end(), 0);
   }
   poll_cv_.notify_one();
 }

@@ -1,8 +1,10 @@
 // durable/delivery.h
 // -----------------------------------------------------------------------------
 // Internal. Delivery: what DurableTimer::Start() runs in a process -- a
-// poller thread that talks to Redis, a pool of handler threads, and a local
-// tickwheel::Timer that holds timers claimed ahead of their deadline.
+// poller thread that talks to Redis, a pool of handler threads, a local
+// tickwheel::Timer that holds timers claimed ahead of their deadline, and
+// (with schedule hints) a HintListener that says when another process
+// scheduled a timer due before the next poll (hint_listener.h).
 //
 // A claimed timer's life in this process (Held::stage):
 //
@@ -56,6 +58,10 @@
 //     others they run without mu_, and hand the result back as kDone.
 //   - The local Timer's tasks move kWaiting items to kReady, under mu_; an
 //     item whose hold ended (hold_seq) or that is in flight is left alone.
+//   - The hint listener's thread (HintListener, when schedule hints are
+//     on) only lowers next_check_ and scheduled_hint_, under mu_, through
+//     Scheduled() and Rescan(), and wakes the poller; Stop() joins it
+//     before the poller's last round trips.
 //   - Leases: the poller renews the lease of every running handler's
 //     timer once half of it may have passed (the upper bound of Redis's
 //     clock), so a handler may outlive the lease it started with. If renewing
@@ -85,6 +91,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "tickwheel/durable/counters.h"
+#include "tickwheel/durable/hint_listener.h"
 #include "tickwheel/durable/keys.h"
 #include "tickwheel/durable/mutex.h"
 #include "tickwheel/durable/redis_clock.h"
@@ -108,6 +115,9 @@ struct DeliveryOptions {
   int64_t backoff_us = 0;
   int64_t max_backoff_us = 0;
   int64_t dead_retention_us = 0;  // 0: dead letters are kept
+  // The keyspace's hint channel (HintChannel()): a HintListener hands its
+  // hints to Scheduled(). Empty: no listener (schedule_hints off).
+  std::string hint_channel;
 };
 
 // A handler's failure is recorded with its timer up to this many bytes.
@@ -150,9 +160,13 @@ class Delivery {
   // Whether the calling thread is running a handler of this delivery.
   bool InHandler() const;
 
-  // A timer of `shard` due at `due_us` was scheduled by this process: look
-  // at the shard in time for it (no need to wait for the next poll).
+  // A timer of `shard` due at `due_us` was scheduled, by this process or
+  // (a hint) by another: look at the shard in time for it (no need to wait
+  // for the next poll).
   void Scheduled(int shard, int64_t due_us) ABSL_LOCKS_EXCLUDED(mu_);
+  // Hints may have been lost (the hint listener subscribed again): look at
+  // every shard now.
+  void Rescan() ABSL_LOCKS_EXCLUDED(mu_);
   // Timer `id` was cancelled by this process: drop the copies it holds that
   // have not started (Redis would refuse to start them anyway).
   void Cancelled(std::string_view id) ABSL_LOCKS_EXCLUDED(mu_);
@@ -302,6 +316,9 @@ class Delivery {
   const int64_t start_window_nanos_;
 
   std::unique_ptr<Timer> hold_timer_;  // set by Start(), stopped by Stop()
+  // Set by Start() when options_.hint_channel is set; stopped first by
+  // Stop(). Its thread calls Scheduled() and Rescan().
+  std::unique_ptr<HintListener> hints_;
   std::thread poller_;
   std::vector<std::thread> handlers_;
   Mutex stop_mu_;  // serialises Start() and Stop()
@@ -328,8 +345,8 @@ class Delivery {
   int64_t rate_mark_completed_ ABSL_GUARDED_BY(mu_) = 0;
   double finish_rate_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int64_t> next_check_ ABSL_GUARDED_BY(mu_);  // per shard, local
-  // Per shard: the earliest next_check_ a Scheduled() asked for since the
-  // shard's last claim was applied, so that a claim reply (which sets
+  // Per shard: the earliest next_check_ a Scheduled() or Rescan() asked for
+  // since the shard's last claim was applied, so that a claim reply (which sets
   // next_check_ from what Redis said) cannot overwrite a timer scheduled
   // while the claim was in flight. INT64_MAX: none.
   std::vector<int64_t> scheduled_hint_ ABSL_GUARDED_BY(mu_);

@@ -39,7 +39,8 @@ namespace {
 // missing script would fail its own command while the others ran.
 // `earliest` gets each shard's first deadline.
 std::vector<RedisCommand> ScheduleManyCommands(
-    const std::vector<internal::ShardKeys>& keys,
+    const std::vector<internal::ShardKeys>& keys, int64_t hint_window_us,
+    std::string_view hint_channel,
     const std::map<int, std::vector<internal::ScheduleArgs>>& by_shard,
     bool per_shard, std::vector<std::pair<int, int64_t>>* earliest) {
   std::vector<RedisCommand> commands;
@@ -55,7 +56,8 @@ std::vector<RedisCommand> ScheduleManyCommands(
                                 static_cast<size_t>(internal::kMaxScriptBatch));
       commands.push_back(internal::ScheduleCommand(
           keys[static_cast<size_t>(shard)], /*after=*/false,
-          std::span(args).subspan(i, n), /*by_source=*/true));
+          std::span(args).subspan(i, n), /*by_source=*/true,
+          {shard, hint_window_us, hint_channel}));
     }
     for (const internal::ScheduleArgs& a : args) {
       first = std::min(first, a.time_us);
@@ -116,6 +118,10 @@ absl::StatusOr<std::unique_ptr<DurableTimer>> DurableTimer::Connect(
   impl->timeout_nanos = absl::ToInt64Nanoseconds(o.redis_timeout);
   impl->session_options.timeout_nanos = impl->timeout_nanos;
   impl->keys = internal::MakeShardKeys(o.keyspace, o.shards);
+  if (o.schedule_hints) {
+    impl->hint_channel = internal::HintChannel(o.keyspace);
+    impl->hint_window_us = absl::ToInt64Microseconds(o.poll_interval);
+  }
 
   // Reach Redis and load the scripts, then record or check the shard count.
   const RedisCommand meta = {"EVALSHA",
@@ -169,7 +175,8 @@ absl::Status DurableTimer::Schedule(std::string_view id, absl::Time deadline,
       id, DeadlineMicros(deadline), payload,
       options.max_attempts.value_or(impl_->options.max_attempts)};
   const RedisCommand cmd = internal::ScheduleCommand(
-      impl_->keys[static_cast<size_t>(shard)], /*after=*/false, {&args, 1});
+      impl_->keys[static_cast<size_t>(shard)], /*after=*/false, {&args, 1},
+      /*by_source=*/false, impl_->Hint(shard));
   std::vector<RedisReply> replies;
   if (absl::Status s = impl_->Call({&cmd, 1}, &replies); !s.ok()) {
     return WithAdvice(std::move(s),
@@ -195,7 +202,8 @@ absl::Status DurableTimer::ScheduleAfter(std::string_view id,
       id, DelayMicros(delay), payload,
       options.max_attempts.value_or(impl_->options.max_attempts)};
   const RedisCommand cmd = internal::ScheduleCommand(
-      impl_->keys[static_cast<size_t>(shard)], /*after=*/true, {&args, 1});
+      impl_->keys[static_cast<size_t>(shard)], /*after=*/true, {&args, 1},
+      /*by_source=*/false, impl_->Hint(shard));
   std::vector<RedisReply> replies;
   if (absl::Status s = impl_->Call({&cmd, 1}, &replies); !s.ok()) {
     return WithAdvice(std::move(s),
@@ -236,8 +244,8 @@ absl::Status DurableTimer::ScheduleMany(
   }
   std::vector<std::pair<int, int64_t>> earliest;  // shard, first deadline
   const std::vector<RedisCommand> commands = ScheduleManyCommands(
-      impl_->keys, by_shard, !impl_->session_options.cluster_seeds.empty(),
-      &earliest);
+      impl_->keys, impl_->hint_window_us, impl_->hint_channel, by_shard,
+      !impl_->session_options.cluster_seeds.empty(), &earliest);
   std::vector<RedisReply> replies;
   if (absl::Status s = impl_->Call(commands, &replies); !s.ok()) {
     return WithAdvice(std::move(s),
@@ -337,6 +345,7 @@ absl::Status DurableTimer::Start(
   d.handler_threads = o.handler_threads;
   d.backoff_us = absl::ToInt64Microseconds(o.retry_backoff);
   d.max_backoff_us = absl::ToInt64Microseconds(o.max_retry_backoff);
+  d.hint_channel = impl_->hint_channel;
   d.dead_retention_us =
       o.dead_letter_retention == absl::InfiniteDuration()
           ? 0

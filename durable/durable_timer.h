@@ -55,7 +55,9 @@
 //     a few milliseconds. A process claims timers up to poll_interval before
 //     their deadline (as many as twice what its handlers are finishing) and
 //     holds them in a local tickwheel::Timer, so those start within
-//     milliseconds of it; so do timers it schedules itself.
+//     milliseconds of it; so do timers it schedules itself, and, with
+//     schedule_hints, timers due sooner than poll_interval that another
+//     process scheduled.
 //
 // Threading: DurableTimer is thread-safe; any thread may call any method.
 // The handler runs on this process's handler threads
@@ -139,6 +141,18 @@ struct DurableTimerOptions {
   // half the lease). Must be > 0. Each look costs one small script per
   // shard.
   absl::Duration poll_interval = absl::Milliseconds(200);
+  // Schedule hints, so that a timer due sooner than poll_interval is
+  // delivered within about a round trip of its deadline even when another
+  // process scheduled it. On: Schedule*() of a timer due before Redis's now
+  // + poll_interval also PUBLISHes a small hint (shard, deadline) on the
+  // channel "{<keyspace>}:hints" (one PUBLISH per script call, only then),
+  // and Start() opens one more connection, SUBSCRIBEd to it, whose hints
+  // make the process look at that shard in time. Polling stays the safety
+  // net: a hint lost (no listener then, a Redis failover, an ACL user
+  // without the channel) only means the timer is found at the next poll.
+  // A hint reaches every Start()ed process, and each looks at the shard:
+  // about one small script per process per hinted shard. Off: neither.
+  bool schedule_hints = true;
   // Timers claimed and not yet acknowledged, per process, at most. >= 1.
   int max_in_flight = 1024;
   // Bound on connecting and on each call's round trips. Must be > 0.

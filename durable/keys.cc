@@ -22,6 +22,10 @@ std::string MetaKey(std::string_view keyspace) {
   return fmt::format("{{{}:0}}:meta", keyspace);
 }
 
+std::string HintChannel(std::string_view keyspace) {
+  return fmt::format("{{{}}}:hints", keyspace);
+}
+
 absl::Status CheckKeyspace(std::string_view keyspace) {
   if (keyspace.empty() || keyspace.size() > kMaxKeyspaceBytes) {
     return absl::InvalidArgumentError(fmt::format(

@@ -54,6 +54,12 @@ std::vector<ShardKeys> MakeShardKeys(std::string_view keyspace, int shards);
 // "{<keyspace>:0}:meta".
 std::string MetaKey(std::string_view keyspace);
 
+// "{<keyspace>}:hints": the Pub/Sub channel on which Schedule*() announces
+// timers due soon ("<shard> <deadline us>", durable/hint_listener.h). A
+// channel, not a key: PUBLISH reaches the subscribers of every node of a
+// Redis Cluster.
+std::string HintChannel(std::string_view keyspace);
+
 // InvalidArgument unless `keyspace` is 1..kMaxKeyspaceBytes bytes without
 // '{', '}' or control characters (a brace would break the hash tag).
 absl::Status CheckKeyspace(std::string_view keyspace);

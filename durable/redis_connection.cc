@@ -264,4 +264,64 @@ absl::Status RedisConnection::Pipeline(std::span<const RedisCommand> commands,
   return absl::OkStatus();
 }
 
+absl::Status RedisConnection::Send(const RedisCommand& command,
+                                   int64_t deadline_nanos) {
+  if (broken_) return Fail("connection already failed");
+  std::vector<const char*> argv;
+  std::vector<size_t> argvlen;
+  for (const std::string& arg : command) {
+    argv.push_back(arg.data());
+    argvlen.push_back(arg.size());
+  }
+  if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()),
+                             argv.data(), argvlen.data()) != REDIS_OK) {
+    return Fail("cannot queue a command");
+  }
+  int done = 0;
+  while (done == 0) {
+    if (!SetTimeoutUntil(deadline_nanos)) {
+      return Fail("cannot send within redis_timeout");
+    }
+    if (redisBufferWrite(context_, &done) != REDIS_OK) {
+      return Fail("the connection failed");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<RedisReply>> RedisConnection::Receive(
+    int64_t deadline_nanos, int wake_fd) {
+  if (broken_) return Fail("connection already failed");
+  void* raw = nullptr;
+  // A reply may be complete in hiredis's buffer already (a read brings
+  // whatever has arrived, several messages at once).
+  if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) {
+    return Fail("protocol error");
+  }
+  while (raw == nullptr) {
+    const int64_t left = deadline_nanos - RealClock::MonotonicNanos();
+    if (left <= 0) return std::nullopt;
+    pollfd fds[2] = {{context_->fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    const int rc =
+        poll(fds, wake_fd >= 0 ? 2 : 1,
+             static_cast<int>(std::min<int64_t>(
+                 (left + kNanosPerMilli - 1) / kNanosPerMilli, 1000)));
+    if (rc < 0 && errno != EINTR) return Fail("poll failed");
+    if (rc <= 0) continue;
+    if (wake_fd >= 0 && fds[1].revents != 0) return std::nullopt;
+    if (fds[0].revents == 0) continue;
+    // Readable (or hung up): one read, which does not block; end of stream
+    // or an error is a failure.
+    if (redisBufferRead(context_) != REDIS_OK) {
+      return Fail("the connection failed");
+    }
+    if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) {
+      return Fail("protocol error");
+    }
+  }
+  RedisReply reply = Convert(static_cast<redisReply*>(raw));
+  freeReplyObject(raw);
+  return reply;
+}
+
 }  // namespace tickwheel::durable::internal

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -90,6 +91,17 @@ class RedisConnection {
   absl::Status Pipeline(std::span<const RedisCommand> commands,
                         std::vector<RedisReply>* replies,
                         int64_t deadline_nanos);
+
+  // For a connection in subscribe mode (after SUBSCRIBE), where Redis
+  // pushes messages that answer no command: sends `command` without reading
+  // its reply (it comes through Receive()). Unavailable as for Pipeline().
+  absl::Status Send(const RedisCommand& command, int64_t deadline_nanos);
+  // The next reply or pushed message: waits until one is complete, until
+  // `deadline_nanos`, or until `wake_fd` (when >= 0) is readable, whichever
+  // comes first; nullopt for the last two. Unavailable when the connection
+  // fails or Redis closes it (it is then broken()).
+  absl::StatusOr<std::optional<RedisReply>> Receive(int64_t deadline_nanos,
+                                                    int wake_fd);
 
   bool broken() const { return broken_; }
   // Whether the server has closed this connection while it sat idle (a

@@ -25,18 +25,27 @@ redis.call('HSETNX', KEYS[1], 'format', ARGV[2])
 return redis.call('HMGET', KEYS[1], 'shards', 'format')
 )lua";
 
+// Announces, when asked (a hint window > 0), the shard's earliest new
+// deadline on the hint channel if it comes before Redis's now + the window:
+// processes that deliver then look at the shard in time for it rather than
+// at their next poll (durable/hint_listener.h). redis.pcall: a PUBLISH that
+// fails (an ACL user without the channel) fails nothing; the timer is
+// scheduled and polling finds it.
 constexpr std::string_view kSchedule = R"lua(
 local mode = ARGV[1]
 if mode ~= 'at' and mode ~= 'after' then fail('mode is not at or after') end
 local after = mode == 'after'
 local maxd = int_arg(2, 0, MAX_US)
-if #ARGV < 6 or (#ARGV - 2) % 4 ~= 0 then
+local window = int_arg(3, 0, MAX_US)
+local shard = int_arg(4, 0, 1000000)
+local channel = ARGV[5]
+if #ARGV < 9 or (#ARGV - 5) % 4 ~= 0 then
   fail('expected (id, time, payload, max attempts) tuples')
 end
-local n = (#ARGV - 2) / 4
+local n = (#ARGV - 5) / 4
 local times, lims = {}, {}
 for i = 1, n do
-  local j = 3 + (i - 1) * 4
+  local j = 6 + (i - 1) * 4
   id_arg(j)
   times[i] = int_arg(j + 1, -MAX_US, MAX_US)
   lims[i] = int_arg(j + 3, 0, 1000000)
@@ -45,11 +54,13 @@ local now = now_us()
 local base = redis.call('INCRBY', KEYS[5], n) - n
 local states, payloads, dues, ids, lset, lunset = {}, {}, {}, {}, {}, {}
 local out = {now}
+local first = MAX_US
 for i = 1, n do
-  local j = 3 + (i - 1) * 4
+  local j = 6 + (i - 1) * 4
   local id, d, p = ARGV[j], times[i], ARGV[j + 2]
   if after then d = now + d end
   if d < 0 then d = 0 elseif d > maxd then d = maxd end
+  if d < first then first = d end
   states[#states + 1] = id
   states[#states + 1] = record(base + i, 0, d, #p, '')
   payloads[#payloads + 1] = id
@@ -73,6 +84,9 @@ redis.call('ZREM', KEYS[6], unpack(ids))
 redis.call('HDEL', KEYS[8], unpack(ids))
 if #lset > 0 then redis.call('HSET', KEYS[7], unpack(lset)) end
 if #lunset > 0 then redis.call('HDEL', KEYS[7], unpack(lunset)) end
+if window > 0 and #channel > 0 and first < now + window then
+  redis.pcall('PUBLISH', channel, string.format('%d %d', shard, first))
+end
 return out
 )lua";
 

@@ -13,12 +13,16 @@
 //
 //   kMeta      KEYS {ks:0}:meta; ARGV shards, format. Records both the first
 //              time; returns the recorded {shards, format}.
-//   kSchedule  ARGV "at"|"after", max_us, then (id, time_us, payload,
-//              max_attempts)...: each id gets a new version, attempt 0, its
-//              deadline (time_us, or Redis's now + time_us for "after",
-//              clamped to [0, max_us]), its payload and its max attempts (0:
-//              none), and is due then; a claim on it, a dead letter of it
-//              and its last error are dropped. Returns {now, deadline...}.
+//   kSchedule  ARGV "at"|"after", max_us, hint_us, shard, channel, then
+//              (id, time_us, payload, max_attempts)...: each id gets a new
+//              version, attempt 0, its deadline (time_us, or Redis's now +
+//              time_us for "after", clamped to [0, max_us]), its payload and
+//              its max attempts (0: none), and is due then; a claim on it, a
+//              dead letter of it and its last error are dropped. When
+//              hint_us > 0 and the earliest of those deadlines is before now
+//              + hint_us, PUBLISHes "<shard> <deadline_us>" on `channel`
+//              (a hint, durable/hint_listener.h; a failed PUBLISH is
+//              ignored). Returns {now, deadline...}.
 //   kCancel    ARGV id. Removes the timer (a dead letter too); 1 if it
 //              existed, else 0.
 //   kClaim     ARGV lookahead_us, lease_us, due_quota, ahead_quota,

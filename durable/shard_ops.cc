@@ -42,11 +42,14 @@ RedisCommand ScriptCommand(Script script, const ShardKeys& keys,
 
 RedisCommand ScheduleCommand(const ShardKeys& keys, bool after,
                              std::span<const ScheduleArgs> entries,
-                             bool by_source) {
+                             bool by_source, const ScheduleHint& hint) {
   std::vector<std::string> args;
-  args.reserve(2 + 4 * entries.size());
+  args.reserve(5 + 4 * entries.size());
   args.push_back(after ? "after" : "at");
   args.push_back(std::to_string(kMaxDeadlineMicros));
+  args.push_back(std::to_string(hint.window_us));
+  args.push_back(std::to_string(hint.shard));
+  args.emplace_back(hint.channel);
   for (const ScheduleArgs& e : entries) {
     args.emplace_back(e.id);
     args.push_back(std::to_string(e.time_us));

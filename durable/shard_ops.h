@@ -33,9 +33,18 @@ struct ScheduleArgs {
   std::string_view payload;
   int max_attempts = 0;  // 0: no limit
 };
+// Whether and where kSchedule announces a timer due soon (a hint): when
+// the earliest deadline it writes is before Redis's now + window_us (0:
+// never), it PUBLISHes "<shard> <deadline us>" on `channel`.
+struct ScheduleHint {
+  int shard = 0;  // the shard the command schedules on
+  int64_t window_us = 0;
+  std::string_view channel;  // HintChannel() of the keyspace
+};
 RedisCommand ScheduleCommand(const ShardKeys& keys, bool after,
                              std::span<const ScheduleArgs> entries,
-                             bool by_source = false);
+                             bool by_source = false,
+                             const ScheduleHint& hint = {});
 RedisCommand CancelCommand(const ShardKeys& keys, std::string_view id);
 
 struct ClaimArgs {

@@ -97,6 +97,13 @@ struct DurableTimer::Impl {
   // Holds pointers to the two members above, filled in by Connect()
   // before its first use.
   internal::SessionPool pool{&session_options, &counters.redis};
+  // HintChannel() of the keyspace, and how soon a timer must be due for
+  // Schedule*() to announce it (poll_interval; 0: schedule_hints off).
+  std::string hint_channel;
+  int64_t hint_window_us = 0;
+  internal::ScheduleHint Hint(int shard) const {
+    return {shard, hint_window_us, hint_channel};
+  }
 
   internal::Mutex mu;
   enum class State { kIdle, kStarted, kStopped };

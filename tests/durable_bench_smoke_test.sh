@@ -40,12 +40,13 @@ rows=("redis-benchmark ZADD, 50 clients, pipeline 16 (ceiling)" "Schedule(), 1 t
       "Schedule(), 4 threads" "ScheduleMany(), batches of 1000" "deliveries, 1 process"
       "deliveries, 3 processes" "CPU per delivery: Redis / worker"
       "CPU per delivery: Redis / workers" "lateness p50 / p99 / max, scheduled ahead"
-      "lateness p50 / p99 / max, short notice, polled")
+      "lateness p50 / p99 / max, short notice, hints"
+      "lateness p50 / p99 / max, short notice, hints off")
 for row in "${rows[@]}"; do
   grep -qF -- "$row  " "$out/stdout.txt" || fail "table row '$row' missing"
 done
 goals=$(grep -cE "^  (MET   |MISSED)  " "$out/stdout.txt" || true)
-[[ $goals -eq 4 ]] || fail "expected 4 goal lines, got $goals"
+[[ $goals -eq 5 ]] || fail "expected 5 goal lines, got $goals"
 
 set +e
 "$bench" --quick=1 --only=schedule_many --appendfsync=everysec \

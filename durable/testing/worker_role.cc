@@ -29,6 +29,7 @@ DurableTimerOptions WorkerConfig::Options() const {
   o.max_in_flight = max_in_flight;
   o.redis_timeout = absl::Seconds(2);
   o.owner = owner;
+  o.schedule_hints = schedule_hints;
   return o;
 }
 
@@ -45,7 +46,8 @@ EnvVars WorkerConfig::ToEnv() const {
           {"TW_SLEEP_MS", std::to_string(Millis(handler_sleep))},
           {"TW_FAIL_ATTEMPTS", std::to_string(fail_attempts)},
           {"TW_RECORD", record_deliveries ? "1" : "0"},
-          {"TW_OWNER", owner}};
+          {"TW_OWNER", owner},
+          {"TW_HINTS", schedule_hints ? "1" : "0"}};
 }
 
 WorkerConfig WorkerConfig::FromEnv() {
@@ -66,6 +68,7 @@ WorkerConfig WorkerConfig::FromEnv() {
   c.fail_attempts = static_cast<int>(EnvInt("TW_FAIL_ATTEMPTS", 0));
   c.record_deliveries = EnvInt("TW_RECORD", 1) != 0;
   c.owner = EnvString("TW_OWNER");
+  c.schedule_hints = EnvInt("TW_HINTS", 1) != 0;
   return c;
 }
 

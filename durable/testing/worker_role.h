@@ -49,6 +49,8 @@ struct WorkerConfig {
   bool record_deliveries = true;
   // DurableTimerOptions::owner (empty: the default).
   std::string owner;
+  // DurableTimerOptions::schedule_hints.
+  bool schedule_hints = true;
 
   DurableTimerOptions Options() const;
   EnvVars ToEnv() const;

@@ -4,9 +4,11 @@
 // by the test): the client computes the slot of every shard as the cluster
 // does; timers on every shard, spread over all masters, are delivered once
 // with their data, as on one Redis; a slot that moves to another master in
-// the middle of a run (MOVED) loses nothing; and a redirect loop ends in a
+// the middle of a run (MOVED) loses nothing; a schedule hint from any master
+// reaches a listener subscribed to one node; and a redirect loop ends in a
 // clear Unavailable rather than a hang.
 
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -129,6 +131,48 @@ TEST_F(DurableClusterTest, TimersOnEveryShardAreDeliveredOnceWithTheirData) {
   EXPECT_EQ(m.delivered, 302);
   EXPECT_EQ(m.acknowledged, 302);
   EXPECT_EQ(m.redelivered, 0);
+}
+
+// A schedule hint PUBLISHed by a script on any master reaches a listener
+// subscribed to one node (the cluster bus carries classic Pub/Sub): with a
+// 10 s poll, timers on shards of every master that another DurableTimer
+// schedules 100 ms ahead are delivered long before the next poll.
+TEST_F(DurableClusterTest, HintsFromEveryMasterReachOneSubscription) {
+  const std::string ks = "tw-hints";
+  DurableTimerOptions o = Options(ks);
+  o.poll_interval = absl::Seconds(10);
+  o.lease = absl::Seconds(20);
+  auto deliverer = DurableTimer::Connect(o);
+  auto scheduler = DurableTimer::Connect(o);
+  ASSERT_TRUE(deliverer.ok()) << deliverer.status();
+  ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+  Deliveries seen;
+  ASSERT_TRUE((*deliverer)->Start(seen.Recorder()).ok());
+  // PUBSUB NUMSUB counts a node's own subscribers: one in the cluster.
+  ASSERT_TRUE(WaitUntil([&] {
+    int64_t n = 0;
+    for (const auto& node : cluster_->nodes()) {
+      auto r = cluster_->Command(
+          node->port(), {"PUBSUB", "NUMSUB", internal::HintChannel(ks)});
+      if (r.ok() && r->elements.size() == 2) n += r->elements[1].AsInt();
+    }
+    return n == 1;
+  }));
+  absl::SleepFor(absl::Milliseconds(500));  // its first look is done
+  // One timer on a shard of each master.
+  std::map<int, std::string> by_master;
+  for (int s = 0; s < 16; ++s) {
+    const int master = cluster_->MasterOfSlot(ShardSlot(ks, s)).value();
+    if (!by_master.contains(master)) by_master[master] = IdOn(s, 16, "hint-");
+  }
+  ASSERT_EQ(by_master.size(), static_cast<size_t>(RedisCluster::kMasters));
+  for (const auto& [master, id] : by_master) {
+    ASSERT_TRUE((*scheduler)->ScheduleAfter(id, absl::Milliseconds(100)).ok());
+    EXPECT_TRUE(WaitUntil([&] { return seen.Count(id) > 0; }, absl::Seconds(5)))
+        << id << " on the master at port " << master;
+  }
+  ASSERT_TRUE((*deliverer)->Stop().ok());
+  EXPECT_EQ(seen.Total(), by_master.size());
 }
 
 // MoveSlot() returns once every node names the new owner: moving the next

@@ -73,7 +73,7 @@ TEST(DurableDataModelTest, ScriptCommandsNameTheShardsKeys) {
   const ShardKeys k = MakeShardKeys("ks", 1)[0];
   const ScheduleArgs entry{"id", 123, "payload", 5};
   const RedisCommand schedule = ScheduleCommand(k, false, {&entry, 1});
-  ASSERT_EQ(schedule.size(), 17u);
+  ASSERT_EQ(schedule.size(), 20u);
   EXPECT_EQ(schedule[0], "EVALSHA");
   EXPECT_EQ(schedule[1], ScriptSha(Script::kSchedule));
   EXPECT_EQ(schedule[2], "8");
@@ -82,14 +82,21 @@ TEST(DurableDataModelTest, ScriptCommandsNameTheShardsKeys) {
   EXPECT_EQ(schedule[9], "{ks:0}:limit");
   EXPECT_EQ(schedule[10], "{ks:0}:error");
   EXPECT_EQ(schedule[11], "at");
-  EXPECT_EQ(schedule[13], "id");
-  EXPECT_EQ(schedule[14], "123");
-  EXPECT_EQ(schedule[15], "payload");
-  EXPECT_EQ(schedule[16], "5");
-  const RedisCommand by_source = ScheduleCommand(k, true, {&entry, 1}, true);
+  EXPECT_EQ(schedule[13], "0");  // no hint
+  EXPECT_EQ(schedule[16], "id");
+  EXPECT_EQ(schedule[17], "123");
+  EXPECT_EQ(schedule[18], "payload");
+  EXPECT_EQ(schedule[19], "5");
+  const RedisCommand by_source = ScheduleCommand(
+      k, true, {&entry, 1}, true,
+      {.shard = 0, .window_us = 200000, .channel = "{ks}:hints"});
   EXPECT_EQ(by_source[0], "EVAL");
   EXPECT_EQ(by_source[1], ScriptSource(Script::kSchedule));
   EXPECT_EQ(by_source[11], "after");
+  EXPECT_EQ(by_source[13], "200000");
+  EXPECT_EQ(by_source[14], "0");
+  EXPECT_EQ(by_source[15], "{ks}:hints");
+  EXPECT_EQ(HintChannel("billing"), "{billing}:hints");
   const RedisCommand cancel = CancelCommand(k, "id");
   EXPECT_EQ(cancel[2], "8");
   EXPECT_EQ(cancel.back(), "id");

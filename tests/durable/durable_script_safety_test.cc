@@ -99,10 +99,11 @@ TEST_F(DurableScriptSafetyTest, EveryScriptRefusesBadArgumentsBeforeWriting) {
   // "a" due at once and claimed by "me" (so that it is held under a
   // version), "b" due in an hour.
   ASSERT_FALSE(
-      Run(Script::kSchedule, {"after", max, "a", "0", "pa", "0"}).is_error());
-  ASSERT_FALSE(
-      Run(Script::kSchedule, {"after", max, "b", "3600000000", "pb", "0"})
+      Run(Script::kSchedule, {"after", max, "0", "0", "", "a", "0", "pa", "0"})
           .is_error());
+  ASSERT_FALSE(Run(Script::kSchedule,
+                   {"after", max, "0", "0", "", "b", "3600000000", "pb", "0"})
+                   .is_error());
   const RedisReply claim = Run(
       Script::kClaim, {"0", "60000000", "10", "0", "0", "me", "1048576", "0"});
   ASSERT_FALSE(claim.is_error()) << claim.str;
@@ -110,12 +111,15 @@ TEST_F(DurableScriptSafetyTest, EveryScriptRefusesBadArgumentsBeforeWriting) {
   const std::string v = std::to_string(claim.elements[5].AsInt());
 
   const std::vector<std::pair<Script, std::vector<std::string>>> bad = {
-      {Script::kSchedule, {"at", max, "c", "soon", "p", "0"}},
-      {Script::kSchedule, {"at", max, "c", "nan", "p", "0"}},
-      {Script::kSchedule, {"at", max, "c", "1", "p", "0", "d", "2"}},
-      {Script::kSchedule, {"at", max, "c", "1", "p", "-1"}},
-      {Script::kSchedule, {"sometime", max, "c", "1", "p", "0"}},
-      {Script::kSchedule, {"at", max, "", "1", "p", "0"}},
+      {Script::kSchedule, {"at", max, "0", "0", "", "c", "soon", "p", "0"}},
+      {Script::kSchedule, {"at", max, "0", "0", "", "c", "nan", "p", "0"}},
+      {Script::kSchedule,
+       {"at", max, "0", "0", "", "c", "1", "p", "0", "d", "2"}},
+      {Script::kSchedule, {"at", max, "0", "0", "", "c", "1", "p", "-1"}},
+      {Script::kSchedule, {"sometime", max, "0", "0", "", "c", "1", "p", "0"}},
+      {Script::kSchedule, {"at", max, "0", "0", "", "", "1", "p", "0"}},
+      {Script::kSchedule, {"at", max, "-1", "0", "", "c", "1", "p", "0"}},
+      {Script::kSchedule, {"at", max, "1000", "x", "ch", "c", "1", "p", "0"}},
       {Script::kCancel, {""}},
       {Script::kClaim, {"0", "soon", "10", "0", "0", "me", "1048576", "0"}},
       {Script::kClaim, {"0", "60000000", "-1", "0", "0", "me", "1048576", "0"}},
@@ -194,7 +198,8 @@ TEST_F(DurableScriptSafetyTest, AZeroBackOffNeverLosesATimerThatKeepsFailing) {
 TEST_F(DurableScriptSafetyTest, AHugeAttemptBacksOffByTheMaximum) {
   const std::string max = std::to_string(internal::kMaxDeadlineMicros);
   ASSERT_FALSE(
-      Run(Script::kSchedule, {"after", max, "a", "0", "", "0"}).is_error());
+      Run(Script::kSchedule, {"after", max, "0", "0", "", "a", "0", "", "0"})
+          .is_error());
   const RedisReply claim = Run(
       Script::kClaim, {"0", "60000000", "10", "0", "1", "me", "1048576", "0"});
   ASSERT_EQ(claim.elements.size(), 4u + 8u);
