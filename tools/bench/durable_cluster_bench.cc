@@ -1,0 +1,660 @@
+// tools/bench/durable_cluster_bench.cc
+// -----------------------------------------------------------------------------
+// Do the durable timers (//durable) scale across the masters of a Redis
+// Cluster? In one invocation it starts a cluster of its own for each count
+// in --masters (1, 3 and 6 by default; durable/testing/redis_cluster.h, no
+// replicas unless --replicas says so) and measures on each, in this order:
+//
+//   ceiling        redis-benchmark's ZADD rate on the same cluster (with
+//                  --cluster from two masters on, its clients spread over
+//                  the masters; against the one master otherwise): what the
+//                  cluster itself does on this machine
+//   schedule_many  ScheduleMany() in batches of 1000 from --schedule_threads
+//                  threads of this process
+//   deliver        timers already scheduled, all due at one instant,
+//                  delivered by --processes worker processes (this binary
+//                  spawned again) with a handler that returns at once:
+//                  deliveries per second from the deadline to Pending() 0
+//
+// The keyspace has --shards shards (at least the masters, so every master
+// holds some); the header says how many land on each master. Each row also
+// gives how busy the machine's CPUs were meanwhile (/proc/stat): when they
+// are all busy with one master, more masters cannot go faster, whatever
+// the client does. It prints one table with the ratios of 3 and 6 masters
+// over 1, the goals, and checks correctness (every timer acknowledged,
+// nothing pending at the end): exit status 1 when a check fails, 2 on a bad
+// flag.
+//
+//   bazel run -c opt --config=opt //tools/bench:durable_cluster_bench
+//   bazel run -c opt --config=opt //tools/bench:durable_cluster_bench --
+//   --quick=1
+//
+// docs/DURABLE.md, "Scale across masters", has the figures and what bounds
+// them.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "tickwheel/durable/cluster_slots.h"
+#include "tickwheel/durable/durable_timer.h"
+#include "tickwheel/durable/keys.h"
+#include "tickwheel/durable/testing/child_process.h"
+#include "tickwheel/durable/testing/redis_cluster.h"
+#include "tickwheel/durable/testing/worker_role.h"
+
+extern char** environ;
+
+namespace tickwheel::durable {
+namespace {
+
+using testing::Event;
+using testing::EventLog;
+using testing::RedisCluster;
+using testing::WorkerConfig;
+
+constexpr char kKeyspace[] = "scale";
+
+struct Flags {
+  bool quick = false;
+  std::vector<int> masters = {1, 3, 6};
+  int replicas = 0;
+  std::string appendfsync = "always";
+  int shards = 48;
+  int ceiling_n = 300000;
+  int clients = 60;  // redis-benchmark's, over all masters
+  int pipeline = 16;
+  int many_n = 200000;
+  int schedule_threads = 3;
+  int deliver_n = 100000;
+  int processes = 3;
+  int handler_threads = 8;
+};
+
+void PrintUsage() {
+  fmt::print(
+      "usage: durable_cluster_bench [--quick=1] [--masters=1,3,6] "
+      "[--replicas=0]\n"
+      "         [--appendfsync=always|everysec|no] [--shards=48]\n"
+      "         [--ceiling_n=N] [--clients=60] [--pipeline=16]\n"
+      "         [--many_n=N] [--schedule_threads=3]\n"
+      "         [--deliver_n=N] [--processes=3] [--handler_threads=8]\n");
+}
+
+// "1,3,6": each in [1, 64].
+bool ParseMasters(const std::string& value, std::vector<int>* out) {
+  out->clear();
+  std::stringstream list(value);
+  for (std::string item; std::getline(list, item, ',');) {
+    char* end = nullptr;
+    const long n = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || n < 1 || n > 64) return false;
+    out->push_back(static_cast<int>(n));
+  }
+  return !out->empty();
+}
+
+// One --name=value; false (after saying so) when the name is unknown or the
+// value does not fit it.
+bool SetFlag(const std::string& arg, size_t eq, Flags* f) {
+  const std::string name = arg.substr(2, eq - 2);
+  const std::string value = arg.substr(eq + 1);
+  char* end = nullptr;
+  const long n = std::strtol(value.c_str(), &end, 10);
+  const bool numeric = !value.empty() && *end == '\0' && n >= 0;
+  const bool positive = numeric && n > 0 && n <= 100'000'000;
+  const std::map<std::string, int*> counts = {
+      {"ceiling_n", &f->ceiling_n},
+      {"clients", &f->clients},
+      {"pipeline", &f->pipeline},
+      {"many_n", &f->many_n},
+      {"schedule_threads", &f->schedule_threads},
+      {"deliver_n", &f->deliver_n},
+      {"processes", &f->processes},
+      {"handler_threads", &f->handler_threads},
+      {"shards", &f->shards}};
+  if (auto it = counts.find(name); it != counts.end() && positive) {
+    *it->second = static_cast<int>(n);
+  } else if (name == "quick" && numeric) {
+    f->quick = n != 0;
+  } else if (name == "masters" && ParseMasters(value, &f->masters)) {
+  } else if (name == "replicas" && numeric && n <= 4) {
+    f->replicas = static_cast<int>(n);
+  } else if (name == "appendfsync" &&
+             (value == "always" || value == "everysec" || value == "no")) {
+    f->appendfsync = value;
+  } else {
+    fmt::print(stderr, "durable_cluster_bench: bad flag {}\n", arg);
+    return false;
+  }
+  return true;
+}
+
+bool ParseFlags(int argc, char** argv, Flags* f) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const size_t eq = arg.find('=');
+    if (arg == "--help" || eq == std::string::npos) {
+      PrintUsage();
+      return arg == "--help" ? (std::exit(0), true) : false;
+    }
+    if (!SetFlag(arg, eq, f)) return false;
+  }
+  const int most = *std::max_element(f->masters.begin(), f->masters.end());
+  if (f->shards < most || f->shards > 1024) {
+    fmt::print(stderr,
+               "durable_cluster_bench: --shards={} must be in [{}, 1024], "
+               "at least the masters, so that every master holds a shard\n",
+               f->shards, most);
+    return false;
+  }
+  if (f->quick) {
+    f->ceiling_n = std::min(f->ceiling_n, 2000);
+    f->many_n = std::min(f->many_n, 2000);
+    f->deliver_n = std::min(f->deliver_n, 500);
+  }
+  return true;
+}
+
+std::vector<std::string> failures;
+
+void Check(bool ok, std::string what) {
+  if (!ok) failures.push_back(std::move(what));
+}
+
+// The machine's CPU time so far (/proc/stat, all CPUs): busy and total, in
+// clock ticks.
+struct CpuTicks {
+  int64_t busy = 0;
+  int64_t total = 0;
+};
+
+CpuTicks MachineCpu() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  CpuTicks t;
+  in >> cpu;
+  for (int i = 0; i < 8; ++i) {
+    int64_t v = 0;
+    in >> v;
+    t.total += v;
+    if (i != 3 && i != 4) t.busy += v;  // idle and iowait are not busy
+  }
+  return t;
+}
+
+// Share of the machine's CPUs busy between `before` and now, in percent.
+double BusyPercent(const CpuTicks& before) {
+  const CpuTicks now = MachineCpu();
+  const int64_t total = now.total - before.total;
+  return total > 0 ? 100.0 * static_cast<double>(now.busy - before.busy) /
+                         static_cast<double>(total)
+                   : 0;
+}
+
+// Each master's CPU time so far (INFO cpu: used_cpu_sys + used_cpu_user),
+// in seconds, by port.
+std::map<int, double> MastersCpu(RedisCluster& cluster) {
+  std::map<int, double> out;
+  for (const int port : cluster.MasterPorts().value_or(std::vector<int>())) {
+    absl::StatusOr<internal::RedisReply> info =
+        cluster.Command(port, {"INFO", "cpu"});
+    double total = 0;
+    for (const std::string key : {"used_cpu_sys:", "used_cpu_user:"}) {
+      const size_t at = info.ok() ? info->str.find(key) : std::string::npos;
+      if (at != std::string::npos) {
+        total += std::strtod(info->str.c_str() + at + key.size(), nullptr);
+      }
+    }
+    out[port] = total;
+  }
+  return out;
+}
+
+// One measurement: its rate and what it cost.
+struct Rate {
+  double per_second = 0;  // 0: not measured
+  double cpu_busy = 0;    // percent of the machine's CPUs meanwhile
+  double redis_us = 0;    // CPU of all masters per operation, microseconds
+  double busiest = 0;     // the busiest master's share of that, percent
+};
+
+// Takes the machine's and the masters' CPU times when it is made, and the
+// differences when Finish() is called.
+class Meter {
+ public:
+  explicit Meter(RedisCluster& cluster)
+      : cluster_(cluster),
+        machine_(MachineCpu()),
+        masters_(MastersCpu(cluster)) {}
+
+  Rate Finish(double operations, double seconds) const {
+    Rate r;
+    r.per_second = seconds > 0 ? operations / seconds : 0;
+    r.cpu_busy = BusyPercent(machine_);
+    double sum = 0;
+    double most = 0;
+    for (const auto& [port, now] : MastersCpu(cluster_)) {
+      const auto before = masters_.find(port);
+      const double used = now - (before == masters_.end() ? 0 : before->second);
+      sum += used;
+      most = std::max(most, used);
+    }
+    r.redis_us = operations > 0 ? sum * 1e6 / operations : 0;
+    r.busiest = sum > 0 ? 100 * most / sum : 0;
+    return r;
+  }
+
+ private:
+  RedisCluster& cluster_;
+  const CpuTicks machine_;
+  const std::map<int, double> masters_;
+};
+
+std::string TempDir() {
+  std::string dir = "/tmp/tw-durable-cluster-bench-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) return "/tmp";
+  return dir;
+}
+
+// redis-benchmark's ZADD rate on `cluster`, or 0 when it cannot run. Every
+// ZADD goes to one sorted set per master ({tag} is each master's hash tag
+// with --cluster); redis-benchmark refuses --cluster with one master, so a
+// single master gets the same command without it.
+Rate Ceiling(RedisCluster& cluster, const Flags& f, const std::string& dir) {
+  const std::string out = dir + "/redis-benchmark.csv";
+  std::vector<std::string> args = {"redis-benchmark",
+                                   "-h",
+                                   "127.0.0.1",
+                                   "-p",
+                                   std::to_string(cluster.nodes()[0]->port()),
+                                   "-n",
+                                   std::to_string(f.ceiling_n),
+                                   "-c",
+                                   std::to_string(f.clients),
+                                   "-P",
+                                   std::to_string(f.pipeline),
+                                   "-r",
+                                   "1000000",
+                                   "--csv"};
+  if (cluster.masters() > 1) args.push_back("--cluster");
+  args.insert(args.end(),
+              {"ZADD", "bench:{tag}", "__rand_int__", "element:__rand_int__"});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  const Meter meter(cluster);
+  const absl::Time start = absl::Now();
+  const int rc = posix_spawnp(&pid, "redis-benchmark", &actions, nullptr,
+                              argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return {};
+  int status = 0;
+  waitpid(pid, &status, 0);
+  // Its own figure for the rate; the meter's for the costs.
+  Rate r =
+      meter.Finish(f.ceiling_n, absl::ToDoubleSeconds(absl::Now() - start));
+  r.per_second = 0;
+  std::ifstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    // "ZADD bench:{tag} ...","<requests per second>",...
+    if (line.rfind("\"ZADD ", 0) == 0) {
+      const size_t at = line.find("\",\"");
+      if (at != std::string::npos) {
+        r.per_second = std::strtod(line.c_str() + at + 3, nullptr);
+      }
+    }
+  }
+  Check(r.per_second > 0 || f.quick,
+        "redis-benchmark gave no ZADD rate: " + out);
+  return r;
+}
+
+DurableTimerOptions BenchOptions(const RedisCluster& cluster, const Flags& f) {
+  DurableTimerOptions o;
+  o.cluster_nodes = cluster.seeds();
+  o.keyspace = kKeyspace;
+  o.shards = f.shards;
+  o.redis_timeout = absl::Seconds(10);
+  return o;
+}
+
+// Schedules `n` timers due at `deadline` with ScheduleMany() in batches of
+// 1000 from `threads` threads; true when every call succeeded.
+bool ScheduleAll(DurableTimer& timers, int n, int threads, absl::Time deadline,
+                 const std::string& prefix) {
+  std::vector<ScheduleEntry> entries;
+  entries.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    entries.push_back({prefix + std::to_string(i), deadline, "payload", {}});
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<bool> ok{true};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (size_t i; (i = next.fetch_add(1000)) < entries.size();) {
+        const size_t len = std::min<size_t>(1000, entries.size() - i);
+        if (!timers.ScheduleMany(std::span(entries).subspan(i, len)).ok()) {
+          ok = false;
+        }
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  return ok;
+}
+
+// Empties every master.
+void Flush(RedisCluster& cluster) {
+  for (const int port : cluster.MasterPorts().value_or(std::vector<int>())) {
+    (void)cluster.Command(port, {"FLUSHALL"});
+  }
+}
+
+Rate ScheduleManyRate(RedisCluster& cluster, const Flags& f) {
+  auto timers = DurableTimer::Connect(BenchOptions(cluster, f)).value();
+  const Meter meter(cluster);
+  const absl::Time start = absl::Now();
+  const bool ok = ScheduleAll(*timers, f.many_n, f.schedule_threads,
+                              absl::Now() + absl::Hours(1), "m");
+  const Rate r =
+      meter.Finish(f.many_n, absl::ToDoubleSeconds(absl::Now() - start));
+  Check(ok, "ScheduleMany() failed");
+  Check(timers->Pending().value_or(-1) == f.many_n,
+        "ScheduleMany(): pending count");
+  Flush(cluster);
+  return r;
+}
+
+struct Fleet {
+  std::vector<pid_t> pids;
+  std::string events;
+  std::string out;
+};
+
+Fleet SpawnFleet(const RedisCluster& cluster, const Flags& f,
+                 const std::string& dir) {
+  Fleet fleet;
+  const std::string name = fmt::format("deliver-{}m", cluster.masters());
+  fleet.events = dir + "/" + name + ".events";
+  fleet.out = dir + "/" + name + ".out";
+  WorkerConfig w;
+  w.cluster_nodes = cluster.seeds();
+  w.keyspace = kKeyspace;
+  w.shards = f.shards;
+  w.lease = absl::Seconds(30);
+  w.poll_interval = absl::Milliseconds(200);
+  w.handler_threads = f.handler_threads;
+  w.max_in_flight = 1024;
+  w.events = fleet.events;
+  w.record_deliveries = false;
+  for (int i = 0; i < f.processes; ++i) {
+    absl::StatusOr<pid_t> pid = testing::SpawnWorker(w, fleet.out);
+    if (pid.ok()) fleet.pids.push_back(*pid);
+  }
+  const bool ready = testing::WaitForEvents(
+      fleet.events, absl::Seconds(60), [&](const std::vector<Event>& e) {
+        return std::count_if(e.begin(), e.end(), [](const Event& x) {
+                 return x.kind == "ready";
+               }) == f.processes;
+      });
+  Check(ready && static_cast<int>(fleet.pids.size()) == f.processes,
+        "worker processes did not start: " + fleet.out);
+  return fleet;
+}
+
+// Stops the fleet; returns the timers its processes acknowledged.
+int64_t StopFleet(const Fleet& fleet) {
+  for (pid_t pid : fleet.pids) testing::SignalChild(pid, SIGTERM);
+  for (pid_t pid : fleet.pids) {
+    Check(testing::WaitChild(pid, absl::Seconds(60)).ok(),
+          "a worker did not stop");
+  }
+  int64_t acknowledged = 0;
+  for (const Event& e : EventLog::Read(fleet.events)) {
+    if (e.kind == "stopped") acknowledged += e.b;
+  }
+  return acknowledged;
+}
+
+Rate DeliverRate(RedisCluster& cluster, const Flags& f, double many_rate,
+                 const std::string& dir) {
+  const Fleet fleet = SpawnFleet(cluster, f, dir);
+  auto timers = DurableTimer::Connect(BenchOptions(cluster, f)).value();
+  // All due at one instant, after they are all scheduled.
+  const absl::Duration lead =
+      absl::Seconds(1) +
+      absl::Seconds(3.0 * f.deliver_n / std::max(many_rate, 1.0));
+  const absl::Time due = absl::Now() + lead;
+  Check(ScheduleAll(*timers, f.deliver_n, f.schedule_threads, due, "d"),
+        "deliver: ScheduleMany() failed");
+  // On a loaded machine scheduling may end after the deadline: the clock
+  // starts when both have passed.
+  absl::SleepFor(due - absl::Now());
+  const absl::Time start = std::max(due, absl::Now());
+  const Meter meter(cluster);
+  absl::Time done = absl::InfiniteFuture();
+  const absl::Time give_up = start + absl::Seconds(120);
+  while (absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+    if (timers->Pending().value_or(-1) == 0) {
+      done = absl::Now();
+      break;
+    }
+  }
+  Check(done != absl::InfiniteFuture(), "deliver: timers left pending");
+  // The masters' CPU includes the Pending() polls: one HLEN per shard every
+  // 20 ms, negligible.
+  const Rate r = meter.Finish(
+      f.deliver_n, std::max(1e-9, absl::ToDoubleSeconds(done - start)));
+  const int64_t acknowledged = StopFleet(fleet);
+  Check(acknowledged == f.deliver_n,
+        fmt::format("deliver, {} masters: {} acknowledged of {}",
+                    cluster.masters(), acknowledged, f.deliver_n));
+  Flush(cluster);
+  return r;
+}
+
+// How many of the keyspace's shards each master holds, "5/6/5".
+std::string ShardsPerMaster(RedisCluster& cluster, int shards) {
+  std::map<int, int> count;
+  for (const int port : cluster.MasterPorts().value_or(std::vector<int>())) {
+    count[port] = 0;
+  }
+  for (const internal::ShardKeys& k :
+       internal::MakeShardKeys(kKeyspace, shards)) {
+    if (absl::StatusOr<int> port =
+            cluster.MasterOfSlot(internal::KeyHashSlot(k.due));
+        port.ok()) {
+      ++count[*port];
+    }
+  }
+  std::string out;
+  for (const auto& [port, n] : count) {
+    out += fmt::format("{}{}", out.empty() ? "" : "/", n);
+  }
+  return out;
+}
+
+struct Result {
+  int masters = 0;
+  std::string shards;  // per master
+  Rate ceiling, many, deliver;
+};
+
+// One cluster of `masters`: its three measurements, then it stops.
+std::optional<Result> MeasureCluster(const Flags& f, int masters,
+                                     const std::string& dir) {
+  RedisCluster::Options o;
+  o.masters = masters;
+  o.replicas = f.replicas;
+  o.extra_args = {"--appendfsync", f.appendfsync};
+  absl::StatusOr<std::unique_ptr<RedisCluster>> started =
+      RedisCluster::Start(o);
+  if (!started.ok()) {
+    Check(false,
+          fmt::format("{} masters: {}", masters, started.status().ToString()));
+    return std::nullopt;
+  }
+  RedisCluster& cluster = **started;
+  Result r;
+  r.masters = masters;
+  r.shards = ShardsPerMaster(cluster, f.shards);
+  fmt::print("{} master(s), {} replica(s) each, shards per master {}: ",
+             masters, f.replicas, r.shards);
+  std::fflush(stdout);
+  r.ceiling = Ceiling(cluster, f, dir);
+  Flush(cluster);
+  fmt::print("redis-benchmark {:.0f}/s, ", r.ceiling.per_second);
+  std::fflush(stdout);
+  r.many = ScheduleManyRate(cluster, f);
+  fmt::print("ScheduleMany() {:.0f}/s, ", r.many.per_second);
+  std::fflush(stdout);
+  r.deliver = DeliverRate(cluster, f, r.many.per_second, dir);
+  fmt::print("deliveries {:.0f}/s\n", r.deliver.per_second);
+  std::fflush(stdout);
+  return r;
+}
+
+std::string Cell(const Rate& r) {
+  return fmt::format("{:.0f}/s ({:.0f}%)", r.per_second, r.cpu_busy);
+}
+
+std::string Times(double a, double b) {
+  return b > 0 ? fmt::format("{:.2f}x", a / b) : "n/a";
+}
+
+void PrintTable(const std::vector<Result>& results) {
+  fmt::print(
+      "\n(each rate with the share of the machine's CPUs busy meanwhile)\n");
+  fmt::print("{:<10}  {:>22}  {:>22}  {:>22}  {:>9}\n", "masters",
+             "ScheduleMany()", "deliveries", "redis-benchmark ZADD",
+             "deliv/ZADD");
+  for (const Result& r : results) {
+    fmt::print("{:<10}  {:>22}  {:>22}  {:>22}  {:>9}\n", r.masters,
+               Cell(r.many), Cell(r.deliver), Cell(r.ceiling),
+               Times(r.deliver.per_second, r.ceiling.per_second));
+  }
+  const Result* one = nullptr;
+  for (const Result& r : results) {
+    if (r.masters == 1) one = &r;
+  }
+  if (one != nullptr) {
+    for (const Result& r : results) {
+      if (r.masters == 1) continue;
+      fmt::print("{:<10}  {:>22}  {:>22}  {:>22}\n",
+                 fmt::format("{}/1", r.masters),
+                 Times(r.many.per_second, one->many.per_second),
+                 Times(r.deliver.per_second, one->deliver.per_second),
+                 Times(r.ceiling.per_second, one->ceiling.per_second));
+    }
+  }
+  fmt::print(
+      "\nRedis CPU per operation, all masters, and the busiest master's "
+      "share of it\n");
+  fmt::print("{:<10}  {:>22}  {:>22}  {:>22}\n", "masters", "ScheduleMany()",
+             "deliveries", "redis-benchmark ZADD");
+  auto cost = [](const Rate& r) {
+    return fmt::format("{:.1f} us, {:.0f}%", r.redis_us, r.busiest);
+  };
+  for (const Result& r : results) {
+    fmt::print("{:<10}  {:>22}  {:>22}  {:>22}\n", r.masters, cost(r.many),
+               cost(r.deliver), cost(r.ceiling));
+  }
+}
+
+void PrintGoals(const std::vector<Result>& results) {
+  const Result* one = nullptr;
+  const Result* three = nullptr;
+  for (const Result& r : results) {
+    if (r.masters == 1) one = &r;
+    if (r.masters == 3) three = &r;
+  }
+  if (three == nullptr) return;
+  fmt::print("\nGoals\n");
+  auto goal = [](bool met, const std::string& what) {
+    fmt::print("  {}  {}\n", met ? "MET   " : "MISSED", what);
+  };
+  if (one != nullptr) {
+    goal(three->deliver.per_second >= 2.4 * one->deliver.per_second,
+         "deliveries grow >= 2.4x from 1 to 3 masters");
+    goal(three->many.per_second >= 2.4 * one->many.per_second,
+         "ScheduleMany() grows >= 2.4x from 1 to 3 masters");
+    fmt::print(
+        "  (floor: redis-benchmark ZADD grows {} from 1 to 3 masters on "
+        "this machine)\n",
+        Times(three->ceiling.per_second, one->ceiling.per_second));
+  }
+  goal(three->deliver.per_second >= 100000,
+       "3 masters deliver >= 100k timers/s");
+}
+
+int ReportChecks() {
+  if (failures.empty()) {
+    fmt::print("\nCorrectness checks: all passed\n");
+    return 0;
+  }
+  fmt::print("\nCorrectness checks: {} FAILED\n", failures.size());
+  for (const std::string& f : failures) fmt::print("  {}\n", f);
+  return 1;
+}
+
+int Main(int argc, char** argv) {
+  Flags flags;
+  if (!ParseFlags(argc, argv, &flags)) return 2;
+  const std::string dir = TempDir();
+  fmt::print(
+      "durable_cluster_bench: Redis Clusters of {} master(s) on 127.0.0.1, "
+      "{} replica(s) each, appendonly yes, appendfsync {}; {} shards; "
+      "redis-benchmark -c {} -P {}; ScheduleMany() from {} threads; "
+      "{} worker processes x {} handler threads; logs in {}; {} cores{}\n",
+      fmt::join(flags.masters, "/"), flags.replicas, flags.appendfsync,
+      flags.shards, flags.clients, flags.pipeline, flags.schedule_threads,
+      flags.processes, flags.handler_threads, dir,
+      std::thread::hardware_concurrency(),
+      flags.quick ? "; --quick: sizes too small to measure anything" : "");
+  std::fflush(stdout);
+  std::vector<Result> results;
+  for (const int masters : flags.masters) {
+    if (std::optional<Result> r = MeasureCluster(flags, masters, dir)) {
+      results.push_back(*r);
+    }
+  }
+  PrintTable(results);
+  PrintGoals(results);
+  return ReportChecks();
+}
+
+}  // namespace
+}  // namespace tickwheel::durable
+
+int main(int argc, char** argv) {
+  if (std::optional<int> rc = tickwheel::durable::testing::RunRoleIfAsked()) {
+    return *rc;
+  }
+  return tickwheel::durable::Main(argc, argv);
+}
