@@ -3,7 +3,8 @@
 // Do the durable timers (//durable) scale across the masters of a Redis
 // Cluster? In one invocation it starts a cluster of its own for each count
 // in --masters (1, 3 and 6 by default; durable/testing/redis_cluster.h, no
-// replicas unless --replicas says so) and measures on each, in this order:
+// replicas unless --replicas says so), all at once, and then, for --rounds
+// rounds, measures on each cluster in turn, in this order:
 //
 //   ceiling        redis-benchmark's ZADD rate on the same cluster (with
 //                  --cluster from two masters on, its clients spread over
@@ -17,17 +18,21 @@
 //                  deliveries per second from the deadline to Pending() 0
 //
 // The keyspace has --shards shards (at least the masters, so every master
-// holds some); the header says how many land on each master. Each row also
-// gives how busy the machine's CPUs were meanwhile (/proc/stat): when they
-// are all busy with one master, more masters cannot go faster, whatever
-// the client does. It prints one table with the ratios of 3 and 6 masters
-// over 1, the goals, and checks correctness (every timer acknowledged,
-// nothing pending at the end): exit status 1 when a check fails, 2 on a bad
-// flag.
+// holds some); the header says how many land on each master. Beside each
+// rate it gives what it cost: the masters' CPU per operation (INFO cpu),
+// the busiest master's share of that, and how busy the machine's CPUs were
+// meanwhile (/proc/stat): when they are all busy with one master, more
+// masters cannot go faster, whatever the client does. A noisy machine's
+// load drifts: taking the clusters in turn within each round exposes every
+// master count to it alike. The table gives each figure's median over the
+// rounds with its range, and the ratios of 3 and 6 masters over 1 taken
+// round by round; then the goals, and the correctness checks (every timer
+// acknowledged, nothing pending at the end): exit status 1 when a check
+// fails, 2 on a bad flag.
 //
 //   bazel run -c opt --config=opt //tools/bench:durable_cluster_bench
 //   bazel run -c opt --config=opt //tools/bench:durable_cluster_bench --
-//   --quick=1
+//       --quick=1
 //
 // docs/DURABLE.md, "Scale across masters", has the figures and what bounds
 // them.
@@ -78,20 +83,21 @@ struct Flags {
   int replicas = 0;
   std::string appendfsync = "always";
   int shards = 48;
-  int ceiling_n = 300000;
+  int ceiling_n = 200000;
   int clients = 60;  // redis-benchmark's, over all masters
   int pipeline = 16;
-  int many_n = 200000;
+  int many_n = 100000;
   int schedule_threads = 3;
-  int deliver_n = 100000;
+  int deliver_n = 60000;
   int processes = 3;
   int handler_threads = 8;
+  int rounds = 3;
 };
 
 void PrintUsage() {
   fmt::print(
       "usage: durable_cluster_bench [--quick=1] [--masters=1,3,6] "
-      "[--replicas=0]\n"
+      "[--replicas=0] [--rounds=3]\n"
       "         [--appendfsync=always|everysec|no] [--shards=48]\n"
       "         [--ceiling_n=N] [--clients=60] [--pipeline=16]\n"
       "         [--many_n=N] [--schedule_threads=3]\n"
@@ -129,6 +135,7 @@ bool SetFlag(const std::string& arg, size_t eq, Flags* f) {
       {"deliver_n", &f->deliver_n},
       {"processes", &f->processes},
       {"handler_threads", &f->handler_threads},
+      {"rounds", &f->rounds},
       {"shards", &f->shards}};
   if (auto it = counts.find(name); it != counts.end() && positive) {
     *it->second = static_cast<int>(n);
@@ -169,6 +176,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     f->ceiling_n = std::min(f->ceiling_n, 2000);
     f->many_n = std::min(f->many_n, 2000);
     f->deliver_n = std::min(f->deliver_n, 500);
+    f->rounds = std::min(f->rounds, 2);
   }
   return true;
 }
@@ -399,7 +407,10 @@ struct Fleet {
 Fleet SpawnFleet(const RedisCluster& cluster, const Flags& f,
                  const std::string& dir) {
   Fleet fleet;
-  const std::string name = fmt::format("deliver-{}m", cluster.masters());
+  // A file of its own per fleet: the events of one run are counted alone.
+  static int fleets = 0;
+  const std::string name =
+      fmt::format("deliver-{}m-{}", cluster.masters(), ++fleets);
   fleet.events = dir + "/" + name + ".events";
   fleet.out = dir + "/" + name + ".out";
   WorkerConfig w;
@@ -500,15 +511,14 @@ std::string ShardsPerMaster(RedisCluster& cluster, int shards) {
   return out;
 }
 
-struct Result {
-  int masters = 0;
-  std::string shards;  // per master
-  Rate ceiling, many, deliver;
+// One cluster and its measurements, one per round.
+struct Subject {
+  std::unique_ptr<RedisCluster> cluster;
+  std::string shards;  // per master, "16/16/16"
+  std::vector<Rate> ceiling, many, deliver;
 };
 
-// One cluster of `masters`: its three measurements, then it stops.
-std::optional<Result> MeasureCluster(const Flags& f, int masters,
-                                     const std::string& dir) {
+std::optional<Subject> StartCluster(const Flags& f, int masters) {
   RedisCluster::Options o;
   o.masters = masters;
   o.replicas = f.replicas;
@@ -520,96 +530,131 @@ std::optional<Result> MeasureCluster(const Flags& f, int masters,
           fmt::format("{} masters: {}", masters, started.status().ToString()));
     return std::nullopt;
   }
-  RedisCluster& cluster = **started;
-  Result r;
-  r.masters = masters;
-  r.shards = ShardsPerMaster(cluster, f.shards);
-  fmt::print("{} master(s), {} replica(s) each, shards per master {}: ",
-             masters, f.replicas, r.shards);
+  Subject s;
+  s.cluster = *std::move(started);
+  s.shards = ShardsPerMaster(*s.cluster, f.shards);
+  return s;
+}
+
+// One round on one cluster: its three measurements, in order.
+void MeasureRound(const Flags& f, int round, Subject& s,
+                  const std::string& dir) {
+  RedisCluster& cluster = *s.cluster;
+  fmt::print("round {}, {} master(s): ", round, cluster.masters());
   std::fflush(stdout);
-  r.ceiling = Ceiling(cluster, f, dir);
+  s.ceiling.push_back(Ceiling(cluster, f, dir));
   Flush(cluster);
-  fmt::print("redis-benchmark {:.0f}/s, ", r.ceiling.per_second);
+  fmt::print("redis-benchmark {:.0f}/s, ", s.ceiling.back().per_second);
   std::fflush(stdout);
-  r.many = ScheduleManyRate(cluster, f);
-  fmt::print("ScheduleMany() {:.0f}/s, ", r.many.per_second);
+  s.many.push_back(ScheduleManyRate(cluster, f));
+  fmt::print("ScheduleMany() {:.0f}/s, ", s.many.back().per_second);
   std::fflush(stdout);
-  r.deliver = DeliverRate(cluster, f, r.many.per_second, dir);
-  fmt::print("deliveries {:.0f}/s\n", r.deliver.per_second);
+  s.deliver.push_back(DeliverRate(cluster, f, s.many.back().per_second, dir));
+  fmt::print("deliveries {:.0f}/s\n", s.deliver.back().per_second);
   std::fflush(stdout);
-  return r;
 }
 
-std::string Cell(const Rate& r) {
-  return fmt::format("{:.0f}/s ({:.0f}%)", r.per_second, r.cpu_busy);
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-std::string Times(double a, double b) {
-  return b > 0 ? fmt::format("{:.2f}x", a / b) : "n/a";
+// `field` of each round's Rate.
+std::vector<double> Field(const std::vector<Rate>& rates, double Rate::*field) {
+  std::vector<double> out;
+  for (const Rate& r : rates) out.push_back(r.*field);
+  return out;
 }
 
-void PrintTable(const std::vector<Result>& results) {
+// "median [min-max]" of `v`, each with `format`; the median alone for one.
+std::string Spread(const std::vector<double>& v, const char* unit,
+                   int decimals) {
+  if (v.empty()) return "n/a";
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  std::string out = fmt::format("{:.{}f}{}", Median(v), decimals, unit);
+  if (v.size() > 1) {
+    out += fmt::format(" [{:.{}f}-{:.{}f}]", *lo, decimals, *hi, decimals);
+  }
+  return out;
+}
+
+// Per round, the rate of `a` over that of `b` (measured minutes apart at
+// most, so less exposed to the machine's load drifting than over the whole
+// run).
+std::vector<double> Ratios(const std::vector<Rate>& a,
+                           const std::vector<Rate>& b) {
+  std::vector<double> out;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (b[i].per_second > 0) out.push_back(a[i].per_second / b[i].per_second);
+  }
+  return out;
+}
+
+constexpr char kRow[] = "{:<8}  {:>26}  {:>26}  {:>26}\n";
+
+void PrintTable(const std::vector<Subject>& subjects) {
+  const int rounds = subjects.empty() ? 0 : subjects[0].many.size();
+  fmt::print("\nRates: the median of {} round(s) [lowest-highest]\n", rounds);
+  fmt::print(kRow, "masters", "ScheduleMany()", "deliveries",
+             "redis-benchmark ZADD");
+  for (const Subject& s : subjects) {
+    fmt::print(kRow, s.cluster->masters(),
+               Spread(Field(s.many, &Rate::per_second), "/s", 0),
+               Spread(Field(s.deliver, &Rate::per_second), "/s", 0),
+               Spread(Field(s.ceiling, &Rate::per_second), "/s", 0));
+  }
+  const Subject* one = nullptr;
+  for (const Subject& s : subjects) {
+    if (s.cluster->masters() == 1) one = &s;
+  }
+  for (const Subject& s : subjects) {
+    if (one == nullptr || &s == one) continue;
+    fmt::print(kRow, fmt::format("{}/1", s.cluster->masters()),
+               Spread(Ratios(s.many, one->many), "x", 2),
+               Spread(Ratios(s.deliver, one->deliver), "x", 2),
+               Spread(Ratios(s.ceiling, one->ceiling), "x", 2));
+  }
   fmt::print(
-      "\n(each rate with the share of the machine's CPUs busy meanwhile)\n");
-  fmt::print("{:<10}  {:>22}  {:>22}  {:>22}  {:>9}\n", "masters",
-             "ScheduleMany()", "deliveries", "redis-benchmark ZADD",
-             "deliv/ZADD");
-  for (const Result& r : results) {
-    fmt::print("{:<10}  {:>22}  {:>22}  {:>22}  {:>9}\n", r.masters,
-               Cell(r.many), Cell(r.deliver), Cell(r.ceiling),
-               Times(r.deliver.per_second, r.ceiling.per_second));
-  }
-  const Result* one = nullptr;
-  for (const Result& r : results) {
-    if (r.masters == 1) one = &r;
-  }
-  if (one != nullptr) {
-    for (const Result& r : results) {
-      if (r.masters == 1) continue;
-      fmt::print("{:<10}  {:>22}  {:>22}  {:>22}\n",
-                 fmt::format("{}/1", r.masters),
-                 Times(r.many.per_second, one->many.per_second),
-                 Times(r.deliver.per_second, one->deliver.per_second),
-                 Times(r.ceiling.per_second, one->ceiling.per_second));
-    }
-  }
-  fmt::print(
-      "\nRedis CPU per operation, all masters, and the busiest master's "
-      "share of it\n");
-  fmt::print("{:<10}  {:>22}  {:>22}  {:>22}\n", "masters", "ScheduleMany()",
-             "deliveries", "redis-benchmark ZADD");
-  auto cost = [](const Rate& r) {
-    return fmt::format("{:.1f} us, {:.0f}%", r.redis_us, r.busiest);
+      "\nCost, medians: Redis CPU per operation (all masters) / the busiest "
+      "master's share of it / the machine's CPUs busy\n");
+  fmt::print(kRow, "masters", "ScheduleMany()", "deliveries",
+             "redis-benchmark ZADD");
+  auto cost = [](const std::vector<Rate>& r) {
+    return fmt::format(
+        "{:.1f} us / {:.0f}% / {:.0f}%", Median(Field(r, &Rate::redis_us)),
+        Median(Field(r, &Rate::busiest)), Median(Field(r, &Rate::cpu_busy)));
   };
-  for (const Result& r : results) {
-    fmt::print("{:<10}  {:>22}  {:>22}  {:>22}\n", r.masters, cost(r.many),
-               cost(r.deliver), cost(r.ceiling));
+  for (const Subject& s : subjects) {
+    fmt::print(kRow, s.cluster->masters(), cost(s.many), cost(s.deliver),
+               cost(s.ceiling));
   }
 }
 
-void PrintGoals(const std::vector<Result>& results) {
-  const Result* one = nullptr;
-  const Result* three = nullptr;
-  for (const Result& r : results) {
-    if (r.masters == 1) one = &r;
-    if (r.masters == 3) three = &r;
+void PrintGoals(const std::vector<Subject>& subjects) {
+  const Subject* one = nullptr;
+  const Subject* three = nullptr;
+  for (const Subject& s : subjects) {
+    if (s.cluster->masters() == 1) one = &s;
+    if (s.cluster->masters() == 3) three = &s;
   }
   if (three == nullptr) return;
-  fmt::print("\nGoals\n");
+  fmt::print("\nGoals (medians)\n");
   auto goal = [](bool met, const std::string& what) {
     fmt::print("  {}  {}\n", met ? "MET   " : "MISSED", what);
   };
   if (one != nullptr) {
-    goal(three->deliver.per_second >= 2.4 * one->deliver.per_second,
+    goal(Median(Ratios(three->deliver, one->deliver)) >= 2.4,
          "deliveries grow >= 2.4x from 1 to 3 masters");
-    goal(three->many.per_second >= 2.4 * one->many.per_second,
+    goal(Median(Ratios(three->many, one->many)) >= 2.4,
          "ScheduleMany() grows >= 2.4x from 1 to 3 masters");
     fmt::print(
-        "  (floor: redis-benchmark ZADD grows {} from 1 to 3 masters on "
-        "this machine)\n",
-        Times(three->ceiling.per_second, one->ceiling.per_second));
+        "  (the floor: redis-benchmark ZADD grows {:.2f}x from 1 to 3 "
+        "masters on this machine)\n",
+        Median(Ratios(three->ceiling, one->ceiling)));
   }
-  goal(three->deliver.per_second >= 100000,
+  goal(Median(Field(three->deliver, &Rate::per_second)) >= 100000,
        "3 masters deliver >= 100k timers/s");
 }
 
@@ -631,21 +676,29 @@ int Main(int argc, char** argv) {
       "durable_cluster_bench: Redis Clusters of {} master(s) on 127.0.0.1, "
       "{} replica(s) each, appendonly yes, appendfsync {}; {} shards; "
       "redis-benchmark -c {} -P {}; ScheduleMany() from {} threads; "
-      "{} worker processes x {} handler threads; logs in {}; {} cores{}\n",
+      "{} worker processes x {} handler threads; {} rounds of {} ZADDs, "
+      "{} timers scheduled, {} delivered; logs in {}; {} cores{}\n",
       fmt::join(flags.masters, "/"), flags.replicas, flags.appendfsync,
       flags.shards, flags.clients, flags.pipeline, flags.schedule_threads,
-      flags.processes, flags.handler_threads, dir,
-      std::thread::hardware_concurrency(),
+      flags.processes, flags.handler_threads, flags.rounds, flags.ceiling_n,
+      flags.many_n, flags.deliver_n, dir, std::thread::hardware_concurrency(),
       flags.quick ? "; --quick: sizes too small to measure anything" : "");
   std::fflush(stdout);
-  std::vector<Result> results;
+  // Every cluster is up at once, and each round measures them one after
+  // another: the machine's other load, which drifts over minutes, then
+  // weighs on every master count alike.
+  std::vector<Subject> subjects;
   for (const int masters : flags.masters) {
-    if (std::optional<Result> r = MeasureCluster(flags, masters, dir)) {
-      results.push_back(*r);
+    if (std::optional<Subject> s = StartCluster(flags, masters)) {
+      fmt::print("{} master(s): shards per master {}\n", masters, s->shards);
+      subjects.push_back(*std::move(s));
     }
   }
-  PrintTable(results);
-  PrintGoals(results);
+  for (int round = 1; round <= flags.rounds; ++round) {
+    for (Subject& s : subjects) MeasureRound(flags, round, s, dir);
+  }
+  PrintTable(subjects);
+  PrintGoals(subjects);
   return ReportChecks();
 }
 
