@@ -18,11 +18,15 @@
 //                  deliveries per second from the deadline to Pending() 0
 //
 // The keyspace has --shards shards (at least the masters, so every master
-// holds some); the header says how many land on each master. Beside each
-// rate it gives what it cost: the masters' CPU per operation (INFO cpu),
-// the busiest master's share of that, and how busy the machine's CPUs were
+// holds some); the header says how many land on each master. Beside the
+// rates it gives what they cost: the masters' CPU per operation (INFO cpu)
+// and the clients' (getrusage), the busiest master's share of the masters',
+// the commands per operation, and how busy the machine's CPUs were
 // meanwhile (/proc/stat): when they are all busy with one master, more
-// masters cannot go faster, whatever the client does. A noisy machine's
+// masters cannot go faster, whatever the client does. From the busiest
+// master's CPU per operation it derives the rate a machine with a core per
+// master would allow: whether the work spreads over the masters, apart
+// from the cores this machine has. A noisy machine's
 // load drifts: taking the clusters in turn within each round exposes every
 // master count to it alike. The table gives each figure's median over the
 // rounds with its range, and the ratios of 3 and 6 masters over 1 taken
@@ -40,6 +44,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,7 +88,7 @@ struct Flags {
   int replicas = 0;
   std::string appendfsync = "always";
   int shards = 48;
-  int ceiling_n = 200000;
+  int ceiling_n = 150000;
   int clients = 60;  // redis-benchmark's, over all masters
   int pipeline = 16;
   int many_n = 100000;
@@ -167,8 +172,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
   const int most = *std::max_element(f->masters.begin(), f->masters.end());
   if (f->shards < most || f->shards > 1024) {
     fmt::print(stderr,
-               "durable_cluster_bench: --shards={} must be in [{}, 1024], "
-               "at least the masters, so that every master holds a shard\n",
+               "durable_cluster_bench: --shards={} must be in [{}, 1024]: "
+               "fewer shards than masters leave masters idle\n",
                f->shards, most);
     return false;
   }
@@ -217,23 +222,43 @@ double BusyPercent(const CpuTicks& before) {
                    : 0;
 }
 
-// Each master's CPU time so far (INFO cpu: used_cpu_sys + used_cpu_user),
-// in seconds, by port.
-std::map<int, double> MastersCpu(RedisCluster& cluster) {
-  std::map<int, double> out;
+// A number in an INFO reply ("name:value"); 0 when it is not there.
+double InfoField(const std::string& info, const std::string& name) {
+  const size_t at = info.find("\r\n" + name + ":");
+  return at == std::string::npos
+             ? 0
+             : std::strtod(info.c_str() + at + name.size() + 3, nullptr);
+}
+
+// What a master has done so far.
+struct MasterCounters {
+  double cpu = 0;       // used_cpu_sys + used_cpu_user, seconds
+  double commands = 0;  // total_commands_processed
+};
+
+std::map<int, MasterCounters> MastersInfo(RedisCluster& cluster) {
+  std::map<int, MasterCounters> out;
   for (const int port : cluster.MasterPorts().value_or(std::vector<int>())) {
     absl::StatusOr<internal::RedisReply> info =
-        cluster.Command(port, {"INFO", "cpu"});
-    double total = 0;
-    for (const std::string key : {"used_cpu_sys:", "used_cpu_user:"}) {
-      const size_t at = info.ok() ? info->str.find(key) : std::string::npos;
-      if (at != std::string::npos) {
-        total += std::strtod(info->str.c_str() + at + key.size(), nullptr);
-      }
-    }
-    out[port] = total;
+        cluster.Command(port, {"INFO", "cpu", "stats"});
+    if (!info.ok()) continue;
+    out[port] = {InfoField(info->str, "used_cpu_sys") +
+                     InfoField(info->str, "used_cpu_user"),
+                 InfoField(info->str, "total_commands_processed")};
   }
   return out;
+}
+
+// CPU time of this process and of its reaped children, in seconds.
+double ClientCpu() {
+  double total = 0;
+  for (const int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage u{};
+    getrusage(who, &u);
+    total += u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+             (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  }
+  return total;
 }
 
 // One measurement: its rate and what it cost.
@@ -242,6 +267,10 @@ struct Rate {
   double cpu_busy = 0;    // percent of the machine's CPUs meanwhile
   double redis_us = 0;    // CPU of all masters per operation, microseconds
   double busiest = 0;     // the busiest master's share of that, percent
+  double commands = 0;    // commands all masters processed per operation
+  // CPU of the clients per operation, microseconds: this process, and the
+  // worker processes or redis-benchmark (whole lives: start and stop too).
+  double client_us = 0;
 };
 
 // Takes the machine's and the masters' CPU times when it is made, and the
@@ -251,7 +280,14 @@ class Meter {
   explicit Meter(RedisCluster& cluster)
       : cluster_(cluster),
         machine_(MachineCpu()),
-        masters_(MastersCpu(cluster)) {}
+        masters_(MastersInfo(cluster)),
+        client_(ClientCpu()) {}
+
+  // The clients' CPU per operation since the meter was made; call it once
+  // the clients that ran are reaped.
+  double ClientUs(double operations) const {
+    return operations > 0 ? (ClientCpu() - client_) * 1e6 / operations : 0;
+  }
 
   Rate Finish(double operations, double seconds) const {
     Rate r;
@@ -259,13 +295,17 @@ class Meter {
     r.cpu_busy = BusyPercent(machine_);
     double sum = 0;
     double most = 0;
-    for (const auto& [port, now] : MastersCpu(cluster_)) {
+    double commands = 0;
+    for (const auto& [port, now] : MastersInfo(cluster_)) {
       const auto before = masters_.find(port);
-      const double used = now - (before == masters_.end() ? 0 : before->second);
+      if (before == masters_.end()) continue;
+      const double used = now.cpu - before->second.cpu;
       sum += used;
       most = std::max(most, used);
+      commands += now.commands - before->second.commands;
     }
     r.redis_us = operations > 0 ? sum * 1e6 / operations : 0;
+    r.commands = operations > 0 ? commands / operations : 0;
     r.busiest = sum > 0 ? 100 * most / sum : 0;
     return r;
   }
@@ -273,7 +313,8 @@ class Meter {
  private:
   RedisCluster& cluster_;
   const CpuTicks machine_;
-  const std::map<int, double> masters_;
+  const std::map<int, MasterCounters> masters_;
+  const double client_;
 };
 
 std::string TempDir() {
@@ -325,6 +366,7 @@ Rate Ceiling(RedisCluster& cluster, const Flags& f, const std::string& dir) {
   // Its own figure for the rate; the meter's for the costs.
   Rate r =
       meter.Finish(f.ceiling_n, absl::ToDoubleSeconds(absl::Now() - start));
+  r.client_us = meter.ClientUs(f.ceiling_n);
   r.per_second = 0;
   std::ifstream in(out);
   for (std::string line; std::getline(in, line);) {
@@ -389,8 +431,8 @@ Rate ScheduleManyRate(RedisCluster& cluster, const Flags& f) {
   const absl::Time start = absl::Now();
   const bool ok = ScheduleAll(*timers, f.many_n, f.schedule_threads,
                               absl::Now() + absl::Hours(1), "m");
-  const Rate r =
-      meter.Finish(f.many_n, absl::ToDoubleSeconds(absl::Now() - start));
+  Rate r = meter.Finish(f.many_n, absl::ToDoubleSeconds(absl::Now() - start));
+  r.client_us = meter.ClientUs(f.many_n);
   Check(ok, "ScheduleMany() failed");
   Check(timers->Pending().value_or(-1) == f.many_n,
         "ScheduleMany(): pending count");
@@ -459,7 +501,7 @@ Rate DeliverRate(RedisCluster& cluster, const Flags& f, double many_rate,
   // All due at one instant, after they are all scheduled.
   const absl::Duration lead =
       absl::Seconds(1) +
-      absl::Seconds(3.0 * f.deliver_n / std::max(many_rate, 1.0));
+      absl::Seconds(1.5 * f.deliver_n / std::max(many_rate, 1.0));
   const absl::Time due = absl::Now() + lead;
   Check(ScheduleAll(*timers, f.deliver_n, f.schedule_threads, due, "d"),
         "deliver: ScheduleMany() failed");
@@ -480,9 +522,10 @@ Rate DeliverRate(RedisCluster& cluster, const Flags& f, double many_rate,
   Check(done != absl::InfiniteFuture(), "deliver: timers left pending");
   // The masters' CPU includes the Pending() polls: one HLEN per shard every
   // 20 ms, negligible.
-  const Rate r = meter.Finish(
-      f.deliver_n, std::max(1e-9, absl::ToDoubleSeconds(done - start)));
+  Rate r = meter.Finish(f.deliver_n,
+                        std::max(1e-9, absl::ToDoubleSeconds(done - start)));
   const int64_t acknowledged = StopFleet(fleet);
+  r.client_us = meter.ClientUs(f.deliver_n);
   Check(acknowledged == f.deliver_n,
         fmt::format("deliver, {} masters: {} acknowledged of {}",
                     cluster.masters(), acknowledged, f.deliver_n));
@@ -592,7 +635,7 @@ std::vector<double> Ratios(const std::vector<Rate>& a,
   return out;
 }
 
-constexpr char kRow[] = "{:<8}  {:>26}  {:>26}  {:>26}\n";
+constexpr char kRow[] = "{:<8}  {:>30}  {:>30}  {:>30}\n";
 
 void PrintTable(const std::vector<Subject>& subjects) {
   const int rounds = subjects.empty() ? 0 : subjects[0].many.size();
@@ -617,18 +660,41 @@ void PrintTable(const std::vector<Subject>& subjects) {
                Spread(Ratios(s.ceiling, one->ceiling), "x", 2));
   }
   fmt::print(
-      "\nCost, medians: Redis CPU per operation (all masters) / the busiest "
-      "master's share of it / the machine's CPUs busy\n");
+      "\nCost, medians: Redis CPU per operation (all masters) + the "
+      "clients' / the busiest master's share of Redis's / Redis commands per "
+      "operation / the machine's CPUs busy\n");
   fmt::print(kRow, "masters", "ScheduleMany()", "deliveries",
              "redis-benchmark ZADD");
   auto cost = [](const std::vector<Rate>& r) {
     return fmt::format(
-        "{:.1f} us / {:.0f}% / {:.0f}%", Median(Field(r, &Rate::redis_us)),
-        Median(Field(r, &Rate::busiest)), Median(Field(r, &Rate::cpu_busy)));
+        "{:.1f}+{:.1f} us / {:.0f}% / {:.2f} / {:.0f}%",
+        Median(Field(r, &Rate::redis_us)), Median(Field(r, &Rate::client_us)),
+        Median(Field(r, &Rate::busiest)), Median(Field(r, &Rate::commands)),
+        Median(Field(r, &Rate::cpu_busy)));
   };
   for (const Subject& s : subjects) {
     fmt::print(kRow, s.cluster->masters(), cost(s.many), cost(s.deliver),
                cost(s.ceiling));
+  }
+  // Not a measurement: what the figures above imply for a machine with a
+  // core per master and the clients on other cores.
+  fmt::print(
+      "\nBound by the busiest master alone, 1 / (its CPU per operation), "
+      "medians: the rate with a core per master and the clients elsewhere\n");
+  fmt::print(kRow, "masters", "ScheduleMany()", "deliveries",
+             "redis-benchmark ZADD");
+  auto bound = [](const std::vector<Rate>& rates) {
+    std::vector<double> out;
+    for (const Rate& r : rates) {
+      const double us = r.redis_us * r.busiest / 100;
+      if (us > 0) out.push_back(1e6 / us);
+    }
+    return out;
+  };
+  for (const Subject& s : subjects) {
+    fmt::print(kRow, s.cluster->masters(), Spread(bound(s.many), "/s", 0),
+               Spread(bound(s.deliver), "/s", 0),
+               Spread(bound(s.ceiling), "/s", 0));
   }
 }
 
