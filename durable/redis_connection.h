@@ -92,6 +92,18 @@ class RedisConnection {
                         std::vector<RedisReply>* replies,
                         int64_t deadline_nanos);
 
+  // Pipeline() in two halves, so that one thread can have pipelines on
+  // several connections (the masters of a Redis Cluster) in flight at once:
+  // Send() writes `commands` in one write, Receive() reads `count` replies
+  // into `replies`. Each Send() must be followed by a Receive() of as many
+  // replies before the next Send() or Pipeline(). The errors and the
+  // deadline are Pipeline()'s; a connection that fails in either half is
+  // broken().
+  absl::Status Send(std::span<const RedisCommand> commands,
+                    int64_t deadline_nanos);
+  absl::Status Receive(size_t count, std::vector<RedisReply>* replies,
+                       int64_t deadline_nanos);
+
   // For a connection in subscribe mode (after SUBSCRIBE), where Redis
   // pushes messages that answer no command: sends `command` without reading
   // its reply (it comes through Receive()). Unavailable as for Pipeline().

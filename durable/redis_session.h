@@ -8,10 +8,12 @@
 // With cluster seeds (SessionOptions::cluster_seeds), a session speaks to a
 // Redis Cluster: it reads the slot map (CLUSTER SLOTS) from a seed, sends
 // each command (a MULTI ... EXEC block as one) to the master of its first
-// key's slot over a connection per node, and follows MOVED (the map is read
-// again), ASK (ASKING, then the command, on the node named) and TRYAGAIN (a
-// slot in the middle of a migration: again after a short pause), up to
-// SessionOptions::max_redirects times per command (redis_session_cluster.cc).
+// key's slot over a connection per node (every node's pipeline is sent
+// before any reply is read, so the nodes work at once and a round costs one
+// round trip), and follows MOVED (the map is read again), ASK (ASKING, then
+// the command, on the node named) and TRYAGAIN (a slot in the middle of a
+// migration: again after a short pause), up to SessionOptions::max_redirects
+// times per command (redis_session_cluster.cc).
 //
 // RedisSession is thread-compatible: one thread at a time (the delivery's
 // poller owns one; API calls take one from the pool). SessionPool is

@@ -210,36 +210,61 @@ absl::Status RedisSession::RunRound(std::span<const RedisCommand> commands,
                                     const std::vector<size_t>& pending,
                                     std::vector<RedisReply>* replies,
                                     int64_t deadline_nanos) {
-  // One pipeline per node, in the order the units came.
-  std::map<std::string, std::vector<size_t>> by_node;
-  for (const size_t i : pending) {
-    by_node[units[i].target.ToString()].push_back(i);
-  }
-  for (const auto& [name, members] : by_node) {
-    const RedisEndpoint& node = units[members[0]].target;
-    absl::StatusOr<RedisConnection*> conn =
-        NodeConnection(node, deadline_nanos);
-    if (!conn.ok()) {
-      slots_ = SlotMap();  // the node may have failed over: read it again
-      return Failed(conn.status());
+  // One pipeline per node, in the order the units came; all of them are
+  // sent before any reply is read, so that the masters work on their parts
+  // at once and a round costs one round trip, not one per master.
+  struct NodeBatch {
+    std::string name;
+    std::vector<size_t> members;
+    RedisConnection* conn = nullptr;
+    size_t sent = 0;  // commands sent: the replies to read
+  };
+  std::vector<NodeBatch> batches;
+  {
+    std::map<std::string, std::vector<size_t>> by_node;
+    for (const size_t i : pending) {
+      by_node[units[i].target.ToString()].push_back(i);
     }
+    for (auto& [name, members] : by_node) {
+      batches.push_back({name, std::move(members)});
+    }
+  }
+  // A failure leaves the replies of the nodes already sent to unread on
+  // their connections: those are dropped too, as is the map (a node may
+  // have failed over: it is read again).
+  auto fail = [&](size_t from, size_t to, absl::Status s) {
+    for (size_t k = from; k < to; ++k) nodes_.erase(batches[k].name);
+    slots_ = SlotMap();
+    return Failed(std::move(s));
+  };
+  for (size_t b = 0; b < batches.size(); ++b) {
+    NodeBatch& nb = batches[b];
+    absl::StatusOr<RedisConnection*> conn =
+        NodeConnection(units[nb.members[0]].target, deadline_nanos);
+    if (!conn.ok()) return fail(0, b, conn.status());
     std::vector<RedisCommand> batch;
-    for (const size_t i : members) {
+    for (const size_t i : nb.members) {
       const Unit& u = units[i];
       if (u.asking) batch.push_back({"ASKING"});
       for (size_t k = u.first; k < u.first + u.count; ++k) {
         batch.push_back(commands[k]);
       }
     }
+    nb.conn = *conn;
+    nb.sent = batch.size();
+    if (absl::Status s = nb.conn->Send(batch, deadline_nanos); !s.ok()) {
+      return fail(0, b + 1, std::move(s));
+    }
+  }
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const NodeBatch& nb = batches[b];
     std::vector<RedisReply> got;
-    if (absl::Status s = (*conn)->Pipeline(batch, &got, deadline_nanos);
+    if (absl::Status s = nb.conn->Receive(nb.sent, &got, deadline_nanos);
         !s.ok()) {
-      nodes_.erase(name);
-      slots_ = SlotMap();
-      return Failed(std::move(s));
+      return fail(b, batches.size(), std::move(s));
     }
     size_t at = 0;
-    for (const size_t i : members) {
+    for (const size_t i : nb.members) {
       const Unit& u = units[i];
       if (u.asking) ++at;  // ASKING's +OK
       for (size_t k = u.first; k < u.first + u.count; ++k) {

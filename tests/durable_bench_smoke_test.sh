@@ -6,7 +6,8 @@
 # worker processes, runs every workload, and its correctness checks must pass
 # (exit status 0: every timer acknowledged, nothing left pending). Checks
 # that every table row and goal line is printed, that --only runs only what
-# it names, and that bad flags exit with 2. It never asserts on a rate or a
+# it names, and that bad flags exit with 2. Then the same of
+# //tools/bench:durable_cluster_bench on clusters of 1 and 3 masters. It never asserts on a rate or a
 # duration: the sizes are far too small to measure anything, and it runs
 # under ASan, TSan and UBSan too.
 set -euo pipefail
@@ -57,5 +58,25 @@ set -e
 grep -q "ScheduleMany(), batches of 1000" "$out/only.txt" || fail "--only: row missing"
 if grep -q "deliveries, 1 process" "$out/only.txt"; then fail "--only ran more"; fi
 grep -q "appendfsync everysec" "$out/only.txt" || fail "--appendfsync not applied"
+
+cluster_bench="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/bench/durable_cluster_bench"
+for bad in --no_such_flag=1 --masters=0 --masters=1,x --shards=2 --replicas=9; do
+  set +e
+  "$cluster_bench" "$bad" > /dev/null 2>&1; status=$?
+  set -e
+  [[ $status -eq 2 ]] || fail "durable_cluster_bench $bad: exit status $status, expected 2"
+done
+set +e
+"$cluster_bench" --quick=1 --masters=1,3 --shards=6 --processes=2 \
+  > "$out/stdout.txt" 2> "$out/stderr.txt"
+status=$?
+set -e
+[[ $status -eq 0 ]] || fail "durable_cluster_bench exited with status $status"
+grep -q "Correctness checks: all passed" "$out/stdout.txt" || fail "checks did not pass"
+for row in "1  " "3  " "3/1  "; do
+  grep -qE -- "^$row +[0-9.]+(/s|x)" "$out/stdout.txt" || fail "table row '$row' missing"
+done
+goals=$(grep -cE "^  (MET   |MISSED)  " "$out/stdout.txt" || true)
+[[ $goals -eq 3 ]] || fail "durable_cluster_bench: expected 3 goal lines, got $goals"
 
 echo "PASS"

@@ -1,72 +1,15 @@
 #include "tickwheel/durable/testing/redis_cluster.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "tickwheel/timer/clock.h"
 
-extern char** environ;
-
 namespace tickwheel::durable::testing {
 namespace {
 
 int64_t Now() { return RealClock::MonotonicNanos(); }
-
-std::string CliBinary() {
-  if (const char* env = std::getenv("TICKWHEEL_REDIS_CLI")) return env;
-  return "redis-cli";
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  std::string text = s.str();
-  if (text.size() > 3000) text = text.substr(text.size() - 3000);
-  return text;
-}
-
-// Runs `args` (args[0] from PATH) to its end, its output in `log`: its exit
-// status, or why it could not run.
-absl::Status RunToEnd(std::vector<std::string> args, const std::string& log) {
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0].c_str(), &actions, nullptr,
-                              argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    return absl::FailedPreconditionError(
-        fmt::format("cannot start {}: {}; install redis-tools or set "
-                    "TICKWHEEL_REDIS_CLI",
-                    args[0], std::strerror(rc)));
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::InternalError(fmt::format("{} failed (status {}): {}", args[0],
-                                           status, ReadFile(log)));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -78,25 +21,92 @@ absl::StatusOr<std::unique_ptr<RedisCluster>> RedisCluster::Start(
 }
 
 absl::Status RedisCluster::Create(const Options& options) {
-  for (int i = 0; i < kNodes; ++i) {
+  if (options.masters < 1 || options.masters > 64 || options.replicas < 0 ||
+      options.replicas > 4) {
+    return absl::InvalidArgumentError(
+        fmt::format("RedisCluster: {} masters with {} replicas each; want "
+                    "[1, 64] masters and [0, 4] replicas",
+                    options.masters, options.replicas));
+  }
+  masters_ = options.masters;
+  const int nodes = options.masters * (1 + options.replicas);
+  for (int i = 0; i < nodes; ++i) {
     RedisServer::Options o;
     o.ready_timeout = options.ready_timeout;
     // nodes.conf lands in the server's own folder (--dir).
     o.extra_args = {"--cluster-enabled",      "yes",
                     "--cluster-config-file",  "nodes.conf",
                     "--cluster-node-timeout", "5000"};
+    o.extra_args.insert(o.extra_args.end(), options.extra_args.begin(),
+                        options.extra_args.end());
     absl::StatusOr<std::unique_ptr<RedisServer>> node = RedisServer::Start(o);
     if (!node.ok()) return node.status();
     nodes_.push_back(*std::move(node));
   }
-  std::vector<std::string> args = {CliBinary(), "--cluster", "create"};
-  for (const std::string& seed : seeds()) args.push_back(seed);
-  args.insert(args.end(), {"--cluster-replicas", "1", "--cluster-yes"});
-  if (absl::Status s = RunToEnd(args, nodes_[0]->dir() + "/create.log");
-      !s.ok()) {
-    return s;
-  }
+  const int64_t deadline =
+      Now() + absl::ToInt64Nanoseconds(options.ready_timeout);
+  if (absl::Status s = Join(deadline); !s.ok()) return s;
   return WaitOk(options.ready_timeout);
+}
+
+absl::Status RedisCluster::Join(int64_t deadline) {
+  auto ok = [](absl::StatusOr<internal::RedisReply> r,
+               std::string_view what) -> absl::Status {
+    if (!r.ok()) return r.status();
+    if (r->is_error()) {
+      return absl::InternalError(fmt::format("{}: {}", what, r->str));
+    }
+    return absl::OkStatus();
+  };
+  // As redis-cli --cluster create does: equal slot ranges, and a config
+  // epoch of its own per node, so that no epoch collision is left for the
+  // cluster to resolve after the meeting.
+  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+    RedisServer& node = *nodes_[static_cast<size_t>(i)];
+    if (i < masters_) {
+      const int lo = 16384 * i / masters_;
+      const int hi = 16384 * (i + 1) / masters_ - 1;
+      if (absl::Status s =
+              ok(node.Command({"CLUSTER", "ADDSLOTSRANGE", std::to_string(lo),
+                               std::to_string(hi)}),
+                 "CLUSTER ADDSLOTSRANGE");
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (absl::Status s = ok(node.Command({"CLUSTER", "SET-CONFIG-EPOCH",
+                                          std::to_string(i + 1)}),
+                            "CLUSTER SET-CONFIG-EPOCH");
+        !s.ok()) {
+      return s;
+    }
+  }
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    if (absl::Status s =
+            ok(nodes_[i]->Command({"CLUSTER", "MEET", "127.0.0.1",
+                                   std::to_string(nodes_[0]->port())}),
+               "CLUSTER MEET");
+        !s.ok()) {
+      return s;
+    }
+  }
+  // A replica accepts REPLICATE once it knows its master, which the
+  // gossip after the meeting tells it: try again until the deadline.
+  for (size_t i = static_cast<size_t>(masters_); i < nodes_.size(); ++i) {
+    const int master_port = nodes_[(i - static_cast<size_t>(masters_)) %
+                                   static_cast<size_t>(masters_)]
+                                ->port();
+    absl::StatusOr<std::string> id = NodeId(master_port);
+    if (!id.ok()) return id.status();
+    absl::Status s;
+    do {
+      s = ok(nodes_[i]->Command({"CLUSTER", "REPLICATE", *id}),
+             "CLUSTER REPLICATE");
+      if (!s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } while (!s.ok() && Now() < deadline);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RedisCluster::WaitOk(absl::Duration timeout) {
@@ -104,9 +114,10 @@ absl::Status RedisCluster::WaitOk(absl::Duration timeout) {
   std::string last;
   while (Now() < deadline) {
     bool all_ok = true;
-    for (const auto& node : nodes_) {
+    for (size_t i = 0; i < nodes_.size() && all_ok; ++i) {
+      const RedisServer& node = *nodes_[i];
       absl::StatusOr<internal::RedisReply> info =
-          node->Command({"CLUSTER", "INFO"});
+          nodes_[i]->Command({"CLUSTER", "INFO"});
       if (!info.ok()) {
         last = info.status().ToString();
         all_ok = false;
@@ -114,11 +125,21 @@ absl::Status RedisCluster::WaitOk(absl::Duration timeout) {
       }
       if (info->str.find("cluster_state:ok") == std::string::npos ||
           info->str.find("cluster_slots_ok:16384") == std::string::npos ||
-          info->str.find(fmt::format("cluster_known_nodes:{}", kNodes)) ==
-              std::string::npos) {
-        last = fmt::format("port {}: {}", node->port(), info->str);
+          info->str.find(fmt::format("cluster_known_nodes:{}",
+                                     nodes_.size())) == std::string::npos) {
+        last = fmt::format("port {}: {}", node.port(), info->str);
         all_ok = false;
         break;
+      }
+      if (i < static_cast<size_t>(masters_)) continue;
+      absl::StatusOr<internal::RedisReply> repl =
+          nodes_[i]->Command({"INFO", "replication"});
+      if (!repl.ok() ||
+          repl->str.find("master_link_status:up") == std::string::npos) {
+        last = fmt::format("port {}: the replica's link is not up: {}",
+                           node.port(),
+                           repl.ok() ? repl->str : repl.status().ToString());
+        all_ok = false;
       }
     }
     if (all_ok) return absl::OkStatus();

@@ -1,10 +1,15 @@
 // durable/testing/redis_cluster.h
 // -----------------------------------------------------------------------------
 // Test-only. RedisCluster: a Redis Cluster of the test's own, three masters
-// and three replicas, each a RedisServer (redis_server.h) with
-// cluster-enabled on 127.0.0.1, a free port and a folder of its own, joined
-// by `redis-cli --cluster create ... --cluster-replicas 1 --cluster-yes`.
-// Start() returns once every node reports cluster_state:ok.
+// and three replicas by default (Options::masters, Options::replicas: one
+// master alone, or six without replicas, for the benchmark), each a
+// RedisServer (redis_server.h) with cluster-enabled on 127.0.0.1, a free
+// port and a folder of its own. It is joined the way `redis-cli --cluster
+// create` joins one, step by step, since redis-cli refuses fewer than three
+// masters: the slots in equal ranges over the masters, a distinct config
+// epoch per node, CLUSTER MEET, then CLUSTER REPLICATE. Start() returns once
+// every node reports cluster_state:ok and every replica's link to its
+// master is up.
 //
 //   auto cluster = RedisCluster::Start().value();
 //   DurableTimerOptions o;  o.cluster_nodes = cluster->seeds();
@@ -12,8 +17,7 @@
 //   cluster->MoveSlot(slot, other_master_port);  // clients now get MOVED
 //
 // Every node is stopped by the pid this process started (SIGTERM and
-// waitpid) when the object goes; nothing is stopped by name. redis-cli is
-// taken from PATH, or $TICKWHEEL_REDIS_CLI.
+// waitpid) when the object goes; nothing is stopped by name.
 //
 // This class is thread-compatible.
 
@@ -33,10 +37,18 @@ namespace tickwheel::durable::testing {
 
 class RedisCluster {
  public:
+  // The defaults of Options.
   static constexpr int kMasters = 3;
   static constexpr int kNodes = 6;  // one replica per master
 
   struct Options {
+    // Masters, in [1, 64]; the slots are split in equal ranges over them.
+    int masters = kMasters;
+    // Replicas of each master, in [0, 4].
+    int replicas = kNodes / kMasters - 1;
+    // More "--name value" arguments for every redis-server, e.g.
+    // {"--appendfsync", "everysec"}.
+    std::vector<std::string> extra_args;
     // How long Start() waits for each server's PING and for the whole
     // cluster's cluster_state:ok.
     absl::Duration ready_timeout = absl::Seconds(60);
@@ -50,11 +62,13 @@ class RedisCluster {
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;
 
-  // The nodes, in the order they were started (the first kMasters were
-  // created as masters).
+  // The nodes, in the order they were started (the first masters() were
+  // created as masters; node masters() + i replicates master i % masters()).
   const std::vector<std::unique_ptr<RedisServer>>& nodes() const {
     return nodes_;
   }
+  // The masters it was created with.
+  int masters() const { return masters_; }
   // "127.0.0.1:<port>" of every node: seed nodes for a client.
   std::vector<std::string> seeds() const;
 
@@ -88,6 +102,9 @@ class RedisCluster {
  private:
   RedisCluster() = default;
   absl::Status Create(const Options& options);
+  // Each master's slots and config epoch, CLUSTER MEET to the first node,
+  // and each replica's CLUSTER REPLICATE, before `deadline` (MonotonicNanos).
+  absl::Status Join(int64_t deadline);
   absl::Status WaitOk(absl::Duration timeout);
   RedisServer* Node(int port);
   // The owner of `slot` in the CLUSTER SLOTS of the node on `port`.
@@ -95,6 +112,7 @@ class RedisCluster {
   absl::StatusOr<std::string> NodeId(int port);
 
   std::vector<std::unique_ptr<RedisServer>> nodes_;
+  int masters_ = kMasters;
 };
 
 }  // namespace tickwheel::durable::testing

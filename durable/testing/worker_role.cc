@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -20,6 +21,7 @@ int64_t Millis(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
 DurableTimerOptions WorkerConfig::Options() const {
   DurableTimerOptions o;
   o.redis = redis;
+  o.cluster_nodes = cluster_nodes;
   o.keyspace = keyspace;
   o.shards = shards;
   o.lease = lease;
@@ -34,7 +36,12 @@ DurableTimerOptions WorkerConfig::Options() const {
 }
 
 EnvVars WorkerConfig::ToEnv() const {
+  std::string cluster;
+  for (const std::string& node : cluster_nodes) {
+    cluster += (cluster.empty() ? "" : ",") + node;
+  }
   return {{"TW_REDIS", redis},
+          {"TW_CLUSTER", cluster},
           {"TW_KEYSPACE", keyspace},
           {"TW_SHARDS", std::to_string(shards)},
           {"TW_LEASE_MS", std::to_string(Millis(lease))},
@@ -53,6 +60,10 @@ EnvVars WorkerConfig::ToEnv() const {
 WorkerConfig WorkerConfig::FromEnv() {
   WorkerConfig c;
   c.redis = EnvString("TW_REDIS");
+  std::stringstream cluster(EnvString("TW_CLUSTER"));
+  for (std::string node; std::getline(cluster, node, ',');) {
+    if (!node.empty()) c.cluster_nodes.push_back(node);
+  }
   c.keyspace = EnvString("TW_KEYSPACE", c.keyspace);
   c.shards = static_cast<int>(EnvInt("TW_SHARDS", c.shards));
   c.lease = absl::Milliseconds(EnvInt("TW_LEASE_MS", Millis(c.lease)));

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -33,6 +34,8 @@ namespace tickwheel::durable::testing {
 
 struct WorkerConfig {
   std::string redis;  // the server's uri()
+  // DurableTimerOptions::cluster_nodes ("host:port" each); empty: `redis`.
+  std::vector<std::string> cluster_nodes;
   std::string keyspace = "tw-test";
   int shards = 4;
   absl::Duration lease = absl::Seconds(2);
