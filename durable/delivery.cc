@@ -272,13 +272,28 @@ void Delivery::PollerLoop() {
   RedisSession session(options_.session, &counters_->redis);
   std::vector<RedisReply> replies;
   Retry retry;
+  bool replicas_short = false;  // the last round trip with results was
   for (;;) {
     Batch batch;
     if (!NextBatch(retry.at, &batch)) return;
+    // Handlers' results (acknowledgements, failures, dead-letter moves)
+    // wait for the replicas with min_replicas_acked: a lost one would
+    // deliver the timer again after a failover. Claims, starts, renewals
+    // and releases do not: losing one only delays or repeats a delivery.
+    const bool results =
+        std::any_of(batch.ops.begin(), batch.ops.end(), [](const Op& op) {
+          return !op.probe &&
+                 (op.script == Script::kAck || op.script == Script::kFail);
+        });
+    ReplicaAck ack;
     const int64_t before = Now();
     const absl::Status status =
-        session.Run(batch.commands, &replies, before + options_.timeout_nanos);
+        session.Run(batch.commands, &replies, before + options_.timeout_nanos,
+                    results ? &ack : nullptr);
     const int64_t after = Now();
+    if (status.ok() && ack.waited) {
+      NoteReplicas(ack, &replicas_short);
+    }
     const Settled settled =
         Settle(batch, status, replies, before, after, session, &retry);
     work_cv_.notify_all();
@@ -294,6 +309,27 @@ void Delivery::PollerLoop() {
       return;
     }
   }
+}
+
+void Delivery::NoteReplicas(const ReplicaAck& ack, bool* replicas_short) {
+  const int wanted = options_.session->min_replicas_acked;
+  if (ack.short_of(wanted)) {
+    counters_->Add(counters_->replica_shortfalls);
+    if (!*replicas_short) {
+      Log(LogSeverity::kWarning,
+          fmt::format("durable timers: only {} of {} replicas of the Redis "
+                      "master at {} confirmed the delivery results within "
+                      "replica_ack_timeout; they are applied on the master, "
+                      "and a failover now may deliver those timers again",
+                      ack.acked, wanted, ack.node.ToString()));
+    }
+  } else if (*replicas_short) {
+    Log(LogSeverity::kInfo,
+        fmt::format("durable timers: {} replicas confirm the delivery results "
+                    "again",
+                    wanted));
+  }
+  *replicas_short = ack.short_of(wanted);
 }
 
 bool Delivery::NextBatch(int64_t retry_at, Batch* batch) {

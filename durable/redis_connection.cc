@@ -234,6 +234,12 @@ absl::Status RedisConnection::Pipeline(std::span<const RedisCommand> commands,
                                        std::vector<RedisReply>* replies,
                                        int64_t deadline_nanos) {
   replies->clear();
+  if (absl::Status s = Send(commands, deadline_nanos); !s.ok()) return s;
+  return Receive(commands.size(), replies, deadline_nanos);
+}
+
+absl::Status RedisConnection::Send(std::span<const RedisCommand> commands,
+                                   int64_t deadline_nanos) {
   if (broken_) return Fail("connection already failed");
   std::vector<const char*> argv;
   std::vector<size_t> argvlen;
@@ -249,8 +255,26 @@ absl::Status RedisConnection::Pipeline(std::span<const RedisCommand> commands,
       return Fail("cannot queue a command");
     }
   }
-  replies->reserve(commands.size());
-  for (size_t i = 0; i < commands.size(); ++i) {
+  // Write it all out now (redisGetReply() would, but only when the
+  // replies are read).
+  for (int done = 0; done == 0;) {
+    if (!SetTimeoutUntil(deadline_nanos)) {
+      return Fail("no reply within redis_timeout");
+    }
+    if (redisBufferWrite(context_, &done) != REDIS_OK) {
+      return Fail("the connection failed");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RedisConnection::Receive(size_t count,
+                                      std::vector<RedisReply>* replies,
+                                      int64_t deadline_nanos) {
+  replies->clear();
+  if (broken_) return Fail("connection already failed");
+  replies->reserve(count);
+  for (size_t i = 0; i < count; ++i) {
     if (!SetTimeoutUntil(deadline_nanos)) {
       return Fail("no reply within redis_timeout");
     }

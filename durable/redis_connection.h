@@ -90,6 +90,15 @@ class RedisConnection {
   absl::Status Pipeline(std::span<const RedisCommand> commands,
                         std::vector<RedisReply>* replies,
                         int64_t deadline_nanos);
+  // Pipeline() in two halves, so that one thread can have several
+  // connections' commands run at once: Send() writes `commands` out,
+  // Receive() reads `count` replies. Between them the connection holds
+  // replies not read yet: a caller that does not Receive() them must drop
+  // the connection. Errors as Pipeline()'s.
+  absl::Status Send(std::span<const RedisCommand> commands,
+                    int64_t deadline_nanos);
+  absl::Status Receive(size_t count, std::vector<RedisReply>* replies,
+                       int64_t deadline_nanos);
 
   bool broken() const { return broken_; }
   // Whether the server has closed this connection while it sat idle (a

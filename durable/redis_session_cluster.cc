@@ -23,6 +23,7 @@ struct RedisSession::Unit {
   bool pinned = false;  // target named by a redirect, not by the map
   bool asking = false;  // send ASKING first (after an ASK redirect)
   int redirects = 0;
+  int64_t acked = 0;  // the WAIT after its last round, on `target`
 };
 
 absl::StatusOr<RedisConnection*> RedisSession::NodeConnection(
@@ -95,7 +96,8 @@ absl::Status RedisSession::RefreshSlots(int64_t deadline_nanos) {
 
 absl::Status RedisSession::RunCluster(std::span<const RedisCommand> commands,
                                       std::vector<RedisReply>* replies,
-                                      int64_t deadline_nanos) {
+                                      int64_t deadline_nanos, ReplicaAck* ack) {
+  const bool wait = WantWait(ack);
   if (!connected()) {
     if (absl::Status s = RefreshSlots(deadline_nanos); !s.ok()) return s;
   }
@@ -133,7 +135,7 @@ absl::Status RedisSession::RunCluster(std::span<const RedisCommand> commands,
       u.target = *master;
     }
     if (absl::Status s =
-            RunRound(commands, units, pending, replies, deadline_nanos);
+            RunRound(commands, units, pending, replies, deadline_nanos, wait);
         !s.ok()) {
       return s;
     }
@@ -202,6 +204,10 @@ absl::Status RedisSession::RunCluster(std::span<const RedisCommand> commands,
     }
     pending = std::move(again);
   }
+  if (wait) {
+    // Each unit's last round ran it where it stayed: that node's WAIT.
+    for (const Unit& u : units) ack->Add(u.acked, u.target);
+  }
   return absl::OkStatus();
 }
 
@@ -209,20 +215,32 @@ absl::Status RedisSession::RunRound(std::span<const RedisCommand> commands,
                                     std::vector<Unit>& units,
                                     const std::vector<size_t>& pending,
                                     std::vector<RedisReply>* replies,
-                                    int64_t deadline_nanos) {
-  // One pipeline per node, in the order the units came.
+                                    int64_t deadline_nanos, bool wait) {
+  // One pipeline per node, in the order the units came, all sent before
+  // any is read: the nodes work (and WAIT for their replicas) at once.
+  struct Sent {
+    std::string name;
+    RedisConnection* conn;
+    const std::vector<size_t>* members;
+    size_t count;
+  };
   std::map<std::string, std::vector<size_t>> by_node;
   for (const size_t i : pending) {
     by_node[units[i].target.ToString()].push_back(i);
   }
+  std::vector<Sent> sent;
+  // A failure drops the connections whose replies were not read.
+  auto fail = [&](size_t from, const std::string& name, absl::Status s) {
+    for (size_t k = from; k < sent.size(); ++k) nodes_.erase(sent[k].name);
+    nodes_.erase(name);
+    slots_ = SlotMap();  // the node may have failed over: read it again
+    return Failed(std::move(s));
+  };
   for (const auto& [name, members] : by_node) {
     const RedisEndpoint& node = units[members[0]].target;
     absl::StatusOr<RedisConnection*> conn =
         NodeConnection(node, deadline_nanos);
-    if (!conn.ok()) {
-      slots_ = SlotMap();  // the node may have failed over: read it again
-      return Failed(conn.status());
-    }
+    if (!conn.ok()) return fail(0, name, conn.status());
     std::vector<RedisCommand> batch;
     for (const size_t i : members) {
       const Unit& u = units[i];
@@ -231,20 +249,32 @@ absl::Status RedisSession::RunRound(std::span<const RedisCommand> commands,
         batch.push_back(commands[k]);
       }
     }
-    std::vector<RedisReply> got;
-    if (absl::Status s = (*conn)->Pipeline(batch, &got, deadline_nanos);
+    // WAIT last: it covers every write this connection made, so all of
+    // this node's units.
+    if (wait) batch.push_back(WaitCommand());
+    if (absl::Status s = (*conn)->Send(batch, deadline_nanos); !s.ok()) {
+      return fail(0, name, std::move(s));
+    }
+    sent.push_back({name, *conn, &members, batch.size()});
+  }
+  std::vector<RedisReply> got;
+  for (size_t n = 0; n < sent.size(); ++n) {
+    const Sent& to = sent[n];
+    if (absl::Status s = to.conn->Receive(to.count, &got, deadline_nanos);
         !s.ok()) {
-      nodes_.erase(name);
-      slots_ = SlotMap();
-      return Failed(std::move(s));
+      return fail(n, to.name, std::move(s));
     }
     size_t at = 0;
-    for (const size_t i : members) {
+    for (const size_t i : *to.members) {
       const Unit& u = units[i];
       if (u.asking) ++at;  // ASKING's +OK
       for (size_t k = u.first; k < u.first + u.count; ++k) {
         (*replies)[k] = std::move(got[at++]);
       }
+    }
+    if (wait) {
+      const int64_t acked = WaitCount(got[at]);
+      for (const size_t i : *to.members) units[i].acked = acked;
     }
   }
   return absl::OkStatus();

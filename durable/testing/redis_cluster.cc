@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -105,6 +106,7 @@ absl::Status RedisCluster::WaitOk(absl::Duration timeout) {
   while (Now() < deadline) {
     bool all_ok = true;
     for (const auto& node : nodes_) {
+      if (!node->running()) continue;
       absl::StatusOr<internal::RedisReply> info =
           node->Command({"CLUSTER", "INFO"});
       if (!info.ok()) {
@@ -117,6 +119,20 @@ absl::Status RedisCluster::WaitOk(absl::Duration timeout) {
           info->str.find(fmt::format("cluster_known_nodes:{}", kNodes)) ==
               std::string::npos) {
         last = fmt::format("port {}: {}", node->port(), info->str);
+        all_ok = false;
+        break;
+      }
+      // Every master has its replica attached, and every replica's link
+      // is up: WAIT (min_replicas_acked) counts only such replicas.
+      absl::StatusOr<internal::RedisReply> role = node->Command({"ROLE"});
+      const bool linked =
+          role.ok() && role->elements.size() >= 3 &&
+          ((role->elements[0].str == "master" &&
+            !role->elements[2].elements.empty()) ||
+           (role->elements[0].str == "slave" && role->elements.size() >= 4 &&
+            role->elements[3].str == "connected"));
+      if (!linked) {
+        last = fmt::format("port {}: replication not linked yet", node->port());
         all_ok = false;
         break;
       }

@@ -4,7 +4,8 @@
 // and three replicas, each a RedisServer (redis_server.h) with
 // cluster-enabled on 127.0.0.1, a free port and a folder of its own, joined
 // by `redis-cli --cluster create ... --cluster-replicas 1 --cluster-yes`.
-// Start() returns once every node reports cluster_state:ok.
+// Start() returns once every node reports cluster_state:ok and every
+// master has its replica linked.
 //
 //   auto cluster = RedisCluster::Start().value();
 //   DurableTimerOptions o;  o.cluster_nodes = cluster->seeds();
