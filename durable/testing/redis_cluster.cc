@@ -83,9 +83,13 @@ absl::Status RedisCluster::Create(const Options& options) {
     RedisServer::Options o;
     o.ready_timeout = options.ready_timeout;
     // nodes.conf lands in the server's own folder (--dir).
-    o.extra_args = {"--cluster-enabled",      "yes",
-                    "--cluster-config-file",  "nodes.conf",
-                    "--cluster-node-timeout", "5000"};
+    o.extra_args = {
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+        "--cluster-node-timeout",
+        std::to_string(absl::ToInt64Milliseconds(options.node_timeout))};
     absl::StatusOr<std::unique_ptr<RedisServer>> node = RedisServer::Start(o);
     if (!node.ok()) return node.status();
     nodes_.push_back(*std::move(node));
@@ -298,6 +302,76 @@ absl::Status RedisCluster::WaitSlotOwner(int slot, int port,
   return absl::DeadlineExceededError(fmt::format(
       "not every node names port {} the owner of slot {} after {}: {}", port,
       slot, absl::FormatDuration(timeout), last));
+}
+
+absl::Status RedisCluster::KillNode(int port) {
+  RedisServer* node = Node(port);
+  if (node == nullptr) {
+    return absl::NotFoundError(fmt::format("no node on port {}", port));
+  }
+  return node->Kill();
+}
+
+absl::StatusOr<int> RedisCluster::WaitForPromotion(int slot, int old_port,
+                                                   absl::Duration timeout) {
+  const int64_t deadline = Now() + absl::ToInt64Nanoseconds(timeout);
+  std::string last = "no node answered";
+  while (Now() < deadline) {
+    int owner = -1;
+    bool agreed = true;
+    for (const auto& node : nodes_) {
+      if (!node->running()) continue;
+      absl::StatusOr<int> o = OwnerIn(node->port(), slot);
+      if (!o.ok() || *o == old_port || (owner != -1 && *o != owner)) {
+        last = o.ok() ? fmt::format("port {} names {}", node->port(), *o)
+                      : o.status().ToString();
+        agreed = false;
+        break;
+      }
+      owner = *o;
+    }
+    if (agreed && owner != -1) {
+      absl::StatusOr<internal::RedisReply> role = Command(owner, {"ROLE"});
+      if (role.ok() && !role->elements.empty() &&
+          role->elements[0].str == "master") {
+        return owner;
+      }
+      last =
+          fmt::format("port {} is named the owner but is no master yet", owner);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::DeadlineExceededError(
+      fmt::format("slot {} did not fail over from port {} within {}: {}", slot,
+                  old_port, absl::FormatDuration(timeout), last));
+}
+
+absl::Status RedisCluster::RestartNode(int port, absl::Duration timeout) {
+  RedisServer* node = Node(port);
+  if (node == nullptr) {
+    return absl::NotFoundError(fmt::format("no node on port {}", port));
+  }
+  if (absl::Status s = node->Restart(); !s.ok()) return s;
+  const int64_t deadline = Now() + absl::ToInt64Nanoseconds(timeout);
+  std::string last;
+  while (Now() < deadline) {
+    // A replica's ROLE: slave, master host, master port, link state, offset.
+    absl::StatusOr<internal::RedisReply> role = node->Command({"ROLE"});
+    if (role.ok() && role->elements.size() >= 4 &&
+        role->elements[0].str == "slave" &&
+        role->elements[3].str == "connected") {
+      return WaitOk(absl::Nanoseconds(std::max<int64_t>(deadline - Now(), 0)));
+    }
+    last = role.ok() ? fmt::format(
+                           "ROLE: {} elements, first {}", role->elements.size(),
+                           role->elements.empty() ? std::string()
+                                                  : role->elements[0].str)
+                     : role.status().ToString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::DeadlineExceededError(
+      fmt::format("port {} did not rejoin as a connected replica within {}: {}",
+                  port, absl::FormatDuration(timeout), last));
 }
 
 absl::StatusOr<int> RedisCluster::OwnerIn(int port, int slot) {
