@@ -272,7 +272,10 @@ void Delivery::PollerLoop() {
   RedisSession session(options_.session, &counters_->redis);
   std::vector<RedisReply> replies;
   Retry retry;
-  bool replicas_short = false;  // the last round trip with results was
+  // Whether the replicas fell short on the last round trip that asked,
+  // and when to ask again.
+  bool replicas_short = false;
+  int64_t next_replica_probe = 0;
   for (;;) {
     Batch batch;
     if (!NextBatch(retry.at, &batch)) return;
@@ -281,18 +284,31 @@ void Delivery::PollerLoop() {
     // deliver the timer again after a failover. Claims, starts, renewals
     // and releases do not: losing one only delays or repeats a delivery.
     const bool results =
+        options_.session->min_replicas_acked > 0 &&
         std::any_of(batch.ops.begin(), batch.ops.end(), [](const Op& op) {
           return !op.probe &&
                  (op.script == Script::kAck || op.script == Script::kFail);
         });
-    ReplicaAck ack;
     const int64_t before = Now();
+    // No caller waits for these, and the same round trip may start timers
+    // that must begin within the start window: WAIT at most half of it.
+    // While the replicas are short, ask only once per poll interval, so
+    // that a master without its replica does not slow every delivery.
+    const bool wait =
+        results && (!replicas_short || before >= next_replica_probe);
+    ReplicaAck ack;
+    ack.timeout_ms =
+        std::clamp<int64_t>(start_window_nanos_ / 2 / 1'000'000, 1,
+                            options_.session->replica_ack_timeout_ms);
     const absl::Status status =
         session.Run(batch.commands, &replies, before + options_.timeout_nanos,
-                    results ? &ack : nullptr);
+                    wait ? &ack : nullptr);
     const int64_t after = Now();
-    if (status.ok() && ack.waited) {
+    if (status.ok() && wait) {
       NoteReplicas(ack, &replicas_short);
+      next_replica_probe = after + options_.poll_nanos;
+    } else if (status.ok() && results) {
+      counters_->Add(counters_->replica_shortfalls);  // not confirmed
     }
     const Settled settled =
         Settle(batch, status, replies, before, after, session, &retry);
@@ -318,9 +334,10 @@ void Delivery::NoteReplicas(const ReplicaAck& ack, bool* replicas_short) {
     if (!*replicas_short) {
       Log(LogSeverity::kWarning,
           fmt::format("durable timers: only {} of {} replicas of the Redis "
-                      "master at {} confirmed the delivery results within "
-                      "replica_ack_timeout; they are applied on the master, "
-                      "and a failover now may deliver those timers again",
+                      "master at {} confirmed the delivery results; they are "
+                      "applied on the master, and a failover now may deliver "
+                      "those timers again (asking again once per poll "
+                      "interval)",
                       ack.acked, wanted, ack.node.ToString()));
     }
   } else if (*replicas_short) {

@@ -29,8 +29,11 @@
 //   At least once. Every timer whose Schedule() returned OK is delivered
 //     until a handler returns OK for it or it is cancelled: across kill -9 of
 //     any process, and across a Redis restart when Redis persists every write
-//     (appendonly yes, appendfsync always). A handler may therefore see a
-//     timer more than once (FiredTimer::attempt counts); make it idempotent.
+//     (appendonly yes, appendfsync always), and across a failover to a
+//     replica when DurableTimerOptions::min_replicas_acked asks the
+//     replicas to confirm each write (as far as Redis's WAIT goes). A
+//     handler may therefore see a timer more than once
+//     (FiredTimer::attempt counts); make it idempotent.
 //   Never early, on Redis's clock (TIME): a handler starts only once Redis's
 //     clock has reached the deadline, so processes whose clocks differ agree.
 //   One owner at a time while a lease holds. A delivery holds a lease
@@ -127,15 +130,17 @@ struct DurableTimerOptions {
   // write is on the master and takes effect there, but may not survive a
   // failover; calling again with the same id is safe and returns OK once
   // the replicas have it. Delivery's acknowledgements and failures are
-  // followed by WAIT too (DurableMetrics::replica_shortfalls counts those
-  // that fell short; a lost one means a delivery again, never a lost
-  // timer). Connect() checks that every master holding a shard has n
-  // replicas acknowledging (FailedPrecondition otherwise: a Redis without
-  // replicas, or with its replicas down). WAIT is not strong consistency:
-  // a replica that acknowledged a write may still lose it (it crashes too,
-  // or another replica is promoted); docs/DURABLE.md says what it covers.
-  // Cost: each such call waits for the replicas' acknowledgement, about
-  // one more round trip between master and replica.
+  // followed by WAIT too, for at most 25 ms, and while the replicas fall
+  // short only once per poll_interval (DurableMetrics::replica_shortfalls
+  // counts the round trips not confirmed; a lost acknowledgement means a
+  // delivery again, never a lost timer). Connect() checks that
+  // every master holding a shard has n replicas acknowledging
+  // (FailedPrecondition otherwise: a Redis without replicas, or with its
+  // replicas down). WAIT is not strong consistency: a replica that acknowledged
+  // a write may still lose it (it crashes too, or another replica is promoted);
+  // docs/DURABLE.md says what it covers. Cost: each such call waits for the
+  // replicas' acknowledgement, about one more round trip between master and
+  // replica.
   int min_replicas_acked = 0;
   // How long one call waits for the replicas (WAIT's timeout), rounded up
   // to whole milliseconds; the call then returns within about
@@ -306,9 +311,10 @@ struct DurableMetrics {
   bool redis_full = false;
   int64_t reconnects = 0;  // connections made again after a failure
   // Round trips of delivery (acknowledgements, failures, dead-letter moves)
-  // after which fewer than min_replicas_acked replicas confirmed the
-  // writes within replica_ack_timeout. The writes are on the master; a
-  // failover before the replicas catch up may deliver those timers again.
+  // whose writes fewer than min_replicas_acked replicas confirmed, or that
+  // did not ask them, the replicas being short. The writes are on the
+  // master; a failover before the replicas catch up may deliver those
+  // timers again.
   int64_t replica_shortfalls = 0;
   // Delivery start - the time the delivery was due (the deadline; for a
   // retry, the end of its back-off; for a redelivery, the end of the lost

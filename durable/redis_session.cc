@@ -126,14 +126,18 @@ absl::Status RedisSession::LoadScripts(RedisConnection* conn,
 
 RedisCommand RedisSession::WaitCommand() const {
   return {"WAIT", std::to_string(options_->min_replicas_acked),
-          std::to_string(options_->replica_ack_timeout_ms)};
+          std::to_string(wait_timeout_ms_)};
 }
 
 absl::Status RedisSession::Run(std::span<const RedisCommand> commands,
                                std::vector<RedisReply>* replies,
                                int64_t deadline_nanos, ReplicaAck* ack) {
   const bool wait = WantWait(ack);
-  if (wait) deadline_nanos += options_->replica_ack_timeout_ms * 1'000'000;
+  if (wait) {
+    wait_timeout_ms_ = ack->timeout_ms > 0 ? ack->timeout_ms
+                                           : options_->replica_ack_timeout_ms;
+    deadline_nanos += wait_timeout_ms_ * 1'000'000;
+  }
   if (cluster()) return RunCluster(commands, replies, deadline_nanos, ack);
   if (absl::Status s = Connect(deadline_nanos); !s.ok()) return s;
   std::vector<RedisCommand> waited;
@@ -173,7 +177,7 @@ absl::Status RedisSession::Run(std::span<const RedisCommand> commands,
   if (wait) {
     // This WAIT covers every write of the connection, the first
     // pipeline's too: its count is the one that holds.
-    *ack = ReplicaAck();
+    ack->waited = false;
     ack->Add(WaitCount(retried.back()), conn_->endpoint());
     retried.pop_back();
   }

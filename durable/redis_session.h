@@ -61,6 +61,8 @@ struct SessionOptions {
 // What the WAITs of one Run() counted: the fewest replicas that
 // acknowledged on any node the commands ran on, and that node.
 struct ReplicaAck {
+  // In: WAIT's timeout for this Run(); 0: replica_ack_timeout_ms.
+  int64_t timeout_ms = 0;
   bool waited = false;  // a WAIT was sent (min_replicas_acked > 0)
   int64_t acked = 0;
   RedisEndpoint node;
@@ -113,11 +115,11 @@ class RedisSession {
   // With `ack` and SessionOptions::min_replicas_acked > 0, a WAIT follows
   // the commands on each node's connection (its reply is not in
   // `replies`), `ack` gets the lowest count, and the deadline is extended
-  // by the WAIT's timeout. WAIT counts the replicas that have every write
-  // this connection made so far, so to cover writes made on other
-  // connections (a call repeated after a shortfall that now changes
-  // nothing), the caller adds a write that changes nothing, such as INCRBY
-  // of 0, to the commands.
+  // by the WAIT's timeout (ack->timeout_ms, or replica_ack_timeout_ms). WAIT
+  // counts the replicas that have every write this connection made so far, so
+  // to cover writes made on other connections (a call repeated after a
+  // shortfall that now changes nothing), the caller adds a write that changes
+  // nothing, such as INCRBY of 0, to the commands.
   absl::Status Run(std::span<const RedisCommand> commands,
                    std::vector<RedisReply>* replies, int64_t deadline_nanos,
                    ReplicaAck* ack = nullptr);
@@ -153,6 +155,8 @@ class RedisSession {
     return ack != nullptr && options_->min_replicas_acked > 0;
   }
   RedisCommand WaitCommand() const;
+  // The WAIT's timeout of the Run() in progress (ReplicaAck::timeout_ms).
+  int64_t wait_timeout_ms_ = 0;
   absl::StatusOr<RedisConnection*> NodeConnection(const RedisEndpoint& node,
                                                   int64_t deadline_nanos);
   absl::Status RefreshSlots(int64_t deadline_nanos);
