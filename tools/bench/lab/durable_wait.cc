@@ -9,7 +9,7 @@
 // alike; each run prints its rate, and the end a table of median and range
 // per setting.
 //
-//   bazel run -c opt --config=opt //tools/bench/lab:durable_wait -- \
+//   bazel run -c opt --config=opt //tools/bench/lab:durable_wait --
 //       [--rounds=5] [--calls=2000]
 
 #include <algorithm>
