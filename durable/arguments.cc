@@ -18,6 +18,7 @@ namespace {
 constexpr size_t kMaxIdBytes = 512;
 constexpr size_t kMaxPayloadBytes = 512 * 1024;
 constexpr int kMaxAttempts = 1'000'000;
+constexpr int kMaxReplicasAcked = 100;
 
 bool PositiveFinite(absl::Duration d) {
   return d > absl::ZeroDuration() && d != absl::InfiniteDuration();
@@ -53,6 +54,15 @@ absl::Status CheckOptions(const DurableTimerOptions& o) {
         "DurableTimerOptions::max_cluster_redirects must be in [1, 100], "
         "got {}",
         o.max_cluster_redirects));
+  }
+  if (o.min_replicas_acked < 0 || o.min_replicas_acked > kMaxReplicasAcked) {
+    return absl::InvalidArgumentError(fmt::format(
+        "DurableTimerOptions::min_replicas_acked must be in [0, {}] (0: no "
+        "WAIT), got {}",
+        kMaxReplicasAcked, o.min_replicas_acked));
+  }
+  if (!PositiveFinite(o.replica_ack_timeout)) {
+    return bad("replica_ack_timeout", o.replica_ack_timeout);
   }
   if (o.max_in_flight < 1) {
     return absl::InvalidArgumentError(
@@ -154,3 +164,20 @@ std::string DefaultOwner() {
 }
 
 }  // namespace tickwheel::durable::internal
+
+namespace tickwheel::durable {
+
+absl::Status DurableTimer::Impl::Replicated(const internal::ReplicaAck& ack,
+                                            std::string_view what,
+                                            std::string_view advice) {
+  if (!ack.short_of(options.min_replicas_acked)) return absl::OkStatus();
+  return absl::UnavailableError(fmt::format(
+      "{} is applied on the Redis master at {}, but only {} of the {} "
+      "replicas DurableTimerOptions::min_replicas_acked asks for confirmed "
+      "it within replica_ack_timeout ({}): it may not survive a failover; "
+      "{}",
+      what, ack.node.ToString(), ack.acked, options.min_replicas_acked,
+      absl::FormatDuration(options.replica_ack_timeout), advice));
+}
+
+}  // namespace tickwheel::durable

@@ -37,8 +37,9 @@ struct Counters {
   std::atomic<int64_t> handler_failures{0};
   std::atomic<int64_t> start_window_misses{0};
   std::atomic<int64_t> dead_lettered{0};
-  std::atomic<int64_t> redis_oom{0};    // OOM replies
-  std::atomic<bool> redis_full{false};  // the last write said so
+  std::atomic<int64_t> redis_oom{0};           // OOM replies
+  std::atomic<int64_t> replica_shortfalls{0};  // delivery round trips
+  std::atomic<bool> redis_full{false};         // the last write said so
 
   void Add(std::atomic<int64_t>& counter, int64_t n = 1) {
     counter.fetch_add(n, std::memory_order_relaxed);

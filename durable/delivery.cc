@@ -296,13 +296,44 @@ void Delivery::PollerLoop() {
   RedisSession session(options_.session, &counters_->redis);
   std::vector<RedisReply> replies;
   Retry retry;
+  // Whether the replicas fell short on the last round trip that asked,
+  // and when to ask again.
+  bool replicas_short = false;
+  int64_t next_replica_probe = 0;
   for (;;) {
     Batch batch;
     if (!NextBatch(retry.at, &batch)) return;
+    // Handlers' results (acknowledgements, failures, dead-letter moves)
+    // wait for the replicas with min_replicas_acked: a lost one would
+    // deliver the timer again after a failover. Claims, starts, renewals
+    // and releases do not: losing one only delays or repeats a delivery.
+    const bool results =
+        options_.session->min_replicas_acked > 0 &&
+        std::any_of(batch.ops.begin(), batch.ops.end(), [](const Op& op) {
+          return !op.probe &&
+                 (op.script == Script::kAck || op.script == Script::kFail);
+        });
     const int64_t before = Now();
+    // No caller waits for these, and the same round trip may start timers
+    // that must begin within the start window: WAIT at most half of it.
+    // While the replicas are short, ask only once per poll interval, so
+    // that a master without its replica does not slow every delivery.
+    const bool wait =
+        results && (!replicas_short || before >= next_replica_probe);
+    ReplicaAck ack;
+    ack.timeout_ms =
+        std::clamp<int64_t>(start_window_nanos_ / 2 / 1'000'000, 1,
+                            options_.session->replica_ack_timeout_ms);
     const absl::Status status =
-        session.Run(batch.commands, &replies, before + options_.timeout_nanos);
+        session.Run(batch.commands, &replies, before + options_.timeout_nanos,
+                    wait ? &ack : nullptr);
     const int64_t after = Now();
+    if (status.ok() && wait) {
+      NoteReplicas(ack, &replicas_short);
+      next_replica_probe = after + options_.poll_nanos;
+    } else if (status.ok() && results) {
+      counters_->Add(counters_->replica_shortfalls);  // not confirmed
+    }
     const Settled settled =
         Settle(batch, status, replies, before, after, session, &retry);
     work_cv_.notify_all();
@@ -318,6 +349,28 @@ void Delivery::PollerLoop() {
       return;
     }
   }
+}
+
+void Delivery::NoteReplicas(const ReplicaAck& ack, bool* replicas_short) {
+  const int wanted = options_.session->min_replicas_acked;
+  if (ack.short_of(wanted)) {
+    counters_->Add(counters_->replica_shortfalls);
+    if (!*replicas_short) {
+      Log(LogSeverity::kWarning,
+          fmt::format("durable timers: only {} of {} replicas of the Redis "
+                      "master at {} confirmed the delivery results; they are "
+                      "applied on the master, and a failover now may deliver "
+                      "those timers again (asking again once per poll "
+                      "interval)",
+                      ack.acked, wanted, ack.node.ToString()));
+    }
+  } else if (*replicas_short) {
+    Log(LogSeverity::kInfo,
+        fmt::format("durable timers: {} replicas confirm the delivery results "
+                    "again",
+                    wanted));
+  }
+  *replicas_short = ack.short_of(wanted);
 }
 
 bool Delivery::NextBatch(int64_t retry_at, Batch* batch) {

@@ -232,6 +232,10 @@ class Delivery {
   };
 
   void PollerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Counts and logs (once per run of them) round trips whose results fewer
+  // than min_replicas_acked replicas confirmed; `replicas_short` is the
+  // poller's: whether the last one fell short.
+  void NoteReplicas(const ReplicaAck& ack, bool* replicas_short);
   // Waits until a round trip is due and plans it into `batch`; false when
   // the poller is done (stopping, nothing held).
   bool NextBatch(int64_t retry_at, Batch* batch) ABSL_LOCKS_EXCLUDED(mu_);

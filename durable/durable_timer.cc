@@ -75,10 +75,10 @@ std::string DurableMetrics::ToString() const {
       "scheduled={} delivered={} acknowledged={} redelivered={} "
       "handler_failures={} dead_lettered={} start_window_misses={} "
       "redis_errors={} reconnects={} redis_oom={} redis_full={} "
-      "lateness=[{}]",
+      "replica_shortfalls={} lateness=[{}]",
       scheduled, delivered, acknowledged, redelivered, handler_failures,
       dead_lettered, start_window_misses, redis_errors, reconnects, redis_oom,
-      redis_full, lateness.ToString());
+      redis_full, replica_shortfalls, lateness.ToString());
 }
 
 DurableTimer::DurableTimer(std::unique_ptr<Impl> impl)
@@ -115,6 +115,9 @@ absl::StatusOr<std::unique_ptr<DurableTimer>> DurableTimer::Connect(
   impl->session_options.password = o.password;
   impl->session_options.cluster_seeds = std::move(seeds);
   impl->session_options.max_redirects = o.max_cluster_redirects;
+  impl->session_options.min_replicas_acked = o.min_replicas_acked;
+  impl->session_options.replica_ack_timeout_ms = absl::ToInt64Milliseconds(
+      absl::Ceil(o.replica_ack_timeout, absl::Milliseconds(1)));
   impl->timeout_nanos = absl::ToInt64Nanoseconds(o.redis_timeout);
   impl->session_options.timeout_nanos = impl->timeout_nanos;
   impl->keys = internal::MakeShardKeys(o.keyspace, o.shards);
@@ -130,8 +133,20 @@ absl::StatusOr<std::unique_ptr<DurableTimer>> DurableTimer::Connect(
                              internal::MetaKey(o.keyspace),
                              std::to_string(o.shards),
                              std::to_string(internal::kDataFormat)};
+  // With min_replicas_acked, a write that changes nothing on every shard,
+  // and WAIT on every master: a master short of replicas says so now
+  // rather than at every write.
+  std::vector<RedisCommand> commands = {meta};
+  if (o.min_replicas_acked > 0) {
+    for (int shard = 0; shard < o.shards; ++shard) {
+      commands.push_back(impl->Barrier(shard));
+    }
+  }
   std::vector<RedisReply> replies;
-  if (absl::Status s = impl->Call({&meta, 1}, &replies); !s.ok()) return s;
+  internal::ReplicaAck ack;
+  if (absl::Status s = impl->Call(commands, &replies, &ack); !s.ok()) {
+    return s;
+  }
   const RedisReply& r = replies[0];
   if (r.is_error()) return impl->ErrorReply(r, "recording the shard count");
   if (r.type != RedisReply::Type::kArray || r.elements.size() != 2) {
@@ -151,6 +166,16 @@ absl::StatusOr<std::unique_ptr<DurableTimer>> DurableTimer::Connect(
         "for {}; the count is fixed per keyspace: set "
         "DurableTimerOptions::shards = {} (or use another keyspace)",
         o.keyspace, recorded, o.shards, recorded));
+  }
+  if (ack.short_of(o.min_replicas_acked)) {
+    return absl::FailedPreconditionError(fmt::format(
+        "DurableTimerOptions::min_replicas_acked is {}, but only {} replicas "
+        "of the Redis master at {} acknowledged a write within "
+        "replica_ack_timeout ({}): it has fewer replicas, or they are down "
+        "or lagging. Add replicas (replicaof), or set min_replicas_acked = "
+        "0 to accept that a failover may lose the last writes",
+        o.min_replicas_acked, ack.acked, ack.node.ToString(),
+        absl::FormatDuration(o.replica_ack_timeout)));
   }
   return std::unique_ptr<DurableTimer>(new DurableTimer(std::move(impl)));
 }
@@ -178,7 +203,8 @@ absl::Status DurableTimer::Schedule(std::string_view id, absl::Time deadline,
       impl_->keys[static_cast<size_t>(shard)], /*after=*/false, {&args, 1},
       /*by_source=*/false, impl_->Hint(shard));
   std::vector<RedisReply> replies;
-  if (absl::Status s = impl_->Call({&cmd, 1}, &replies); !s.ok()) {
+  internal::ReplicaAck ack;
+  if (absl::Status s = impl_->Call({&cmd, 1}, &replies, &ack); !s.ok()) {
     return WithAdvice(std::move(s),
                       "the timer may or may not be scheduled: call Schedule() "
                       "again (it is idempotent)");
@@ -189,7 +215,9 @@ absl::Status DurableTimer::Schedule(std::string_view id, absl::Time deadline,
   if (std::shared_ptr<Delivery> d = impl_->delivery_snapshot()) {
     d->Scheduled(shard, args.time_us);
   }
-  return absl::OkStatus();
+  return impl_->Replicated(
+      ack, "Schedule()",
+      "call Schedule() again with the same id (it is idempotent)");
 }
 
 absl::Status DurableTimer::ScheduleAfter(std::string_view id,
@@ -205,7 +233,8 @@ absl::Status DurableTimer::ScheduleAfter(std::string_view id,
       impl_->keys[static_cast<size_t>(shard)], /*after=*/true, {&args, 1},
       /*by_source=*/false, impl_->Hint(shard));
   std::vector<RedisReply> replies;
-  if (absl::Status s = impl_->Call({&cmd, 1}, &replies); !s.ok()) {
+  internal::ReplicaAck ack;
+  if (absl::Status s = impl_->Call({&cmd, 1}, &replies, &ack); !s.ok()) {
     return WithAdvice(std::move(s),
                       "the timer may or may not be scheduled: call "
                       "ScheduleAfter() again (it replaces, so it is safe)");
@@ -220,7 +249,9 @@ absl::Status DurableTimer::ScheduleAfter(std::string_view id,
   if (std::shared_ptr<Delivery> d = impl_->delivery_snapshot()) {
     d->Scheduled(shard, r.elements[1].AsInt());
   }
-  return absl::OkStatus();
+  return impl_->Replicated(ack, "ScheduleAfter()",
+                           "call ScheduleAfter() again with the same id (it "
+                           "replaces, so it is safe)");
 }
 
 absl::Status DurableTimer::ScheduleMany(
@@ -247,7 +278,8 @@ absl::Status DurableTimer::ScheduleMany(
       impl_->keys, impl_->hint_window_us, impl_->hint_channel, by_shard,
       !impl_->session_options.cluster_seeds.empty(), &earliest);
   std::vector<RedisReply> replies;
-  if (absl::Status s = impl_->Call(commands, &replies); !s.ok()) {
+  internal::ReplicaAck ack;
+  if (absl::Status s = impl_->Call(commands, &replies, &ack); !s.ok()) {
     return WithAdvice(std::move(s),
                       "all or none of the timers may be scheduled: call "
                       "ScheduleMany() again (it is idempotent)");
@@ -289,16 +321,22 @@ absl::Status DurableTimer::ScheduleMany(
   if (std::shared_ptr<Delivery> d = impl_->delivery_snapshot()) {
     for (const auto& [shard, first] : earliest) d->Scheduled(shard, first);
   }
-  return absl::OkStatus();
+  return impl_->Replicated(
+      ack, "ScheduleMany()",
+      "call ScheduleMany() again with the same entries (it is idempotent)");
 }
 
 absl::StatusOr<bool> DurableTimer::Cancel(std::string_view id) {
   if (absl::Status s = CheckId(id); !s.ok()) return s;
   const int shard = internal::ShardOf(id, impl_->options.shards);
-  const RedisCommand cmd =
-      internal::CancelCommand(impl_->keys[static_cast<size_t>(shard)], id);
+  std::vector<RedisCommand> commands = {
+      internal::CancelCommand(impl_->keys[static_cast<size_t>(shard)], id)};
+  if (impl_->options.min_replicas_acked > 0) {
+    commands.push_back(impl_->Barrier(shard));
+  }
   std::vector<RedisReply> replies;
-  if (absl::Status s = impl_->Call({&cmd, 1}, &replies); !s.ok()) {
+  internal::ReplicaAck ack;
+  if (absl::Status s = impl_->Call(commands, &replies, &ack); !s.ok()) {
     return WithAdvice(std::move(s),
                       "the timer may or may not be cancelled: call Cancel() "
                       "again (false then means it was)");
@@ -309,6 +347,12 @@ absl::StatusOr<bool> DurableTimer::Cancel(std::string_view id) {
     if (std::shared_ptr<Delivery> d = impl_->delivery_snapshot()) {
       d->Cancelled(id);
     }
+  }
+  if (absl::Status s = impl_->Replicated(
+          ack, "Cancel()",
+          "call Cancel() again (false then means it was cancelled)");
+      !s.ok()) {
+    return s;
   }
   return cancelled;
 }
@@ -415,6 +459,7 @@ DurableMetrics DurableTimer::metrics() const {
   m.start_window_misses = c.start_window_misses.load(std::memory_order_relaxed);
   m.redis_errors = c.redis.errors.load(std::memory_order_relaxed);
   m.reconnects = c.redis.reconnects.load(std::memory_order_relaxed);
+  m.replica_shortfalls = c.replica_shortfalls.load(std::memory_order_relaxed);
   m.redis_oom = c.redis_oom.load(std::memory_order_relaxed);
   m.redis_full = c.redis_full.load(std::memory_order_relaxed);
   m.lateness = c.Lateness();

@@ -29,8 +29,11 @@
 //   At least once. Every timer whose Schedule() returned OK is delivered
 //     until a handler returns OK for it or it is cancelled: across kill -9 of
 //     any process, and across a Redis restart when Redis persists every write
-//     (appendonly yes, appendfsync always). A handler may therefore see a
-//     timer more than once (FiredTimer::attempt counts); make it idempotent.
+//     (appendonly yes, appendfsync always), and across a failover to a
+//     replica when DurableTimerOptions::min_replicas_acked asks the
+//     replicas to confirm each write (as far as Redis's WAIT goes). A
+//     handler may therefore see a timer more than once
+//     (FiredTimer::attempt counts); make it idempotent.
 //   Never early, on Redis's clock (TIME): a handler starts only once Redis's
 //     clock has reached the deadline, so processes whose clocks differ agree.
 //   One owner at a time while a lease holds. A delivery holds a lease
@@ -109,14 +112,43 @@ struct DurableTimerOptions {
   // shard's scripts to the master of the shard's hash-tag slot; a MOVED
   // (the slot has a new owner: the map is read again), an ASK (the slot is
   // migrating) or a TRYAGAIN is followed up to max_cluster_redirects times
-  // per call, after which the call is Unavailable. What a cluster does not
-  // yet give (no write is confirmed on a replica, so a failover may lose
-  // what a master acknowledged last): docs/DURABLE.md, "Redis Cluster".
+  // per call, after which the call is Unavailable. A failover may lose
+  // what a master acknowledged last unless min_replicas_acked asks the
+  // replicas to confirm it: docs/DURABLE.md, "Failover".
   // Empty (the default): one Redis, at `redis`. InvalidArgument when an
   // entry is not host:port.
   std::vector<std::string> cluster_nodes;
   // Redirects one command may follow within one call, in [1, 100].
   int max_cluster_redirects = 5;
+  // Replicas that must confirm a write before the call that made it
+  // returns OK, in [0, 100]. 0 (the default): none; a write is confirmed
+  // when the master has it (on its disk, with appendfsync always), and a
+  // failover that promotes a replica which had not received it yet loses
+  // it. n > 0: every call that changes timers (Schedule*(), Cancel(),
+  // RetryDeadLetter(), RetryAllDeadLetters(), PurgeDeadLetter(),
+  // PurgeDeadLetters()) sends WAIT n after its writes on the same
+  // connection, to every master it wrote to, and returns Unavailable when
+  // fewer than n replicas acknowledged within replica_ack_timeout: the
+  // write is on the master and takes effect there, but may not survive a
+  // failover; calling again with the same id is safe and returns OK once
+  // the replicas have it. Delivery's acknowledgements and failures are
+  // followed by WAIT too, for at most 25 ms, and while the replicas fall
+  // short only once per poll_interval (DurableMetrics::replica_shortfalls
+  // counts the round trips not confirmed; a lost acknowledgement means a
+  // delivery again, never a lost timer). Connect() checks that
+  // every master holding a shard has n replicas acknowledging
+  // (FailedPrecondition otherwise: a Redis without replicas, or with its
+  // replicas down). WAIT is not strong consistency: a replica that acknowledged
+  // a write may still lose it (it crashes too, or another replica is promoted);
+  // docs/DURABLE.md says what it covers. Cost: each such call waits for the
+  // replicas' acknowledgement, about one more round trip between master and
+  // replica.
+  int min_replicas_acked = 0;
+  // How long one call waits for the replicas (WAIT's timeout), rounded up
+  // to whole milliseconds; the call then returns within about
+  // redis_timeout + replica_ack_timeout. Must be > 0 and finite (WAIT 0
+  // would wait for ever). Used only with min_replicas_acked > 0.
+  absl::Duration replica_ack_timeout = absl::Seconds(1);
   // Credentials, sent with AUTH on every connection. With a username (an
   // ACL user, Redis 6 and later): AUTH username password. Without one:
   // AUTH password when the password is not empty (the default user, as
@@ -292,6 +324,12 @@ struct DurableMetrics {
   // that it clears by itself when Redis has room again.
   bool redis_full = false;
   int64_t reconnects = 0;  // connections made again after a failure
+  // Round trips of delivery (acknowledgements, failures, dead-letter moves)
+  // whose writes fewer than min_replicas_acked replicas confirmed, or that
+  // did not ask them, the replicas being short. The writes are on the
+  // master; a failover before the replicas catch up may deliver those
+  // timers again.
+  int64_t replica_shortfalls = 0;
   // Delivery start - the time the delivery was due (the deadline; for a
   // retry, the end of its back-off; for a redelivery, the end of the lost
   // lease), on Redis's clock as this process estimates it.
@@ -307,9 +345,15 @@ class DurableTimer {
   // InvalidArgument: bad options (shards < 1 or > 1024, lease, poll_interval
   //   or redis_timeout <= 0 or infinite, max_in_flight < 1, a keyspace with
   //   braces, a bad URI, handler_threads < 0, negative back-off,
-  //   max_attempts outside [0, 1000000], dead_letter_retention <= 0).
+  //   max_attempts outside [0, 1000000], dead_letter_retention <= 0,
+  //   min_replicas_acked outside [0, 100], replica_ack_timeout <= 0 or
+  //   infinite).
   // Unavailable: Redis not reachable within redis_timeout.
-  // FailedPrecondition: the keyspace was created with another shard count.
+  // FailedPrecondition: the keyspace was created with another shard count;
+  //   or min_replicas_acked > 0 and a master holding a shard had fewer
+  //   replicas acknowledge a write within replica_ack_timeout (a Redis
+  //   without replicas, or its replicas down): add replicas, or set
+  //   min_replicas_acked = 0.
   // PermissionDenied: Redis refused the username and password (WRONGPASS),
   //   or needs them (NOAUTH), or the ACL user may not run the commands and
   //   scripts this library uses (NOPERM).
@@ -340,8 +384,12 @@ class DurableTimer {
   //   give Redis more memory. DurableMetrics::redis_full says whether it
   //   is full now.
   // Unavailable: Redis unreachable or timed out: it may or may not be
-  //   scheduled; call again (it is idempotent).
-  // Cost: one round trip.
+  //   scheduled; call again (it is idempotent). With min_replicas_acked,
+  //   also when fewer replicas confirmed it within replica_ack_timeout: it
+  //   is scheduled on the master but may not survive a failover; call
+  //   again (the message says which case it is).
+  // Cost: one round trip (with min_replicas_acked, plus the replicas'
+  // acknowledgement).
   absl::Status Schedule(std::string_view id, absl::Time deadline,
                         std::string_view payload = {});
   // Schedule() at Redis's clock now + `delay` (negative counts as zero),
@@ -381,7 +429,10 @@ class DurableTimer {
   // process holds but has not started (claimed ahead, or waiting for a busy
   // handler) never runs. InvalidArgument: a bad id.
   // Unavailable: it may or may not be cancelled; call again (false then
-  // means it was). Cost: one round trip.
+  // means it was). With min_replicas_acked, also when fewer replicas
+  // confirmed the cancel: it is cancelled on the master, may not survive a
+  // failover; call again (false then means it was, and OK means the
+  // replicas have it). Cost: one round trip.
   absl::StatusOr<bool> Cancel(std::string_view id);
 
   // Delivers due timers of the keyspace to `handler` on this process's own

@@ -153,10 +153,12 @@ absl::StatusOr<bool> DurableTimer::Impl::DeadOne(std::string_view id,
                                                  std::string_view what) {
   if (absl::Status s = internal::CheckId(id); !s.ok()) return s;
   const int shard = internal::ShardOf(id, options.shards);
-  const RedisCommand cmd =
-      internal::DeadOpCommand(keys[static_cast<size_t>(shard)], op, {&id, 1});
+  std::vector<RedisCommand> commands = {
+      internal::DeadOpCommand(keys[static_cast<size_t>(shard)], op, {&id, 1})};
+  if (options.min_replicas_acked > 0) commands.push_back(Barrier(shard));
   std::vector<RedisReply> replies;
-  if (absl::Status s = Call({&cmd, 1}, &replies); !s.ok()) {
+  internal::ReplicaAck ack;
+  if (absl::Status s = Call(commands, &replies, &ack); !s.ok()) {
     return internal::WithAdvice(
         std::move(s), fmt::format("it may or may not be done: call {}() "
                                   "again (false then means it was)",
@@ -171,6 +173,14 @@ absl::StatusOr<bool> DurableTimer::Impl::DeadOne(std::string_view id,
     if (std::shared_ptr<internal::Delivery> d = delivery_snapshot()) {
       d->Scheduled(shard, due);
     }
+  }
+  if (absl::Status s =
+          Replicated(ack, fmt::format("{}()", what),
+                     fmt::format("call {}() again (false then means it was "
+                                 "done)",
+                                 what));
+      !s.ok()) {
+    return s;
   }
   return r->count > 0;
 }
@@ -188,8 +198,13 @@ absl::StatusOr<int64_t> DurableTimer::Impl::DeadAll(internal::DeadOp op,
       commands.push_back(
           internal::DeadOpCommand(keys[static_cast<size_t>(s)], op, {}));
     }
+    const size_t ops = commands.size();
+    if (options.min_replicas_acked > 0) {
+      for (const int s : shards) commands.push_back(Barrier(s));
+    }
     std::vector<RedisReply> replies;
-    if (absl::Status s = Call(commands, &replies); !s.ok()) {
+    internal::ReplicaAck ack;
+    if (absl::Status s = Call(commands, &replies, &ack); !s.ok()) {
       return internal::WithAdvice(
           std::move(s),
           fmt::format("{} dead letters were done before; call {}() again "
@@ -198,7 +213,7 @@ absl::StatusOr<int64_t> DurableTimer::Impl::DeadAll(internal::DeadOp op,
     }
     std::vector<int> more;
     int64_t now = INT64_MAX;
-    for (size_t i = 0; i < replies.size(); ++i) {
+    for (size_t i = 0; i < ops; ++i) {
       if (replies[i].is_error()) return ErrorReply(replies[i], what);
       absl::StatusOr<internal::DeadOpReply> r =
           internal::ParseDeadOpReply(replies[i]);
@@ -218,6 +233,12 @@ absl::StatusOr<int64_t> DurableTimer::Impl::DeadAll(internal::DeadOp op,
     // again, say) are left for the next call, so the loop ends.
     if (first && (op.upto_us < 0 || op.upto_us > now)) op.upto_us = now;
     first = false;
+    if (absl::Status s =
+            Replicated(ack, fmt::format("{}() of {} dead letters", what, total),
+                       fmt::format("call {}() again for what is left", what));
+        !s.ok()) {
+      return s;
+    }
     shards = std::move(more);
   }
   return total;

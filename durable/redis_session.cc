@@ -124,14 +124,36 @@ absl::Status RedisSession::LoadScripts(RedisConnection* conn,
   return absl::OkStatus();
 }
 
+RedisCommand RedisSession::WaitCommand() const {
+  return {"WAIT", std::to_string(options_->min_replicas_acked),
+          std::to_string(wait_timeout_ms_)};
+}
+
 absl::Status RedisSession::Run(std::span<const RedisCommand> commands,
                                std::vector<RedisReply>* replies,
-                               int64_t deadline_nanos) {
-  if (cluster()) return RunCluster(commands, replies, deadline_nanos);
+                               int64_t deadline_nanos, ReplicaAck* ack) {
+  const bool wait = WantWait(ack);
+  if (wait) {
+    wait_timeout_ms_ = ack->timeout_ms > 0 ? ack->timeout_ms
+                                           : options_->replica_ack_timeout_ms;
+    deadline_nanos += wait_timeout_ms_ * 1'000'000;
+  }
+  if (cluster()) return RunCluster(commands, replies, deadline_nanos, ack);
   if (absl::Status s = Connect(deadline_nanos); !s.ok()) return s;
-  if (absl::Status s = conn_->Pipeline(commands, replies, deadline_nanos);
+  std::vector<RedisCommand> waited;
+  if (wait) {
+    waited.assign(commands.begin(), commands.end());
+    waited.push_back(WaitCommand());
+  }
+  if (absl::Status s = conn_->Pipeline(
+          wait ? std::span<const RedisCommand>(waited) : commands, replies,
+          deadline_nanos);
       !s.ok()) {
     return Failed(std::move(s));
+  }
+  if (wait) {
+    ack->Add(WaitCount(replies->back()), conn_->endpoint());
+    replies->pop_back();
   }
   // NOSCRIPT: the script cache was emptied (SCRIPT FLUSH) while this
   // connection stayed up. Load the scripts and run those commands again;
@@ -146,10 +168,18 @@ absl::Status RedisSession::Run(std::span<const RedisCommand> commands,
   }
   std::vector<RedisCommand> retry;
   for (const size_t i : again) retry.push_back(commands[i]);
+  if (wait) retry.push_back(WaitCommand());
   std::vector<RedisReply> retried;
   if (absl::Status s = conn_->Pipeline(retry, &retried, deadline_nanos);
       !s.ok()) {
     return Failed(std::move(s));
+  }
+  if (wait) {
+    // This WAIT covers every write of the connection, the first
+    // pipeline's too: its count is the one that holds.
+    ack->waited = false;
+    ack->Add(WaitCount(retried.back()), conn_->endpoint());
+    retried.pop_back();
   }
   for (size_t k = 0; k < again.size(); ++k) {
     (*replies)[again[k]] = std::move(retried[k]);

@@ -54,7 +54,36 @@ struct SessionOptions {
   std::vector<RedisEndpoint> cluster_seeds;
   // Redirects (MOVED, ASK, TRYAGAIN) one command may follow in one Run().
   int max_redirects = 5;
+  // WAIT <min_replicas_acked> <replica_ack_timeout_ms> after the commands
+  // of a Run() that asks for it (a ReplicaAck); 0: no WAIT.
+  int min_replicas_acked = 0;
+  int64_t replica_ack_timeout_ms = 1000;
 };
+
+// What the WAITs of one Run() counted: the fewest replicas that
+// acknowledged on any node the commands ran on, and that node.
+struct ReplicaAck {
+  // In: WAIT's timeout for this Run(); 0: replica_ack_timeout_ms.
+  int64_t timeout_ms = 0;
+  bool waited = false;  // a WAIT was sent (min_replicas_acked > 0)
+  int64_t acked = 0;
+  RedisEndpoint node;
+  // Takes the count of the WAIT on `at` when it is the lowest yet.
+  void Add(int64_t count, const RedisEndpoint& at) {
+    if (!waited || count < acked) {
+      acked = count;
+      node = at;
+    }
+    waited = true;
+  }
+  bool short_of(int wanted) const { return waited && acked < wanted; }
+};
+
+// WAIT's reply: the replicas that acknowledged; an error reply (WAIT sent
+// to a replica, say) counts none.
+inline int64_t WaitCount(const RedisReply& reply) {
+  return reply.type == RedisReply::Type::kInteger ? reply.AsInt() : 0;
+}
 
 // Written by any thread with relaxed atomic adds; read for metrics().
 struct RedisCounters {
@@ -85,8 +114,17 @@ class RedisSession {
   // password was refused. In a cluster, also Unavailable when a command is
   // still redirected after max_redirects redirects (resharding or failover
   // in progress); the commands may or may not have run.
+  // With `ack` and SessionOptions::min_replicas_acked > 0, a WAIT follows
+  // the commands on each node's connection (its reply is not in
+  // `replies`), `ack` gets the lowest count, and the deadline is extended
+  // by the WAIT's timeout (ack->timeout_ms, or replica_ack_timeout_ms). WAIT
+  // counts the replicas that have every write this connection made so far, so
+  // to cover writes made on other connections (a call repeated after a
+  // shortfall that now changes nothing), the caller adds a write that changes
+  // nothing, such as INCRBY of 0, to the commands.
   absl::Status Run(std::span<const RedisCommand> commands,
-                   std::vector<RedisReply>* replies, int64_t deadline_nanos);
+                   std::vector<RedisReply>* replies, int64_t deadline_nanos,
+                   ReplicaAck* ack = nullptr);
 
   // Connects now unless connected (the same errors as Run()).
   absl::Status Connect(int64_t deadline_nanos);
@@ -108,12 +146,19 @@ class RedisSession {
   // Redis Cluster (redis_session_cluster.cc).
   absl::Status RunCluster(std::span<const RedisCommand> commands,
                           std::vector<RedisReply>* replies,
-                          int64_t deadline_nanos);
+                          int64_t deadline_nanos, ReplicaAck* ack);
   absl::Status RunRound(std::span<const RedisCommand> commands,
                         std::vector<Unit>& units,
                         const std::vector<size_t>& pending,
                         std::vector<RedisReply>* replies,
-                        int64_t deadline_nanos);
+                        int64_t deadline_nanos, bool wait);
+  // Whether Run() should WAIT for `ack`, and the WAIT command.
+  bool WantWait(const ReplicaAck* ack) const {
+    return ack != nullptr && options_->min_replicas_acked > 0;
+  }
+  RedisCommand WaitCommand() const;
+  // The WAIT's timeout of the Run() in progress (ReplicaAck::timeout_ms).
+  int64_t wait_timeout_ms_ = 0;
   absl::StatusOr<RedisConnection*> NodeConnection(const RedisEndpoint& node,
                                                   int64_t deadline_nanos);
   absl::Status RefreshSlots(int64_t deadline_nanos);

@@ -23,6 +23,7 @@ struct RedisSession::Unit {
   bool pinned = false;  // target named by a redirect, not by the map
   bool asking = false;  // send ASKING first (after an ASK redirect)
   int redirects = 0;
+  int64_t acked = 0;  // the WAIT after its last round, on `target`
 };
 
 absl::StatusOr<RedisConnection*> RedisSession::NodeConnection(
@@ -95,7 +96,8 @@ absl::Status RedisSession::RefreshSlots(int64_t deadline_nanos) {
 
 absl::Status RedisSession::RunCluster(std::span<const RedisCommand> commands,
                                       std::vector<RedisReply>* replies,
-                                      int64_t deadline_nanos) {
+                                      int64_t deadline_nanos, ReplicaAck* ack) {
+  const bool wait = WantWait(ack);
   if (!connected()) {
     if (absl::Status s = RefreshSlots(deadline_nanos); !s.ok()) return s;
   }
@@ -133,7 +135,7 @@ absl::Status RedisSession::RunCluster(std::span<const RedisCommand> commands,
       u.target = *master;
     }
     if (absl::Status s =
-            RunRound(commands, units, pending, replies, deadline_nanos);
+            RunRound(commands, units, pending, replies, deadline_nanos, wait);
         !s.ok()) {
       return s;
     }
@@ -202,6 +204,10 @@ absl::Status RedisSession::RunCluster(std::span<const RedisCommand> commands,
     }
     pending = std::move(again);
   }
+  if (wait) {
+    // Each unit's last round ran it where it stayed: that node's WAIT.
+    for (const Unit& u : units) ack->Add(u.acked, u.target);
+  }
   return absl::OkStatus();
 }
 
@@ -209,67 +215,66 @@ absl::Status RedisSession::RunRound(std::span<const RedisCommand> commands,
                                     std::vector<Unit>& units,
                                     const std::vector<size_t>& pending,
                                     std::vector<RedisReply>* replies,
-                                    int64_t deadline_nanos) {
-  // One pipeline per node, in the order the units came; all of them are
-  // sent before any reply is read, so that the masters work on their parts
-  // at once and a round costs one round trip, not one per master.
-  struct NodeBatch {
+                                    int64_t deadline_nanos, bool wait) {
+  // One pipeline per node, in the order the units came, all sent before
+  // any is read: the nodes work (and WAIT for their replicas) at once.
+  struct Sent {
     std::string name;
-    std::vector<size_t> members;
-    RedisConnection* conn = nullptr;
-    size_t sent = 0;  // commands sent: the replies to read
+    RedisConnection* conn;
+    const std::vector<size_t>* members;
+    size_t count;
   };
-  std::vector<NodeBatch> batches;
-  {
-    std::map<std::string, std::vector<size_t>> by_node;
-    for (const size_t i : pending) {
-      by_node[units[i].target.ToString()].push_back(i);
-    }
-    for (auto& [name, members] : by_node) {
-      batches.push_back({name, std::move(members)});
-    }
+  std::map<std::string, std::vector<size_t>> by_node;
+  for (const size_t i : pending) {
+    by_node[units[i].target.ToString()].push_back(i);
   }
-  // A failure leaves the replies of the nodes already sent to unread on
-  // their connections: those are dropped too, as is the map (a node may
-  // have failed over: it is read again).
-  auto fail = [&](size_t from, size_t to, absl::Status s) {
-    for (size_t k = from; k < to; ++k) nodes_.erase(batches[k].name);
-    slots_ = SlotMap();
+  std::vector<Sent> sent;
+  // A failure drops the connections whose replies were not read.
+  auto fail = [&](size_t from, const std::string& name, absl::Status s) {
+    for (size_t k = from; k < sent.size(); ++k) nodes_.erase(sent[k].name);
+    nodes_.erase(name);
+    slots_ = SlotMap();  // the node may have failed over: read it again
     return Failed(std::move(s));
   };
-  for (size_t b = 0; b < batches.size(); ++b) {
-    NodeBatch& nb = batches[b];
+  for (const auto& [name, members] : by_node) {
+    const RedisEndpoint& node = units[members[0]].target;
     absl::StatusOr<RedisConnection*> conn =
-        NodeConnection(units[nb.members[0]].target, deadline_nanos);
-    if (!conn.ok()) return fail(0, b, conn.status());
+        NodeConnection(node, deadline_nanos);
+    if (!conn.ok()) return fail(0, name, conn.status());
     std::vector<RedisCommand> batch;
-    for (const size_t i : nb.members) {
+    for (const size_t i : members) {
       const Unit& u = units[i];
       if (u.asking) batch.push_back({"ASKING"});
       for (size_t k = u.first; k < u.first + u.count; ++k) {
         batch.push_back(commands[k]);
       }
     }
-    nb.conn = *conn;
-    nb.sent = batch.size();
-    if (absl::Status s = nb.conn->Send(batch, deadline_nanos); !s.ok()) {
-      return fail(0, b + 1, std::move(s));
+    // WAIT last: it covers every write this connection made, so all of
+    // this node's units.
+    if (wait) batch.push_back(WaitCommand());
+    if (absl::Status s = (*conn)->Send(batch, deadline_nanos); !s.ok()) {
+      return fail(0, name, std::move(s));
     }
+    sent.push_back({name, *conn, &members, batch.size()});
   }
-  for (size_t b = 0; b < batches.size(); ++b) {
-    const NodeBatch& nb = batches[b];
-    std::vector<RedisReply> got;
-    if (absl::Status s = nb.conn->Receive(nb.sent, &got, deadline_nanos);
+  std::vector<RedisReply> got;
+  for (size_t n = 0; n < sent.size(); ++n) {
+    const Sent& to = sent[n];
+    if (absl::Status s = to.conn->Receive(to.count, &got, deadline_nanos);
         !s.ok()) {
-      return fail(b, batches.size(), std::move(s));
+      return fail(n, to.name, std::move(s));
     }
     size_t at = 0;
-    for (const size_t i : nb.members) {
+    for (const size_t i : *to.members) {
       const Unit& u = units[i];
       if (u.asking) ++at;  // ASKING's +OK
       for (size_t k = u.first; k < u.first + u.count; ++k) {
         (*replies)[k] = std::move(got[at++]);
       }
+    }
+    if (wait) {
+      const int64_t acked = WaitCount(got[at]);
+      for (const size_t i : *to.members) units[i].acked = acked;
     }
   }
   return absl::OkStatus();

@@ -58,14 +58,29 @@ absl::Status WithAdvice(absl::Status s, std::string_view advice);
 struct DurableTimer::Impl {
   explicit Impl(DurableTimerOptions o) : options(std::move(o)) {}
 
-  // One round trip on a pooled session, within redis_timeout.
+  // One round trip on a pooled session, within redis_timeout. With `ack`
+  // (a call that writes) and min_replicas_acked > 0, followed by WAIT on
+  // each node written to, within replica_ack_timeout more (Replicated()).
   absl::Status Call(std::span<const internal::RedisCommand> commands,
-                    std::vector<internal::RedisReply>* replies) {
+                    std::vector<internal::RedisReply>* replies,
+                    internal::ReplicaAck* ack = nullptr) {
     const int64_t deadline = RealClock::MonotonicNanos() + timeout_nanos;
     absl::StatusOr<internal::SessionPool::Lease> session =
         pool.Acquire(deadline);
     if (!session.ok()) return session.status();
-    return (*session)->Run(commands, replies, deadline);
+    return (*session)->Run(commands, replies, deadline, ack);
+  }
+  // OK when `ack` counted min_replicas_acked replicas (or none were asked
+  // for); otherwise Unavailable saying that `what` is applied on the
+  // master but may not survive a failover, and `advice`.
+  absl::Status Replicated(const internal::ReplicaAck& ack,
+                          std::string_view what, std::string_view advice);
+  // INCRBY of 0 on shard `shard`'s version counter: a write that changes
+  // nothing, so that the WAIT after it covers every write the shard's
+  // master had applied, on any connection (a call repeated after a
+  // shortfall, which now finds nothing to change). Its reply is not read.
+  internal::RedisCommand Barrier(int shard) const {
+    return {"INCRBY", keys[static_cast<size_t>(shard)].seq, "0"};
   }
   absl::Status ErrorReply(const internal::RedisReply& reply,
                           std::string_view what) {

@@ -1,5 +1,7 @@
 #include "tickwheel/durable/testing/redis_cluster.h"
 
+#include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include <fmt/format.h>
@@ -29,14 +31,19 @@ absl::Status RedisCluster::Create(const Options& options) {
                     options.masters, options.replicas));
   }
   masters_ = options.masters;
+  replicas_ = options.replicas;
   const int nodes = options.masters * (1 + options.replicas);
   for (int i = 0; i < nodes; ++i) {
     RedisServer::Options o;
     o.ready_timeout = options.ready_timeout;
     // nodes.conf lands in the server's own folder (--dir).
-    o.extra_args = {"--cluster-enabled",      "yes",
-                    "--cluster-config-file",  "nodes.conf",
-                    "--cluster-node-timeout", "5000"};
+    o.extra_args = {
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+        "--cluster-node-timeout",
+        std::to_string(absl::ToInt64Milliseconds(options.node_timeout))};
     o.extra_args.insert(o.extra_args.end(), options.extra_args.begin(),
                         options.extra_args.end());
     absl::StatusOr<std::unique_ptr<RedisServer>> node = RedisServer::Start(o);
@@ -116,6 +123,7 @@ absl::Status RedisCluster::WaitOk(absl::Duration timeout) {
     bool all_ok = true;
     for (size_t i = 0; i < nodes_.size() && all_ok; ++i) {
       const RedisServer& node = *nodes_[i];
+      if (!node.running()) continue;
       absl::StatusOr<internal::RedisReply> info =
           nodes_[i]->Command({"CLUSTER", "INFO"});
       if (!info.ok()) {
@@ -131,15 +139,23 @@ absl::Status RedisCluster::WaitOk(absl::Duration timeout) {
         all_ok = false;
         break;
       }
-      if (i < static_cast<size_t>(masters_)) continue;
-      absl::StatusOr<internal::RedisReply> repl =
-          nodes_[i]->Command({"INFO", "replication"});
-      if (!repl.ok() ||
-          repl->str.find("master_link_status:up") == std::string::npos) {
-        last = fmt::format("port {}: the replica's link is not up: {}",
-                           node.port(),
-                           repl.ok() ? repl->str : repl.status().ToString());
+      // Replication linked, by role (a failover swaps them): a replica's
+      // link to its master is up, and a master has a replica attached when
+      // the cluster has replicas. WAIT (min_replicas_acked) counts only
+      // such replicas.
+      absl::StatusOr<internal::RedisReply> role = nodes_[i]->Command({"ROLE"});
+      const bool linked =
+          role.ok() && role->elements.size() >= 3 &&
+          ((role->elements[0].str == "master" &&
+            (replicas_ == 0 || !role->elements[2].elements.empty())) ||
+           (role->elements[0].str == "slave" && role->elements.size() >= 4 &&
+            role->elements[3].str == "connected"));
+      if (!linked) {
+        last =
+            fmt::format("port {}: replication not linked yet: {}", node.port(),
+                        role.ok() ? std::string() : role.status().ToString());
         all_ok = false;
+        break;
       }
     }
     if (all_ok) return absl::OkStatus();
@@ -303,6 +319,76 @@ absl::Status RedisCluster::WaitSlotOwner(int slot, int port,
   return absl::DeadlineExceededError(fmt::format(
       "not every node names port {} the owner of slot {} after {}: {}", port,
       slot, absl::FormatDuration(timeout), last));
+}
+
+absl::Status RedisCluster::KillNode(int port) {
+  RedisServer* node = Node(port);
+  if (node == nullptr) {
+    return absl::NotFoundError(fmt::format("no node on port {}", port));
+  }
+  return node->Kill();
+}
+
+absl::StatusOr<int> RedisCluster::WaitForPromotion(int slot, int old_port,
+                                                   absl::Duration timeout) {
+  const int64_t deadline = Now() + absl::ToInt64Nanoseconds(timeout);
+  std::string last = "no node answered";
+  while (Now() < deadline) {
+    int owner = -1;
+    bool agreed = true;
+    for (const auto& node : nodes_) {
+      if (!node->running()) continue;
+      absl::StatusOr<int> o = OwnerIn(node->port(), slot);
+      if (!o.ok() || *o == old_port || (owner != -1 && *o != owner)) {
+        last = o.ok() ? fmt::format("port {} names {}", node->port(), *o)
+                      : o.status().ToString();
+        agreed = false;
+        break;
+      }
+      owner = *o;
+    }
+    if (agreed && owner != -1) {
+      absl::StatusOr<internal::RedisReply> role = Command(owner, {"ROLE"});
+      if (role.ok() && !role->elements.empty() &&
+          role->elements[0].str == "master") {
+        return owner;
+      }
+      last =
+          fmt::format("port {} is named the owner but is no master yet", owner);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::DeadlineExceededError(
+      fmt::format("slot {} did not fail over from port {} within {}: {}", slot,
+                  old_port, absl::FormatDuration(timeout), last));
+}
+
+absl::Status RedisCluster::RestartNode(int port, absl::Duration timeout) {
+  RedisServer* node = Node(port);
+  if (node == nullptr) {
+    return absl::NotFoundError(fmt::format("no node on port {}", port));
+  }
+  if (absl::Status s = node->Restart(); !s.ok()) return s;
+  const int64_t deadline = Now() + absl::ToInt64Nanoseconds(timeout);
+  std::string last;
+  while (Now() < deadline) {
+    // A replica's ROLE: slave, master host, master port, link state, offset.
+    absl::StatusOr<internal::RedisReply> role = node->Command({"ROLE"});
+    if (role.ok() && role->elements.size() >= 4 &&
+        role->elements[0].str == "slave" &&
+        role->elements[3].str == "connected") {
+      return WaitOk(absl::Nanoseconds(std::max<int64_t>(deadline - Now(), 0)));
+    }
+    last = role.ok() ? fmt::format(
+                           "ROLE: {} elements, first {}", role->elements.size(),
+                           role->elements.empty() ? std::string()
+                                                  : role->elements[0].str)
+                     : role.status().ToString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::DeadlineExceededError(
+      fmt::format("port {} did not rejoin as a connected replica within {}: {}",
+                  port, absl::FormatDuration(timeout), last));
 }
 
 absl::StatusOr<int> RedisCluster::OwnerIn(int port, int slot) {

@@ -52,6 +52,11 @@ class RedisCluster {
     // How long Start() waits for each server's PING and for the whole
     // cluster's cluster_state:ok.
     absl::Duration ready_timeout = absl::Seconds(60);
+    // cluster-node-timeout: how long a master may be unreachable before
+    // its replica is promoted (a failover takes about twice this). Short
+    // for failover tests; long enough that a loaded machine does not fail
+    // over a master that is only slow.
+    absl::Duration node_timeout = absl::Seconds(5);
   };
 
   static absl::StatusOr<std::unique_ptr<RedisCluster>> Start(Options options);
@@ -94,6 +99,21 @@ class RedisCluster {
   // `port` the owner of `slot`; DeadlineExceeded after `timeout`.
   absl::Status WaitSlotOwner(int slot, int port, absl::Duration timeout);
 
+  // SIGKILL of the node on `port` (the process this object started), and
+  // waitpid: a crash. Its replica is promoted once the other masters agree
+  // it failed (Options::node_timeout and an election).
+  absl::Status KillNode(int port);
+  // Waits until every running node names one master other than the one on
+  // `old_port` the owner of `slot`, and that node says it is a master
+  // (ROLE); returns its port. DeadlineExceeded after `timeout`.
+  absl::StatusOr<int> WaitForPromotion(int slot, int old_port,
+                                       absl::Duration timeout);
+  // Starts the node on `port` again on its port and folder (after
+  // KillNode()), and waits until it is a replica whose link to its master
+  // is up and every node reports cluster_state:ok: a master that failed
+  // over rejoins as a replica of the one promoted in its place.
+  absl::Status RestartNode(int port, absl::Duration timeout);
+
   // One command on the node with `port`.
   absl::StatusOr<internal::RedisReply> Command(
       int port, std::vector<std::string> args,
@@ -113,6 +133,7 @@ class RedisCluster {
 
   std::vector<std::unique_ptr<RedisServer>> nodes_;
   int masters_ = kMasters;
+  int replicas_ = kNodes / kMasters - 1;
 };
 
 }  // namespace tickwheel::durable::testing

@@ -175,6 +175,32 @@ TEST_F(DurableClusterTest, HintsFromEveryMasterReachOneSubscription) {
   EXPECT_EQ(seen.Total(), by_master.size());
 }
 
+// With min_replicas_acked = 1 every master's replica confirms each change:
+// Connect() checks every master holding a shard, and the calls never fall
+// short (the failover itself is durable_cluster_failover_test's).
+TEST_F(DurableClusterTest, WithMinReplicasAckedEveryReplicaConfirms) {
+  DurableTimerOptions o = Options("tw-wait");
+  o.min_replicas_acked = 1;
+  auto timers = DurableTimer::Connect(o);
+  ASSERT_TRUE(timers.ok()) << timers.status();
+  const absl::Time now = absl::Now();
+  std::vector<ScheduleEntry> entries;
+  for (int i = 0; i < 64; ++i) {
+    const std::string id = "w-" + std::to_string(i);
+    entries.push_back({id, now + absl::Milliseconds(i), id, {}});
+  }
+  ASSERT_TRUE((*timers)->ScheduleMany(entries).ok());
+  ASSERT_TRUE((*timers)->ScheduleAfter("one", absl::Milliseconds(10)).ok());
+  ASSERT_TRUE((*timers)->Schedule("gone", now + absl::Hours(1)).ok());
+  EXPECT_TRUE((*timers)->Cancel("gone").value());
+  EXPECT_FALSE((*timers)->Cancel("gone").value());
+  Deliveries seen;
+  ASSERT_TRUE((*timers)->Start(seen.Recorder()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return seen.Distinct() == 65; }));
+  ASSERT_TRUE(WaitUntil([&] { return (*timers)->Pending().value() == 0; }));
+  ASSERT_TRUE((*timers)->Stop().ok());
+}
+
 // MoveSlot() returns once every node names the new owner: moving the next
 // slot earlier can leave the cluster itself with two masters redirecting to
 // each other (redis_cluster.h), which no client can route around.
