@@ -108,6 +108,48 @@ TEST(TimerModelTest, OverdueAtScheduleRunsAtOnceOrAtTheNextBoundary) {
   }
 }
 
+// A Timer's cancel() that takes a timeout back out of its lane while the
+// worker reads that lane makes the worker leave the rest of the lane to its
+// next pass: what the test thread scheduled after the timeout then runs after
+// the first pass, each in its own ended tick, reporting that tick or the
+// ticks processed; what is not due yet is filed.
+TEST(TimerModelTest, TakeBackDuringAPassLeavesTheLaneToTheNextPass) {
+  auto scenario = [](const std::vector<Event>* observed) {
+    TimerModel m({.tick_nanos = 10});
+    Code code;
+    m.Schedule(false, absl::Nanoseconds(50), {}, &code);   // #0: tick 4
+    m.Schedule(false, absl::Nanoseconds(5), {}, &code);    // #1: taken back
+    m.Schedule(false, absl::Nanoseconds(5), {}, &code);    // #2: tick 0
+    m.Schedule(false, absl::Nanoseconds(45), {}, &code);   // #3: tick 4
+    m.Schedule(false, absl::Nanoseconds(500), {}, &code);  // #4: tick 49
+    EXPECT_TRUE(m.Cancel(1));
+    EXPECT_EQ(m.AdvanceHoldingBack(absl::Nanoseconds(100), 1, observed), 3);
+    return m;
+  };
+  TimerModel m = scenario(nullptr);
+  ASSERT_EQ(m.events().size(), 3u);
+  EXPECT_EQ(m.events()[0].id, 0);
+  EXPECT_EQ(m.events()[0].tick, 4);
+  EXPECT_EQ(m.events()[1].id, 2);  // after the first pass, in its own tick
+  EXPECT_EQ(m.events()[1].tick, 0);
+  EXPECT_EQ(m.events()[2].id, 3);
+  EXPECT_EQ(m.events()[2].tick, 4);
+  EXPECT_EQ(m.Pending(), 1);
+  EXPECT_EQ(m.CheckContract(), "");
+  m.Advance(absl::Nanoseconds(400));
+  ASSERT_EQ(m.events().size(), 4u);
+  EXPECT_EQ(m.events()[3].id, 4);
+  EXPECT_EQ(m.events()[3].tick, 49);
+
+  // The tick the worker reports for a held task: its own, or the ticks
+  // processed (10), and nothing else.
+  std::vector<Event> observed = scenario(nullptr).events();
+  observed[1].tick = 10;
+  EXPECT_EQ(scenario(&observed).events(), observed);
+  observed[1].tick = 7;
+  EXPECT_EQ(scenario(&observed).events()[1].tick, 0);
+}
+
 TEST(TimerModelTest, CancelDestroysCapturesAtOnce) {
   TimerModel m({.tick_nanos = 10});
   Code code;

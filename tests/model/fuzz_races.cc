@@ -126,6 +126,21 @@ std::string RaceCancelWithAdvance(Reader& in, FuzzContext& c, int64_t id) {
   orders.push_back({"advance first", c.model});
   orders.back().ran = orders.back().model.Advance(d, &observed);
   orders.back().cancelled = orders.back().model.Cancel(id);
+  if (!c.local) {
+    // A Timer's cancel() that finds the timeout still in its lane takes it
+    // back with one CAS on the cell, then settles the cell (a tombstone).
+    // A worker whose pass reads the lane between the two finds the cell
+    // claimed but empty and leaves it, and all the lane holds behind it,
+    // for its next pass (worker/intake.h): the tasks the test thread
+    // scheduled after this one then run as overdue ones, after the rest of
+    // the pass. The counts are those of "cancel() first"; the ticks those
+    // tasks report and their place in the run order are not.
+    orders.push_back(
+        {"cancel() first, taken back as the worker reads its lane", c.model});
+    Order& o = orders.back();
+    o.cancelled = o.model.Cancel(id);
+    o.ran = o.model.AdvanceHoldingBack(d, id, &observed);
+  }
   if (c.local && c.model.IsPeriodic(id)) {
     for (const bool at_start : {true, false}) {
       orders.push_back({at_start ? "cancel() as its run starts"

@@ -86,7 +86,12 @@ std::string RunLocalRace(Reader& in, FuzzContext& c);
 // the advance, after it, and (a LocalTimer's periodic timeout) as its run in
 // it starts and right after that run, each on a copy; the real outcome (the
 // cancel()'s result, the count of runs, every event, the pending count) must
-// be one of them: exactly once. cancel() with stop() or the destructor: each
+// be one of them: exactly once. A Timer's cancel() may also take the timeout
+// back out of its lane while the worker's pass reads that lane; the worker
+// then leaves the rest of the lane to its next pass, so the model plays that
+// order too (TimerModel::AdvanceHoldingBack()): the counts of the cancel()
+// first, with what the test thread scheduled after the timeout run late, in
+// their own ended ticks. cancel() with stop() or the destructor: each
 // timeout cancelled or returned, once. cancel() with cancelAll(): the timeout
 // cancelled by exactly one of them, the count the rest.
 

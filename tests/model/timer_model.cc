@@ -199,6 +199,7 @@ int64_t TimerModel::Accept(bool empty_task, int64_t clock_deadline,
   n.captures_alive = true;
   n.deferred = in_pass_;
   n.parent_advance = in_pass_ ? advances_ : 0;
+  n.by_task = in_pass_;
   ++pending_;
   return id;
 }

@@ -244,6 +244,17 @@ class TimerModel {
   // AdvanceClock(d), then Advance(observed): ManualClock::AdvanceAndSettle.
   int64_t Advance(absl::Duration d,
                   const std::vector<Event>* observed = nullptr);
+  // kThreaded: AdvanceClock(d), then the pass as a cancel() that took
+  // `taken_back` out of its lane cell while the worker was reading that lane
+  // leaves it: the worker stops at the cell (worker/intake.h), so every task
+  // the test thread scheduled after it (a suffix of that lane) is taken in
+  // only by the worker's next pass, at the same clock reading, in acceptance
+  // order. There each one whose tick the first pass ended runs at once, in
+  // its own ended tick (WheelDriver::File()), with Event::tick its due tick
+  // or the ticks the first pass processed (the worker notes a tick at its
+  // first run in it only); the others are filed. Returns how many ran.
+  int64_t AdvanceHoldingBack(absl::Duration d, int64_t taken_back,
+                             const std::vector<Event>* observed);
   // Whether the last Advance()'s `cancel_in_run` cancelled its timeout.
   bool cancelled_in_run() const { return cancelled_in_run_; }
   // stop() from the test thread: the ids, earliest deadline first (ties by
@@ -320,6 +331,8 @@ class TimerModel {
     bool deferred = false;       // filed by the running pass, after its walk
     bool ended_in_run = false;   // a periodic one, cancelled by its own run
     int64_t parent_advance = 0;  // kLocal: the advance() whose task filed it
+    bool by_task = false;        // scheduled by a task, not the test thread
+    bool held = false;  // AdvanceHoldingBack(): left in its lane by the pass
   };
   struct Run {
     int64_t deadline;  // the run's deadline, a clock reading

@@ -144,14 +144,15 @@ int64_t TimerModel::ThreadedPass(const std::vector<Event>* observed) {
   for (int64_t tick = ticks_;;) {
     int64_t next = pass_end;  // the next tick with work, skipping empty ones
     for (const Node& n : nodes_) {
-      if (n.state == State::kPending && DueTick(n) >= tick) {
+      if (n.state == State::kPending && !n.held && DueTick(n) >= tick) {
         next = std::min(next, DueTick(n));
       }
     }
     if (next >= pass_end) break;
     std::vector<int64_t> due;
     for (int64_t id = 0; id < next_id(); ++id) {
-      if (nodes_[id].state == State::kPending && DueTick(nodes_[id]) == next) {
+      if (nodes_[id].state == State::kPending && !nodes_[id].held &&
+          DueTick(nodes_[id]) == next) {
         due.push_back(id);
       }
     }
@@ -168,11 +169,62 @@ int64_t TimerModel::ThreadedPass(const std::vector<Event>* observed) {
   // The worker has now processed the ticks where moved timeouts were filed,
   // and filed them again by their new deadlines.
   for (Node& n : nodes_) {
-    if (n.state == State::kPending && n.moved_later &&
+    if (n.state == State::kPending && !n.held && n.moved_later &&
         n.filed_tick < pass_end) {
       n.moved_later = false;
       n.filed_tick = DueTick(n);
     }
+  }
+  return total_runs_ - runs_before;
+}
+
+int64_t TimerModel::AdvanceHoldingBack(absl::Duration d, int64_t taken_back,
+                                       const std::vector<Event>* observed) {
+  AdvanceClock(absl::ToInt64Nanoseconds(d));
+  std::vector<int64_t> held;
+  // A task's timeouts go to the worker thread's own lane, which the worker
+  // drains before it sleeps: never there to take back, and never behind the
+  // cell of one that is.
+  const bool in_lane =
+      taken_back >= 0 && taken_back < next_id() && !nodes_[taken_back].by_task;
+  for (int64_t id = taken_back + 1; in_lane && id < next_id(); ++id) {
+    Node& n = nodes_[id];
+    if (n.state == State::kPending && !n.by_task) {
+      n.held = true;
+      held.push_back(id);
+    }
+  }
+  const int64_t runs_before = total_runs_;
+  const int64_t ticks_before = ticks_;
+  Advance(observed);
+  // The next pass: the same clock reading, the wheel at ticks_. With no
+  // tick ended, the first pass processed nothing they could have missed.
+  for (int64_t id : held) {
+    Node& n = nodes_[id];
+    n.held = false;
+    // A task of the first pass may have cancelled it meanwhile.
+    if (n.state != State::kPending || ticks_ == ticks_before) continue;
+    const int64_t due = RawDueTick(n);
+    if (n.clock_deadline >= now_ || due >= ticks_) {
+      // Filed by its deadline, into the current tick if its own has ended.
+      n.first_tick = ticks_;
+      n.filed_tick = DueTick(n);
+      n.moved_later = false;
+      continue;
+    }
+    int64_t reported = due;
+    if (observed != nullptr && events_.size() < observed->size()) {
+      const Event& e = (*observed)[events_.size()];
+      if (e.kind == Event::Kind::kRan && e.id == id && e.tick == ticks_) {
+        reported = ticks_;
+      }
+    }
+    n.ran_overdue = true;
+    in_pass_ = true;
+    pass_end_ = ticks_;
+    RunNode(id, due, reported);
+    in_pass_ = false;
+    for (Node& m : nodes_) m.deferred = false;
   }
   return total_runs_ - runs_before;
 }
