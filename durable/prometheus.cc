@@ -41,6 +41,10 @@ absl::Status AddMetrics(PrometheusExposition& exposition,
           {Type::kCounter, name("durable_reconnects_total"),
            "Connections to Redis made again after a failure.",
            count(metrics.reconnects)},
+          {Type::kCounter, name("durable_replica_shortfalls_total"),
+           "Delivery round trips whose writes fewer than min_replicas_acked "
+           "replicas confirmed; a failover may deliver those timers again.",
+           count(metrics.replica_shortfalls)},
           {Type::kHistogram, name("durable_lateness_seconds"),
            "Lateness of each delivery: its start minus when it was due, on "
            "Redis's clock.",

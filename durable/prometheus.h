@@ -18,10 +18,10 @@
 //   durable_scheduled_total, durable_delivered_total,
 //   durable_acknowledged_total, durable_redelivered_total,
 //   durable_handler_failures_total, durable_dead_lettered_total,
-//   durable_redis_errors_total,
-//   durable_reconnects_total (counters), durable_lateness_seconds (histogram:
-//   delivery start - when it was due, on Redis's clock as this process
-//   estimates it).
+//   durable_redis_errors_total, durable_reconnects_total,
+//   durable_replica_shortfalls_total (counters), durable_lateness_seconds
+//   (histogram: delivery start - when it was due, on Redis's clock as this
+//   process estimates it).
 //
 // Thread-safety and cost as timer/prometheus.h: thread-safe functions over
 // a snapshot (DurableTimer::metrics(), any thread).

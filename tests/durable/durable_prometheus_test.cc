@@ -30,6 +30,7 @@ DurableMetrics SmallDurableMetrics() {
   m.dead_lettered = 1;
   m.redis_errors = 2;
   m.reconnects = 1;
+  m.replica_shortfalls = 3;
   m.lateness.Record(absl::Milliseconds(3));
   m.lateness.Record(absl::Milliseconds(250));
   return m;
@@ -69,6 +70,9 @@ billing_durable_redis_errors_total{keyspace="cards"} 2
 # HELP billing_durable_reconnects_total Connections to Redis made again after a failure.
 # TYPE billing_durable_reconnects_total counter
 billing_durable_reconnects_total{keyspace="cards"} 1
+# HELP billing_durable_replica_shortfalls_total Delivery round trips whose writes fewer than min_replicas_acked replicas confirmed; a failover may deliver those timers again.
+# TYPE billing_durable_replica_shortfalls_total counter
+billing_durable_replica_shortfalls_total{keyspace="cards"} 3
 # HELP billing_durable_lateness_seconds Lateness of each delivery: its start minus when it was due, on Redis's clock.
 # TYPE billing_durable_lateness_seconds histogram
 billing_durable_lateness_seconds_bucket{keyspace="cards",le="0.100663295"} 1
