@@ -59,6 +59,7 @@ DURABLE_FAMILIES = {
     "tickwheel_durable_dead_lettered": "counter",
     "tickwheel_durable_redis_errors": "counter",
     "tickwheel_durable_reconnects": "counter",
+    "tickwheel_durable_replica_shortfalls": "counter",
     "tickwheel_durable_lateness_seconds": "histogram",
 }
 
