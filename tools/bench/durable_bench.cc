@@ -57,6 +57,7 @@
 #include "tickwheel/durable/testing/child_process.h"
 #include "tickwheel/durable/testing/redis_server.h"
 #include "tickwheel/durable/testing/worker_role.h"
+#include "tools/bench/durable_bench_args.h"
 
 extern char** environ;
 
@@ -144,14 +145,11 @@ bool SetFlag(const std::string& arg, size_t eq, Flags* f) {
 }
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const size_t eq = arg.find('=');
-    if (arg == "--help" || eq == std::string::npos) {
-      PrintUsage();
-      return arg == "--help" ? (std::exit(0), true) : false;
-    }
-    if (!SetFlag(arg, eq, f)) return false;
+  if (!bench::ParseNameValueArgs(argc, argv, PrintUsage,
+                                 [&](const std::string& arg, size_t eq) {
+                                   return SetFlag(arg, eq, f);
+                                 })) {
+    return false;
   }
   if (f->quick) {
     f->ceiling_n = std::min(f->ceiling_n, 2000);
@@ -182,12 +180,6 @@ std::string Rate(double per_second) {
 
 std::string Ratio(double rate, double ceiling) {
   return ceiling > 0 ? fmt::format("{:.2f}x", rate / ceiling) : "n/a";
-}
-
-std::string TempDir() {
-  std::string dir = "/tmp/tw-durable-bench-XXXXXX";
-  if (mkdtemp(dir.data()) == nullptr) return "/tmp";
-  return dir;
 }
 
 // redis-benchmark's ZADD rate against `redis`, or 0 when it cannot run.
@@ -656,7 +648,7 @@ int Main(int argc, char** argv) {
     return 1;
   }
   RedisServer& redis = **started;
-  const std::string dir = TempDir();
+  const std::string dir = bench::MakeTempDir("tw-durable-bench");
   fmt::print(
       "durable_bench: redis-server {} on 127.0.0.1:{}, appendonly yes, "
       "appendfsync {}, data in {}; {} cores{}\n",

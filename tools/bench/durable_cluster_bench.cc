@@ -69,6 +69,7 @@
 #include "tickwheel/durable/testing/child_process.h"
 #include "tickwheel/durable/testing/redis_cluster.h"
 #include "tickwheel/durable/testing/worker_role.h"
+#include "tools/bench/durable_bench_args.h"
 
 extern char** environ;
 
@@ -160,14 +161,11 @@ bool SetFlag(const std::string& arg, size_t eq, Flags* f) {
 }
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const size_t eq = arg.find('=');
-    if (arg == "--help" || eq == std::string::npos) {
-      PrintUsage();
-      return arg == "--help" ? (std::exit(0), true) : false;
-    }
-    if (!SetFlag(arg, eq, f)) return false;
+  if (!bench::ParseNameValueArgs(argc, argv, PrintUsage,
+                                 [&](const std::string& arg, size_t eq) {
+                                   return SetFlag(arg, eq, f);
+                                 })) {
+    return false;
   }
   const int most = *std::max_element(f->masters.begin(), f->masters.end());
   if (f->shards < most || f->shards > 1024) {
@@ -316,12 +314,6 @@ class Meter {
   const std::map<int, MasterCounters> masters_;
   const double client_;
 };
-
-std::string TempDir() {
-  std::string dir = "/tmp/tw-durable-cluster-bench-XXXXXX";
-  if (mkdtemp(dir.data()) == nullptr) return "/tmp";
-  return dir;
-}
 
 // redis-benchmark's ZADD rate on `cluster`, or 0 when it cannot run. Every
 // ZADD goes to one sorted set per master ({tag} is each master's hash tag
@@ -737,7 +729,7 @@ int ReportChecks() {
 int Main(int argc, char** argv) {
   Flags flags;
   if (!ParseFlags(argc, argv, &flags)) return 2;
-  const std::string dir = TempDir();
+  const std::string dir = bench::MakeTempDir("tw-durable-cluster-bench");
   fmt::print(
       "durable_cluster_bench: Redis Clusters of {} master(s) on 127.0.0.1, "
       "{} replica(s) each, appendonly yes, appendfsync {}; {} shards; "
