@@ -120,11 +120,14 @@ constexpr int64_t SaturatingSub(int64_t a, int64_t b) {
                : std::numeric_limits<int64_t>::min();
 }
 
-// a * b, saturating at INT64_MAX. `a` >= 0, `b` > 0.
+// a * b, saturating at INT64_MAX. `a` >= 0, `b` > 0. A multiply and an
+// overflow test, no division: the expiry path computes a tick's end once per
+// expired node, where a 64-bit divide would be a large share of its cost.
 constexpr int64_t SaturatingMul(int64_t a, int64_t b) {
-  return a > std::numeric_limits<int64_t>::max() / b
-             ? std::numeric_limits<int64_t>::max()
-             : a * b;
+  int64_t p;
+  if (__builtin_mul_overflow(a, b, &p))
+    return std::numeric_limits<int64_t>::max();
+  return p;
 }
 
 }  // namespace tickwheel::internal

@@ -5,7 +5,8 @@
 // (rounded up), and FromChrono() for std::chrono durations is exact for
 // integer counts of any period, rounds up, saturates instead of wrapping,
 // maps floating infinities to absl's and refuses NaN. Run under UBSan in CI:
-// no conversion may overflow on the way.
+// no conversion may overflow on the way. Also the saturating sums and products
+// the tick arithmetic uses.
 
 #include "tickwheel/base/nanos.h"
 
@@ -168,6 +169,36 @@ TEST(DurationNanosTest, FloatingChronoCountsRoundUpSaturateAndRefuseNan) {
             -absl::InfiniteDuration());
   EXPECT_FALSE(FromChrono(Seconds(std::nan(""))).has_value());
   EXPECT_FALSE(FromChrono(std::chrono::duration<float>(NAN)).has_value());
+}
+
+// The tick arithmetic's helpers (tick ends, sleep limits): exact inside the
+// range, pinned to its end outside it, for every reading and tick size.
+TEST(DurationNanosTest, SaturatingArithmeticPinsAtTheRangeEnds) {
+  EXPECT_EQ(SaturatingMul(0, 1), 0);
+  EXPECT_EQ(SaturatingMul(7, 1'000'000), 7'000'000);
+  EXPECT_EQ(SaturatingMul(kMax, 1), kMax);
+  EXPECT_EQ(SaturatingMul(kMax / 2, 2), kMax - 1);
+  EXPECT_EQ(SaturatingMul(kMax / 2 + 1, 2), kMax);
+  EXPECT_EQ(SaturatingMul(kMax, kMax), kMax);
+  EXPECT_EQ(SaturatingMul(int64_t{1} << 32, int64_t{1} << 31), kMax);
+  EXPECT_EQ(SaturatingMul((int64_t{1} << 31) - 1, int64_t{1} << 32),
+            ((int64_t{1} << 31) - 1) << 32);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 100000; ++i) {
+    const int64_t a = static_cast<int64_t>(rng() >> (1 + rng() % 63));
+    const int64_t b =
+        std::max<int64_t>(1, static_cast<int64_t>(rng() >> (1 + rng() % 63)));
+    const __int128 exact = static_cast<__int128>(a) * b;
+    EXPECT_EQ(SaturatingMul(a, b),
+              exact > kMax ? kMax : static_cast<int64_t>(exact))
+        << a << " * " << b;
+  }
+  EXPECT_EQ(SaturatingAdd(kMax - 1, 1), kMax);
+  EXPECT_EQ(SaturatingAdd(kMax, 1), kMax);
+  EXPECT_EQ(SaturatingAdd(kMin, kMax), -1);
+  EXPECT_EQ(SaturatingSub(kMin, 1), kMin);
+  EXPECT_EQ(SaturatingSub(kMax, -1), kMax);
+  EXPECT_EQ(SaturatingSub(5, 7), -2);
 }
 
 }  // namespace
