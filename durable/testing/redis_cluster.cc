@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 
 #include "tickwheel/timer/clock.h"
 
@@ -239,6 +244,9 @@ absl::Status RedisCluster::MoveSlot(int slot, int to_port) {
   absl::StatusOr<std::string> to_id = NodeId(to_port);
   if (!from_id.ok()) return from_id.status();
   if (!to_id.ok()) return to_id.status();
+  if (absl::Status st = WaitEpochsAgree(absl::Seconds(30)); !st.ok()) {
+    return st;
+  }
   const std::string s = std::to_string(slot);
   auto check = [](absl::StatusOr<internal::RedisReply> r,
                   std::string_view what) -> absl::Status {
@@ -319,6 +327,58 @@ absl::Status RedisCluster::WaitSlotOwner(int slot, int port,
   return absl::DeadlineExceededError(fmt::format(
       "not every node names port {} the owner of slot {} after {}: {}", port,
       slot, absl::FormatDuration(timeout), last));
+}
+
+absl::Status RedisCluster::WaitEpochsAgree(absl::Duration timeout) {
+  const int64_t deadline = Now() + absl::ToInt64Nanoseconds(timeout);
+  std::string last;
+  while (Now() < deadline) {
+    // Each running node's view: node id -> config epoch, and the masters'.
+    std::map<std::string, std::string> first;
+    bool agree = true;
+    for (const auto& node : nodes_) {
+      if (!node->running()) continue;
+      absl::StatusOr<internal::RedisReply> r =
+          node->Command({"CLUSTER", "NODES"});
+      if (!r.ok() || r->is_error()) {
+        last = r.ok() ? r->str : r.status().ToString();
+        agree = false;
+        break;
+      }
+      // <id> <addr> <flags> <master> <ping-sent> <pong-recv> <config-epoch>
+      std::map<std::string, std::string> view;
+      std::set<std::string> master_epochs;
+      bool shared_epoch = false;
+      for (absl::string_view line : absl::StrSplit(r->str, '\n')) {
+        const std::vector<absl::string_view> f =
+            absl::StrSplit(line, ' ', absl::SkipEmpty());
+        if (f.size() < 7) continue;
+        view[std::string(f[0])] = std::string(f[6]);
+        if (absl::StrContains(f[2], "master") &&
+            !master_epochs.insert(std::string(f[6])).second) {
+          shared_epoch = true;
+        }
+      }
+      if (shared_epoch) {
+        last = fmt::format("port {}: two masters share a config epoch",
+                           node->port());
+        agree = false;
+        break;
+      }
+      if (first.empty()) {
+        first = std::move(view);
+      } else if (view != first) {
+        last = fmt::format("port {} sees other config epochs", node->port());
+        agree = false;
+        break;
+      }
+    }
+    if (agree) return absl::OkStatus();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::DeadlineExceededError(
+      fmt::format("the nodes do not agree on the config epochs after {}: {}",
+                  absl::FormatDuration(timeout), last));
 }
 
 absl::Status RedisCluster::KillNode(int port) {

@@ -87,7 +87,8 @@ class RedisCluster {
   // `to_port`, the way redis-cli --cluster reshard does: SETSLOT IMPORTING
   // and MIGRATING, MIGRATE of the keys in batches, then SETSLOT NODE on
   // every master. A client that used the old owner then gets MOVED.
-  // Returns once every node, replicas included, names the new owner: a
+  // Starts once every node agrees on every config epoch (WaitEpochsAgree())
+  // and returns once every node, replicas included, names the new owner: a
   // node still holding the old view when the old owner later raises its
   // config epoch (by importing another slot) would tell the new owner, in an
   // UPDATE message, that the old owner has the slot, and the new owner
@@ -98,6 +99,13 @@ class RedisCluster {
   // Waits until every running node's CLUSTER SLOTS names the master on
   // `port` the owner of `slot`; DeadlineExceeded after `timeout`.
   absl::Status WaitSlotOwner(int slot, int port, absl::Duration timeout);
+  // Waits until every running node's CLUSTER NODES gives each node the same
+  // config epoch, and no two masters share one; DeadlineExceeded after
+  // `timeout`. MoveSlot() starts with it: a new owner raises its config
+  // epoch above the highest it knows of, and one that has not heard yet of
+  // the old owner's latest raise stays below it, so that the old owner,
+  // still claiming the slot for a moment, tells it to give the slot up.
+  absl::Status WaitEpochsAgree(absl::Duration timeout);
 
   // SIGKILL of the node on `port` (the process this object started), and
   // waitpid: a crash. Its replica is promoted once the other masters agree

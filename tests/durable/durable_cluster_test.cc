@@ -201,9 +201,10 @@ TEST_F(DurableClusterTest, WithMinReplicasAckedEveryReplicaConfirms) {
   ASSERT_TRUE((*timers)->Stop().ok());
 }
 
-// MoveSlot() returns once every node names the new owner: moving the next
-// slot earlier can leave the cluster itself with two masters redirecting to
-// each other (redis_cluster.h), which no client can route around.
+// MoveSlot() starts once every node agrees on the config epochs and returns
+// once every node names the new owner: moving slots back to back otherwise
+// can leave the cluster itself with two masters redirecting to each other
+// (redis_cluster.h), which no client can route around.
 TEST_F(DurableClusterTest, ASlotMovedMidRunLosesNothing) {
   const std::string ks = "tw-moved";
   auto timers = DurableTimer::Connect(Options(ks));
@@ -231,7 +232,8 @@ TEST_F(DurableClusterTest, ASlotMovedMidRunLosesNothing) {
     size_t k = 0;
     while (masters[k] != from) ++k;
     const int to = masters[(k + 1) % masters.size()];
-    ASSERT_TRUE(cluster_->MoveSlot(slot, to).ok());
+    const absl::Status st = cluster_->MoveSlot(slot, to);
+    ASSERT_TRUE(st.ok()) << st;
     EXPECT_EQ(cluster_->MasterOfSlot(slot).value(), to);
     moved.push_back(s);
   }
