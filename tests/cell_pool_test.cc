@@ -1,10 +1,12 @@
 // tests/cell_pool_test.cc
 // CellPool: cells are distinct, aligned and reusable; a cell freed on another
 // thread is reused; freed memory is handed out again in address order; a
-// thread's cached cells come back when it exits; threads that find the depot
-// empty at once fault at most two chunks in; many threads allocating and
-// freeing each other's cells (TSan covers the depot). Faulting memory in
-// ahead of need is in pool_prefault_test; giving it back, pool_decay_test.
+// thread's cached cells come back when it exits; a thread that holds its
+// frees gives them back when the hold ends, past its cap, or at exit;
+// threads that find the depot empty at once fault at most two chunks in;
+// many threads allocating and freeing each other's cells (TSan covers the
+// depot). Faulting memory in ahead of need is in pool_prefault_test; giving
+// it back, pool_decay_test.
 
 #include "tickwheel/worker/cell_pool.h"
 
@@ -185,6 +187,54 @@ TEST(CellPoolTest, FreesAfterTheThreadsFlushGoToTheDepot) {
   }).join();
   // Nothing is stranded in the exited thread's cache.
   EXPECT_EQ(LatePool::Depot().FreeCells(), LatePool::Depot().CellsPerChunk());
+}
+
+// A held free stays in the thread's cache until the hold ends (the wheel's
+// walk over a burst), then goes back whole; past the cap it goes back as a
+// free would without the hold; a thread that exits holding gives it back.
+TEST(CellPoolTest, HeldFreesGoBackWhenTheHoldEnds) {
+  using Pool = CellPool<Tag<20>, 64>;
+  std::vector<void*> cells;
+  for (int i = 0; i < 5000; ++i) cells.push_back(Pool::Allocate());
+  const size_t before = Pool::Depot().FreeCells();
+  Pool::HoldFrees();
+  for (void* p : cells) Pool::Free(p);
+  EXPECT_EQ(Pool::Depot().FreeCells(), before);  // twenty batches, all held
+  Pool::ReturnHeld();
+  EXPECT_EQ(Pool::Depot().FreeCells(), before + cells.size());
+  // Without the hold, a batch goes back as soon as it is full.
+  cells.clear();
+  for (int i = 0; i < 600; ++i) cells.push_back(Pool::Allocate());
+  const size_t after = Pool::Depot().FreeCells();
+  for (void* p : cells) Pool::Free(p);
+  EXPECT_EQ(Pool::Depot().FreeCells(), after + 2 * Pool::kBatch);
+  Pool::ReturnHeld();  // holds nothing: changes nothing
+  EXPECT_EQ(Pool::Depot().FreeCells(), after + 2 * Pool::kBatch);
+}
+
+TEST(CellPoolTest, AHoldGivesBackWhatPassesItsCap) {
+  using Pool = CellPool<Tag<21>, 16>;
+  const size_t n = Pool::kHoldCap + 1000;
+  std::vector<void*> cells(n);
+  for (void*& p : cells) p = Pool::Allocate();
+  const size_t before = Pool::Depot().FreeCells();
+  Pool::HoldFrees();
+  for (void* p : cells) Pool::Free(p);
+  // The cap's worth went back when the next free found the cache full.
+  EXPECT_EQ(Pool::Depot().FreeCells(), before + Pool::kHoldCap);
+  Pool::ReturnHeld();
+  EXPECT_EQ(Pool::Depot().FreeCells(), before + n);
+}
+
+TEST(CellPoolTest, AThreadThatExitsHoldingGivesItBack) {
+  using Pool = CellPool<Tag<22>, 64>;
+  std::thread([] {
+    std::vector<void*> cells;
+    for (int i = 0; i < 3000; ++i) cells.push_back(Pool::Allocate());
+    Pool::HoldFrees();
+    for (void* p : cells) Pool::Free(p);
+  }).join();
+  EXPECT_EQ(Pool::Depot().FreeCells(), Pool::Depot().CellsPerChunk());
 }
 
 TEST(CellPoolTest, AChildForkedWhileOthersUseThePoolCanUseIt) {

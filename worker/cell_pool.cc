@@ -8,6 +8,25 @@
 namespace tickwheel::internal {
 namespace {
 
+// Gives the list at `head` back to `depot`, `batch` cells per Give(): one
+// mutex hold per batch, however long the list.
+void GiveInBatches(CellDepot& depot, FreeCell* head, uint32_t batch) {
+  while (head != nullptr) {
+    FreeCell* last = head;
+    for (uint32_t n = 1; n < batch && last->next != nullptr; ++n) {
+      last = last->next;
+    }
+    FreeCell* const rest = last->next;
+    last->next = nullptr;
+    depot.Give(head);
+    head = rest;
+  }
+}
+
+// The batch a thread's flush gives back in: any will do, the pool's keeps
+// each mutex hold as short as a cache's usual return.
+constexpr uint32_t kFlushBatch = 256;
+
 // One per thread that used a pool; its destructor runs at thread exit and
 // gives every cached cell back. A thread uses few pools: a small table.
 class CacheFlusher {
@@ -15,12 +34,16 @@ class CacheFlusher {
   ~CacheFlusher() {
     for (int i = 0; i < used_; ++i) {
       CellCache& c = *entries_[i].cache;
-      if (c.recent != nullptr) entries_[i].depot->Give(c.recent);
+      // A thread that exits while it holds frees holds many: give them in
+      // batches, as ReturnHeld() does.
+      GiveInBatches(*entries_[i].depot, c.recent, kFlushBatch);
       if (c.refill != nullptr) entries_[i].depot->Give(c.refill);
       c.recent = c.refill = nullptr;
       c.recent_count = 0;
       // From here on, a late free or allocation of this thread goes straight
-      // to the depot (the fast paths need `registered`, or empty lists).
+      // to the depot (the fast paths need a limit above zero, or cells on
+      // the lists).
+      c.recent_limit = 0;
       c.registered = false;
       c.exited = true;
     }
@@ -45,10 +68,11 @@ thread_local CacheFlusher tls_flusher;
 
 // Makes sure `cache` is flushed at thread exit; false if the thread is
 // exiting (or out of table slots), when the cache must stay empty.
-bool EnsureRegistered(CellCache& cache, CellDepot& depot) {
+bool EnsureRegistered(CellCache& cache, CellDepot& depot, uint32_t batch) {
   if (cache.registered) return true;
   if (cache.exited || !tls_flusher.Add(cache, depot)) return false;
   cache.registered = true;
+  cache.recent_limit = batch;
   return true;
 }
 
@@ -56,7 +80,7 @@ bool EnsureRegistered(CellCache& cache, CellDepot& depot) {
 
 void* CellCache::AllocateSlow(CellDepot& depot, uint32_t batch) {
   uint32_t n = 0;
-  if (!EnsureRegistered(*this, depot)) return depot.Take(1, &n);
+  if (!EnsureRegistered(*this, depot, batch)) return depot.Take(1, &n);
   FreeCell* cells = depot.Take(batch, &n);
   if (cells == nullptr) return nullptr;
   refill = cells->next;
@@ -64,19 +88,31 @@ void* CellCache::AllocateSlow(CellDepot& depot, uint32_t batch) {
 }
 
 void CellCache::FreeSlow(CellDepot& depot, FreeCell* cell, uint32_t batch) {
-  if (!EnsureRegistered(*this, depot)) {
+  if (!EnsureRegistered(*this, depot, batch)) {
     cell->next = nullptr;
     depot.Give(cell);
     return;
   }
-  if (recent_count >= batch) {
-    depot.Give(recent);
+  if (recent_count >= recent_limit) {  // a batch, or a hold at its cap
+    GiveInBatches(depot, recent, batch);
     recent = nullptr;
     recent_count = 0;
   }
   cell->next = recent;
   recent = cell;
   ++recent_count;
+}
+
+void CellCache::Hold(CellDepot& depot, uint32_t batch, uint32_t cap) {
+  if (EnsureRegistered(*this, depot, batch)) recent_limit = cap;
+}
+
+void CellCache::ReturnHeld(CellDepot& depot, uint32_t batch) {
+  recent_limit = batch;
+  if (recent_count < batch) return;
+  GiveInBatches(depot, recent, batch);
+  recent = nullptr;
+  recent_count = 0;
 }
 
 }  // namespace tickwheel::internal

@@ -23,6 +23,15 @@
 // from the depot; Free() pushes on `recent`, and once that holds kBatch
 // cells they go back to the depot whole.
 //
+// Holding frees. Between HoldFrees() and ReturnHeld() a thread's Free()
+// keeps up to kHoldCap cells on `recent` before it goes to the depot. The
+// wheel's walk over a burst frees one cell per expiry, and the depot's
+// bookkeeping for a returned cell (a bit in its chunk's bitmap, under the
+// depot's mutex) would otherwise sit between one run and the next; held,
+// it comes after the walk, in batches of kBatch, so that the depot's mutex
+// is never held for long. The memory held is that of timeouts that were
+// pending a moment before.
+//
 // Ground rules
 //   * Allocate() and Free() may be called from any thread; a cell may be
 //     freed by another thread than the one that allocated it. A cell's
@@ -42,7 +51,8 @@
 //
 // Cost: Allocate() and Free() are an inline pop or push on a thread-local
 // list; one call in kBatch makes one depot round trip (one mutex). Memory:
-// up to 2 * kBatch cached cells per thread and pool.
+// up to 2 * kBatch cached cells per thread and pool, kHoldCap + kBatch
+// while the thread holds its frees.
 
 #ifndef TICKWHEEL_WORKER_CELL_POOL_H_
 #define TICKWHEEL_WORKER_CELL_POOL_H_
@@ -62,6 +72,10 @@ struct CellCache {
   FreeCell* recent;  // freed by this thread, newest first
   FreeCell* refill;  // from the depot, ascending addresses
   uint32_t recent_count;
+  // Free() pushes on `recent` while recent_count is below this: 0 until the
+  // cache is registered for the flush at thread exit (and after the flush),
+  // then the pool's batch, or the hold's cap while the thread holds frees.
+  uint32_t recent_limit;
   bool registered;  // a flusher gives the cells back at thread exit
   bool exited;      // flushed at thread exit: bypass the cache
 
@@ -75,6 +89,9 @@ struct CellCache {
   // (it is now, unless that flush has run: then `cell` goes straight back).
   void* AllocateSlow(CellDepot& depot, uint32_t batch);
   void FreeSlow(CellDepot& depot, FreeCell* cell, uint32_t batch);
+  // HoldFrees() and ReturnHeld() of the pool (see the file comment).
+  void Hold(CellDepot& depot, uint32_t batch, uint32_t cap);
+  void ReturnHeld(CellDepot& depot, uint32_t batch);
 };
 static_assert(std::is_trivial_v<CellCache>,
               "a thread_local CellCache must need no constructor or guard");
@@ -87,6 +104,7 @@ class CellPool {
   static_assert(kCellSize >= sizeof(FreeCell) && kCellSize % 16 == 0,
                 "cells hold a link and keep 16-byte alignment");
   static constexpr uint32_t kBatch = 256;
+  static constexpr uint32_t kHoldCap = uint32_t{1} << 20;
 
   // A cell of kCellSize bytes, 16-aligned; nullptr when memory is exhausted.
   static void* Allocate() {
@@ -107,13 +125,22 @@ class CellPool {
   static void Free(void* p) {
     CellCache& c = cache_;
     auto* cell = static_cast<FreeCell*>(p);
-    if (c.recent_count < kBatch && c.registered) {
+    if (c.recent_count < c.recent_limit) {
       cell->next = c.recent;
       c.recent = cell;
       ++c.recent_count;
       return;
     }
     c.FreeSlow(Depot(), cell, kBatch);
+  }
+
+  // From now on this thread's Free() keeps up to kHoldCap cells before it
+  // returns them; ReturnHeld() returns them (see "Holding frees" above).
+  // Either may be called any number of times; a thread that exits returns
+  // what it holds.
+  static void HoldFrees() { cache_.Hold(Depot(), kBatch, kHoldCap); }
+  static void ReturnHeld() {
+    if (cache_.recent_limit > kBatch) cache_.ReturnHeld(Depot(), kBatch);
   }
 
   // The pool's depot: the worker fills its reserve and runs its decay.

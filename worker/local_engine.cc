@@ -206,9 +206,11 @@ int64_t LocalEngine::Advance() {
   in_advance_ = true;
   // The driver works in slices (WheelDriver::kSliceBudget); with no queues
   // to serve in between, go on until it is done, or a task stopped the
-  // timer.
+  // timer. Node memory goes back once it is (as in Pass()).
+  if constexpr (TimeoutNode::kPooled) NodePool::HoldFrees();
   while (!driver_.Advance(now) && !stopping()) {
   }
+  if constexpr (TimeoutNode::kPooled) NodePool::ReturnHeld();
   if (!stopping()) RunExpedited(now);
   in_advance_ = false;
   for (TimeoutNode* node : deferred_) driver_.FileForLater(node);
@@ -234,11 +236,22 @@ bool LocalEngine::Pass(int64_t now) {
   if (sweeper_.purge_pending()) sweeper_.PurgeCancelled();
   bool done = intake_.TakeNotices();
   in_advance_ = true;
+  // The nodes this pass expires give their memory back once the wheel's
+  // walk is over, in this pass or a later one (CellPool, "Holding frees"):
+  // the last run of a burst does not wait for the depot's bookkeeping.
+  if constexpr (TimeoutNode::kPooled) NodePool::HoldFrees();
   done &= intake_.TakeNew(now);
   driver_.FlushRefiles();
   // An overdue node run by TakeNew() may have stopped the timer.
-  if (!stopping()) done &= driver_.Advance(now, done);
+  bool walked = true;
+  if (!stopping()) {
+    walked = driver_.Advance(now, done);
+    done &= walked;
+  }
   in_advance_ = false;
+  if constexpr (TimeoutNode::kPooled) {
+    if (walked || stopping()) NodePool::ReturnHeld();
+  }
   if (stopping()) return false;
   // Fault node memory in ahead of the producers, and give back what has
   // gone unused for long enough (worker/chunk_policy.h): a relaxed load each
