@@ -62,13 +62,15 @@ trap 'rm -rf "$tmp"' EXIT
 
 # Runs a command with its output in a log, shown only when it fails.
 quiet() {  # quiet <what> <command...>
-  local what=$1
+  local what=$1 t0=$SECONDS
   shift
   if ! "$@" >"$tmp/log" 2>&1; then
     tail -n 60 "$tmp/log"
     echo "check_cmake: FAILED: $what"
     exit 1
   fi
+  [[ -n ${TICKWHEEL_CMAKE_TIMES:-} ]] && echo "cmake: $what: $((SECONDS - t0)) s" >&2
+  return 0
 }
 
 for tool in cmake ninja pkg-config make; do

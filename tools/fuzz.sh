@@ -30,12 +30,14 @@
 #                               (default: $HOME/.cache/tickwheel-fuzz), kept
 #                               apart so that the gcc build cache survives.
 #   TICKWHEEL_FUZZ_RUNS         executions of the Timer fuzzer in CI mode
-#                               (default 50000, 1-2 minutes on 2 cores).
+#                               (default 20000, about a minute and a half on
+#                               2 cores; the corpus alone is replayed in every
+#                               build by timer_fuzz_regression_test).
 #   TICKWHEEL_LOCAL_FUZZ_RUNS   executions of the LocalTimer fuzzer in CI mode
 #                               (default 30000, well under a minute: it has
 #                               no worker thread to wait for).
 #   TICKWHEEL_FUZZ_MAX_SECONDS  upper bound on the Timer fuzzer's CI run
-#                               (default 300).
+#                               (default 150).
 #   TICKWHEEL_LOCAL_FUZZ_MAX_SECONDS  the same for the LocalTimer fuzzer
 #                               (default 60).
 #   TICKWHEEL_FUZZ_KEEP_SERVER  1: leave the Bazel server of that output base
@@ -46,7 +48,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 mode=ci
-runs=${TICKWHEEL_FUZZ_RUNS:-50000}
+runs=${TICKWHEEL_FUZZ_RUNS:-20000}
 local_runs=${TICKWHEEL_LOCAL_FUZZ_RUNS:-30000}
 explore_secs=0
 only=all
@@ -167,7 +169,7 @@ run_fuzzer() {
 
 if [[ $only != local ]]; then
   run_fuzzer timer_fuzzer "$root/tests/fuzz_corpus" "$runs" \
-    "${TICKWHEEL_FUZZ_MAX_SECONDS:-300}"
+    "${TICKWHEEL_FUZZ_MAX_SECONDS:-150}"
 fi
 if [[ $only != timer ]]; then
   run_fuzzer local_timer_fuzzer "$root/tests/local_timer_fuzz_corpus" \

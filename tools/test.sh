@@ -11,22 +11,22 @@
 #              (tools/docs_reference.sh)
 #   plain      build everything, benchmarks and examples included; run every
 #              test
-#   asan+ubsan every test but the benchmarks' smoke tests, under
+#   sanitizers two builds side by side, each in a Bazel server of its own:
+#              asan+ubsan, every test but the benchmarks' smoke tests, under
 #              AddressSanitizer (with LeakSanitizer) and
 #              UndefinedBehaviorSanitizer in one build (--config=asan_ubsan:
 #              the two find what each finds alone, for one build's price);
-#              any report fails its test
-#   tsan       every test that starts a second thread, under
-#              ThreadSanitizer (a test tagged "single_threaded" has no data
-#              race to find)
+#              any report fails its test; and tsan, every test that starts a
+#              second thread, under ThreadSanitizer (a test tagged
+#              "single_threaded" has no data race to find)
 #   interleave the concurrency tests again with the interleaving points on
 #              (base/interleave.h), in the ASan+UBSan and the TSan builds
 #              (no rebuild: the points are a run-time switch there)
 #   thread-safety  clang's -Wthread-safety over the annotations
 #   consumer   the consumer workspace that depends on //timer
-#   cmake      the CMake build (tools/check_cmake.sh, docs/CMAKE.md)
-#   fuzz       a short fixed-seed libFuzzer run (clang, ASan, UBSan) of the
-#              Timer and the LocalTimer against their reference models
+#   cmake+fuzz the CMake build (tools/check_cmake.sh, docs/CMAKE.md), and
+#              beside it a short fixed-seed libFuzzer run (clang, ASan, UBSan)
+#              of the Timer and the LocalTimer against their reference models
 # The sanitizer runs leave out the benchmarks' smoke tests (tag "bench"):
 # they drive the library through the same calls as the unit tests, and
 # would build Boost.Asio, libuv, libevent and the bench under each
@@ -85,8 +85,15 @@ end() {
   stage_cpus+=($(($(cpu_now) - stage_cpu_start)))
   stage_name=""
 }
+# Background jobs (the TSan build, the fuzzer) end with the script.
+background=()
+stop_background() {
+  local pid
+  for pid in "${background[@]}"; do kill "$pid" 2>/dev/null || true; done
+}
 summary() {
   local rc=$? i
+  stop_background
   [[ -n $stage_name ]] && end
   echo "== stage times (wall; CPU of the stage's processes)"
   for i in "${!stage_names[@]}"; do
@@ -122,11 +129,22 @@ show_failures() {
     done
 }
 
+# count_tests <label for the count> <log of a bazel test that passed>
+# Counts "Executed R out of N tests: N tests pass." as N passed, N - R of
+# them from the cache.
+count_tests() {
+  local label=$1 log=$2 n r
+  n=$(sed -n 's/.*: \([0-9][0-9]*\) tests\{0,1\} pass.*/\1/p' "$log" | tail -n 1)
+  r=$(sed -n 's/^Executed \([0-9][0-9]*\) out of.*/\1/p' "$log" | tail -n 1)
+  targets=$((targets + ${n:-0}))
+  cached=$((cached + ${n:-0} - ${r:-0}))
+  counted+=" + ${n:-0} ${label}"
+}
+
 # bazel_test <label for the count> <bazel test arguments...>
-# Runs the tests; counts "Executed R out of N tests: N tests pass." as N
-# passed, N - R of them from the cache.
+# Runs the tests and counts them.
 bazel_test() {
-  local label=$1 log n r
+  local label=$1 log
   shift
   log=$(mktemp)
   if ! bazel test "${quiet[@]}" "$@" 2>&1 | tee "$log"; then
@@ -134,13 +152,18 @@ bazel_test() {
     rm -f "$log"
     return 1
   fi
-  n=$(sed -n 's/.*: \([0-9][0-9]*\) tests\{0,1\} pass.*/\1/p' "$log" | tail -n 1)
-  r=$(sed -n 's/^Executed \([0-9][0-9]*\) out of.*/\1/p' "$log" | tail -n 1)
+  count_tests "$label" "$log"
   rm -f "$log"
-  targets=$((targets + ${n:-0}))
-  cached=$((cached + ${n:-0} - ${r:-0}))
-  counted+=" + ${n:-0} ${label}"
 }
+
+# The TSan build runs beside the ASan+UBSan one, in a Bazel server of its
+# own (an output base next to this workspace's, which tools/cache.sh prunes
+# with it; both share the disk cache): a sanitizer build leaves a core idle
+# while its slower tests wait on Redis or on their threads, and the other
+# build fills it.
+tsan_base="$HOME/.cache/bazel/_bazel_$(id -un)/$(printf '%s' "$PWD" | md5sum | cut -c1-32)-tsan"
+tsan_bazel() { bazel --output_base="$tsan_base" "$@"; }
+
 
 # Each test says how it may run: from the cache and without TSan, or always.
 check_test_tags() {
@@ -191,14 +214,24 @@ bazel build "${quiet[@]}" //...
 bazel_test plain //...
 end
 
-begin asan+ubsan
+begin sanitizers "(asan+ubsan and tsan side by side; TSan's output follows)"
+tsan_log=$(mktemp)
+tsan_bazel test "${quiet[@]}" --config=tsan --build_tests_only \
+  --test_tag_filters=-bench,-single_threaded //... >"$tsan_log" 2>&1 &
+tsan_pid=$!
+background+=("$tsan_pid")
 bazel_test asan+ubsan --config=asan_ubsan --build_tests_only \
   --test_tag_filters=-bench //...
-end
-
-begin tsan
-bazel_test tsan --config=tsan --build_tests_only \
-  --test_tag_filters=-bench,-single_threaded //...
+tsan_rc=0
+wait "$tsan_pid" || tsan_rc=$?
+echo "== tsan"
+cat "$tsan_log"
+if ((tsan_rc != 0)); then
+  show_failures "$tsan_log"
+  exit 1
+fi
+count_tests tsan "$tsan_log"
+rm -f "$tsan_log"
 end
 
 # The tests whose threads race on shared handles, queues and lanes, and the
@@ -216,7 +249,14 @@ concurrency=(//tests:interleave_switch_test
 begin interleave "(asan+ubsan and tsan builds, points on)"
 bazel_test "asan+ubsan+interleave" --config=asan_ubsan --config=interleave \
   "${concurrency[@]}"
-bazel_test "tsan+interleave" --config=tsan --config=interleave "${concurrency[@]}"
+log=$(mktemp)
+if ! tsan_bazel test "${quiet[@]}" --config=tsan --config=interleave \
+    "${concurrency[@]}" 2>&1 | tee "$log"; then
+  show_failures "$log"
+  exit 1
+fi
+count_tests "tsan+interleave" "$log"
+rm -f "$log"
 end
 
 begin thread-safety "(clang -Wthread-safety)"
@@ -229,12 +269,19 @@ tools/check_consumer.sh
 checks=$((checks + 1))
 end
 
-begin cmake
+# The fuzzer (two racing threads) leaves most of a core to the CMake build
+# beside it; its output follows the CMake check's.
+begin cmake+fuzz "(side by side; fuzz: fixed seed, corpora in tests/fuzz_corpus and tests/local_timer_fuzz_corpus)"
+fuzz_log=$(mktemp)
+tools/fuzz.sh >"$fuzz_log" 2>&1 &
+fuzz_pid=$!
+background+=("$fuzz_pid")
 tools/check_cmake.sh
 checks=$((checks + 1))
-end
-
-begin fuzz "(fixed seed; corpora in tests/fuzz_corpus and tests/local_timer_fuzz_corpus)"
-tools/fuzz.sh
+fuzz_rc=0
+wait "$fuzz_pid" || fuzz_rc=$?
+cat "$fuzz_log"
+rm -f "$fuzz_log"
+((fuzz_rc == 0)) || exit 1
 checks=$((checks + 1))
 end
