@@ -117,8 +117,8 @@ fi
 #    program (what a CMake user builds first). The durable and Asio ones
 #    only where this configuration builds them (the manifest says).
 sample=(scheduling_test local_timer_test idle_tracker_test
-        timer_fuzz_regression_test local_timer_fuzz_regression_test
-        echo_server_test asio_sleep_test durable_fleet_test)
+        local_timer_fuzz_regression_test echo_server_test asio_sleep_test
+        durable_fleet_test)
 sample+=($(sed -n 's#^test \(examples/.*\)#\1#p' "$build/tickwheel_manifest.txt"))
 targets=(tickwheel_timer tickwheel_local_timer tickwheel_idle_tracker)
 grep -qx 'skipped durable' "$build/tickwheel_manifest.txt" || targets+=(tickwheel_durable)

@@ -4,10 +4,10 @@
 #   setup      install what is missing (tools/setup.sh); prune the shared
 #              build caches (tools/cache.sh)
 #   checks     the include rules (tools/check_includes.sh), the format
-#              (tools/check_format.sh), the compile errors a user sees
-#              (tools/check_diagnostics.sh), the names the documents give
-#              (tools/check_docs.sh); the full suite also builds the API
-#              reference with Doxygen, warnings fatal
+#              (tools/check_format.sh), the names the documents give
+#              (tools/check_docs.sh); beside the plain build, the compile
+#              errors a user sees (tools/check_diagnostics.sh) and, in the
+#              full suite, the API reference with Doxygen, warnings fatal
 #              (tools/docs_reference.sh)
 #   plain      build everything, benchmarks and examples included; run every
 #              test
@@ -23,7 +23,8 @@
 #              (base/interleave.h), in the ASan+UBSan and the TSan builds
 #              (no rebuild: the points are a run-time switch there)
 #   thread-safety  clang's -Wthread-safety over the annotations
-#   consumer   the consumer workspace that depends on //timer
+#   consumer   the consumer workspace that depends on //timer (built beside
+#              the thread-safety check)
 #   cmake+fuzz the CMake build (tools/check_cmake.sh, docs/CMAKE.md), and
 #              beside it a short fixed-seed libFuzzer run (clang, ASan, UBSan)
 #              of the Timer and the LocalTimer against their reference models
@@ -183,24 +184,38 @@ tools/setup.sh
 tools/cache.sh prune
 end
 
-begin checks "(include rules, format, compile errors a user sees, names in the documents)"
+begin checks "(include rules, format, names in the documents; the compile errors a user sees beside the plain build)"
 tools/check_includes.sh
 tools/check_format.sh
-tools/check_diagnostics.sh
 tools/check_docs.sh
-checks=$((checks + 4))
-# The API reference, warnings fatal (the full suite only: Doxygen reads
-# every public header, seconds of CPU).
-if ! $quick; then
-  tools/docs_reference.sh "$(mktemp -d)"
-  checks=$((checks + 1))
-fi
+checks=$((checks + 3))
 end
+# The compile errors a user sees (a compiler run per mistake, one core) and,
+# in the full suite, the API reference with Doxygen, warnings fatal: beside
+# the plain build, whose own tests leave a core idle now and then; their
+# output follows the plain stage's.
+slow_checks_log=$(mktemp)
+(
+  tools/check_diagnostics.sh
+  $quick || tools/docs_reference.sh "$(mktemp -d)"
+) >"$slow_checks_log" 2>&1 &
+slow_checks_pid=$!
+background+=("$slow_checks_pid")
+finish_slow_checks() {
+  local rc=0
+  wait "$slow_checks_pid" || rc=$?
+  cat "$slow_checks_log"
+  rm -f "$slow_checks_log"
+  ((rc == 0)) || { echo "test.sh: a check beside the plain build failed (above)"; exit 1; }
+  checks=$((checks + 1))
+  $quick || checks=$((checks + 1))
+}
 
 if $quick; then
   begin plain "(the tests and what they need)"
   check_test_tags
   bazel_test plain --build_tests_only //...
+  finish_slow_checks
   end
   echo "== --quick: plain build only; skipped the sanitizers, interleaving," \
     "thread-safety annotations, consumer workspace, CMake and fuzzer," \
@@ -208,10 +223,12 @@ if $quick; then
   exit 0
 fi
 
+# One `bazel test //...` builds every target, benchmarks and examples
+# included, and runs each test as soon as its binary is built.
 begin plain "(build everything, run every test)"
 check_test_tags
-bazel build "${quiet[@]}" //...
 bazel_test plain //...
+finish_slow_checks
 end
 
 begin sanitizers "(asan+ubsan and tsan side by side; TSan's output follows)"
@@ -259,13 +276,23 @@ count_tests "tsan+interleave" "$log"
 rm -f "$log"
 end
 
-begin thread-safety "(clang -Wthread-safety)"
+# The consumer workspace (a Bazel server of its own) builds beside the
+# thread-safety check; its output follows.
+consumer_log=$(mktemp)
+tools/check_consumer.sh >"$consumer_log" 2>&1 &
+consumer_pid=$!
+background+=("$consumer_pid")
+begin thread-safety "(clang -Wthread-safety; the consumer workspace beside it)"
 tools/thread_safety_check.sh
 checks=$((checks + 1))
 end
 
 begin consumer "(a workspace that depends on //timer)"
-tools/check_consumer.sh
+consumer_rc=0
+wait "$consumer_pid" || consumer_rc=$?
+cat "$consumer_log"
+rm -f "$consumer_log"
+((consumer_rc == 0)) || exit 1
 checks=$((checks + 1))
 end
 
