@@ -23,34 +23,29 @@ void GiveInBatches(CellDepot& depot, FreeCell* head, uint32_t batch) {
   }
 }
 
-// The batch a thread's flush gives back in: any will do, the pool's keeps
-// each mutex hold as short as a cache's usual return.
-constexpr uint32_t kFlushBatch = 256;
-
 // One per thread that used a pool; its destructor runs at thread exit and
 // gives every cached cell back. A thread uses few pools: a small table.
 class CacheFlusher {
  public:
   ~CacheFlusher() {
     for (int i = 0; i < used_; ++i) {
-      CellCache& c = *entries_[i].cache;
+      const Entry& e = entries_[i];
+      CellCache& c = *e.cache;
       // A thread that exits while it holds frees holds many: give them in
-      // batches, as ReturnHeld() does.
-      GiveInBatches(*entries_[i].depot, c.recent, kFlushBatch);
-      if (c.refill != nullptr) entries_[i].depot->Give(c.refill);
-      c.recent = c.refill = nullptr;
-      c.recent_count = 0;
+      // the pool's batches, as ReturnHeld() does.
+      c.GiveRecent(*e.depot, e.batch);
+      if (c.refill != nullptr) e.depot->Give(c.refill);
+      c.refill = nullptr;
       // From here on, a late free or allocation of this thread goes straight
       // to the depot (the fast paths need a limit above zero, or cells on
       // the lists).
       c.recent_limit = 0;
-      c.registered = false;
       c.exited = true;
     }
   }
-  bool Add(CellCache& cache, CellDepot& depot) {
+  bool Add(CellCache& cache, CellDepot& depot, uint32_t batch) {
     if (used_ == kMax) return false;
-    entries_[used_++] = {&cache, &depot};
+    entries_[used_++] = {&cache, &depot, batch};
     return true;
   }
 
@@ -59,6 +54,7 @@ class CacheFlusher {
   struct Entry {
     CellCache* cache;
     CellDepot* depot;
+    uint32_t batch;  // the pool's
   };
   Entry entries_[kMax] = {};
   int used_ = 0;
@@ -69,9 +65,8 @@ thread_local CacheFlusher tls_flusher;
 // Makes sure `cache` is flushed at thread exit; false if the thread is
 // exiting (or out of table slots), when the cache must stay empty.
 bool EnsureRegistered(CellCache& cache, CellDepot& depot, uint32_t batch) {
-  if (cache.registered) return true;
-  if (cache.exited || !tls_flusher.Add(cache, depot)) return false;
-  cache.registered = true;
+  if (cache.recent_limit != 0) return true;
+  if (cache.exited || !tls_flusher.Add(cache, depot, batch)) return false;
   cache.recent_limit = batch;
   return true;
 }
@@ -94,9 +89,7 @@ void CellCache::FreeSlow(CellDepot& depot, FreeCell* cell, uint32_t batch) {
     return;
   }
   if (recent_count >= recent_limit) {  // a batch, or a hold at its cap
-    GiveInBatches(depot, recent, batch);
-    recent = nullptr;
-    recent_count = 0;
+    GiveRecent(depot, batch);
   }
   cell->next = recent;
   recent = cell;
@@ -109,7 +102,10 @@ void CellCache::Hold(CellDepot& depot, uint32_t batch, uint32_t cap) {
 
 void CellCache::ReturnHeld(CellDepot& depot, uint32_t batch) {
   recent_limit = batch;
-  if (recent_count < batch) return;
+  if (recent_count >= batch) GiveRecent(depot, batch);
+}
+
+void CellCache::GiveRecent(CellDepot& depot, uint32_t batch) {
   GiveInBatches(depot, recent, batch);
   recent = nullptr;
   recent_count = 0;

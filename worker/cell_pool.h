@@ -72,12 +72,12 @@ struct CellCache {
   FreeCell* recent;  // freed by this thread, newest first
   FreeCell* refill;  // from the depot, ascending addresses
   uint32_t recent_count;
-  // Free() pushes on `recent` while recent_count is below this: 0 until the
-  // cache is registered for the flush at thread exit (and after the flush),
-  // then the pool's batch, or the hold's cap while the thread holds frees.
+  // Free() pushes on `recent` while recent_count is below this: 0 until a
+  // flusher gives the cells back at thread exit (registered) and after that
+  // flush, then the pool's batch, or the hold's cap while the thread holds
+  // frees.
   uint32_t recent_limit;
-  bool registered;  // a flusher gives the cells back at thread exit
-  bool exited;      // flushed at thread exit: bypass the cache
+  bool exited;  // flushed at thread exit: bypass the cache
 
   // CellPool's slow paths, out of line (worker/cell_pool.cc).
   // AllocateSlow(): both lists are empty. Takes up to `batch` cells from the
@@ -92,6 +92,9 @@ struct CellCache {
   // HoldFrees() and ReturnHeld() of the pool (see the file comment).
   void Hold(CellDepot& depot, uint32_t batch, uint32_t cap);
   void ReturnHeld(CellDepot& depot, uint32_t batch);
+  // Gives `recent` back to `depot`, `batch` cells per mutex hold, and
+  // empties it.
+  void GiveRecent(CellDepot& depot, uint32_t batch);
 };
 static_assert(std::is_trivial_v<CellCache>,
               "a thread_local CellCache must need no constructor or guard");
