@@ -4,9 +4,10 @@
 // options but the tick, as the bench's `burst` (same deadline) does, and where
 // the time from the deadline to the last run goes: the wait for the worker to
 // start (deadline to first run), the walk (first run to last run), and the
-// worker's CPU over that window. Each task is one relaxed add, so the walk is
-// the engine's own cost. Repeats in one process, so that a profiler sees
-// many expiries:
+// worker's CPU over that window, and how much of the process's memory is on
+// huge pages (a walk over memory on small pages would miss the TLB more).
+// Each task is one relaxed add, so the walk is the engine's own cost. Repeats
+// in one process, so that a profiler sees many expiries:
 //   bazel build -c opt --config=opt //tools/bench/lab:burst_expiry
 //   perf record -e cpu-clock -F 20000 .../burst_expiry 1000000 10
 // Arguments: [n=1000000] [rounds=1] [lead_ms=300] [tick_ms=1] (the bench's
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "tickwheel/timer/timer.h"
 
@@ -105,6 +107,19 @@ int main(int argc, char** argv) {
         static_cast<double>(last - first) / static_cast<double>(n),
         static_cast<double>(cpu) / static_cast<double>(n),
         u1.ru_nvcsw - u0.ru_nvcsw, u1.ru_nivcsw - u0.ru_nivcsw);
+    {
+      FILE* f = std::fopen("/proc/self/smaps_rollup", "r");
+      char line[256];
+      while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr) {
+        if (std::strncmp(line, "AnonHugePages:", 14) == 0 ||
+            std::strncmp(line, "Rss:", 4) == 0) {
+          line[std::strcspn(line, "\n")] = 0;
+          std::printf("  %s", line);
+        }
+      }
+      if (f != nullptr) std::fclose(f);
+      std::printf("\n");
+    }
     std::printf("  sampled runs by ms late:");
     for (auto& b : runs.by_ms) std::printf(" %ld", b.load());
     std::printf("\n");
