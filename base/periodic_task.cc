@@ -25,6 +25,9 @@ struct TakenPeriodic {
 };
 
 constexpr TaskOps kPeriodicOps = {
+    [](void* s, TimeoutNode* node, SharedTimerState* shared) {
+      BoxIn(s)->task().Run(node, shared);
+    },
     [](void* s, const Timeout& t) { BoxIn(s)->task().Invoke(t); },
     [](void* s) noexcept { BoxIn(s)->Unref(); },
     [](void* s, void* task) noexcept {

@@ -10,8 +10,9 @@
 // kInlineBytes, 8-aligned and nothrow-movable, else boxed on the heap with
 // the pointer inline) and Install()s the table. The engine only invokes,
 // destroys and hands out what is there. A task receives its Timeout, the
-// facade's handle, which this layer names but never builds: the engine calls
-// a task through the facade (worker/task_runner.h, TaskCaller).
+// facade's handle, which this layer names but never builds: the engine runs a
+// task with Run(), whose table entry, the facade's, lends the engine's node
+// and shared state to a Timeout for the call (one indirect call per run).
 //
 // Lifecycle: a callable is constructed into an empty slot and Install()ed;
 // Invoke() any number of times; Reset() destroys it, TakeInto() moves it out.
@@ -34,9 +35,17 @@ class Timeout;
 
 namespace tickwheel::internal {
 
+// The engine's node and shared state (worker/), named here only as what
+// TaskOps::run passes through to the facade.
+struct TimeoutNode;
+struct SharedTimerState;
+
 // What the facade provides for one callable type.
 struct TaskOps {
-  // Calls the callable with its timeout's handle.
+  // Calls the callable with the handle of the timeout of `node`, lent the
+  // caller's reference for the call: how the engine runs a task.
+  void (*run)(void* storage, TimeoutNode* node, SharedTimerState* shared);
+  // Calls the callable with a handle the caller has (a taken task's).
   void (*invoke)(void* storage, const Timeout& timeout);
   // Destroys the callable; nullptr when there is nothing to do (a trivially
   // destructible inline callable), so that a cancel() or an expiry calls
@@ -65,7 +74,12 @@ class TaskSlot {
   const void* storage() const { return storage_; }
   void Install(const TaskOps* ops) { ops_ = ops; }
 
-  // Runs the callable. Precondition: not empty.
+  // Runs the callable with the handle of the timeout of `node`, lent the
+  // caller's reference (TaskOps::run). Precondition: not empty.
+  void Run(TimeoutNode* node, SharedTimerState* shared) {
+    ops_->run(storage_, node, shared);
+  }
+  // Runs the callable with `timeout`. Precondition: not empty.
   void Invoke(const Timeout& timeout) { ops_->invoke(storage_, timeout); }
 
   // Destroys the callable, if any.

@@ -4,13 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <utility>
 
 #include <fmt/format.h>
 
-#include "tickwheel/timer/timeout.h"
-#include "tickwheel/worker/shared_state.h"
-#include "tickwheel/worker/timeout_node.h"
 #include "tickwheel/worker/timer_counters.h"
 #include "tickwheel/worker/wheel.h"
 
@@ -73,16 +69,6 @@ std::shared_ptr<Clock> ResolveClock(std::shared_ptr<Clock> clock,
   if (clock == nullptr) clock = RealClock::Shared();
   *monotonic = dynamic_cast<RealClock*>(clock.get()) != nullptr;
   return clock;
-}
-
-void CallWithHandle(TaskSlot& slot, TimeoutNode* node,
-                    SharedTimerState* shared) {
-  Timeout timeout = TimeoutAccess::Adopt(node, shared);
-  struct GiveBack {
-    Timeout& t;
-    ~GiveBack() { TimeoutAccess::Disown(t); }
-  } give_back{timeout};
-  slot.Invoke(std::as_const(timeout));
 }
 
 TimerMetrics MetricsFrom(const TimerCounters& c, int64_t pending,

@@ -38,7 +38,6 @@ absl::StatusOr<std::unique_ptr<LocalTimer>> LocalTimer::Create(
                   .ticks_per_wheel = shape->ticks_per_wheel,
                   .slack_nanos = shape->slack_nanos};
   config.max_pending_timeouts = options.max_pending_timeouts;
-  config.call_task = &internal::CallWithHandle;
   config.clock =
       internal::ResolveClock(std::move(options.clock), &config.monotonic_clock);
   std::unique_ptr<internal::LocalEngine> engine;

@@ -78,6 +78,7 @@ namespace internal {
 struct TimeoutNode;
 struct SharedTimerState;
 class TimeoutAccess;
+class LentTimeout;
 
 }  // namespace internal
 
@@ -189,6 +190,7 @@ class Timeout {
 
  private:
   friend class internal::TimeoutAccess;
+  friend class internal::LentTimeout;
   // Adopts one reference that the caller already holds on `node`.
   Timeout(internal::TimeoutNode* node, internal::SharedTimerState* shared)
       : node_(node), shared_(shared) {}

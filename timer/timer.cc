@@ -37,7 +37,6 @@ absl::StatusOr<std::unique_ptr<Timer>> Timer::Create(TimerOptions options) {
                   .ticks_per_wheel = wheel,
                   .slack_nanos = shape->slack_nanos};
   config.max_pending_timeouts = options.max_pending_timeouts;
-  config.call_task = &internal::CallWithHandle;
   config.thread_name = std::move(options.thread_name);
   config.task_executor = std::move(options.task_executor);
   config.clock =

@@ -18,7 +18,7 @@ namespace tickwheel::internal {
 LocalEngine::LocalEngine(LocalEngineConfig config, BacklogWaker* waker)
     : config_(std::move(config)),
       owner_driven_(waker == nullptr),
-      runner_(shared_, counters_, config_.call_task, config_.task_executor,
+      runner_(shared_, counters_, config_.task_executor,
               owner_driven_ ? "advance() goes on with the next task"
                             : "the worker goes on"),
       driver_(

@@ -67,8 +67,6 @@ namespace tickwheel::internal {
 struct LocalEngineConfig {
   WheelShape shape;  // owner-driven: deadline_order is set by the engine
   int64_t max_pending_timeouts = 0;
-  // Calls a task with its handle (the facade's).
-  TaskCaller call_task = nullptr;
   TaskRunner::Executor task_executor;  // worker-driven only
   std::shared_ptr<Clock> clock;        // non-null
   // `clock` reads CLOCK_MONOTONIC (MonotonicNanos()): newTimeout() then

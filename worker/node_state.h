@@ -189,6 +189,23 @@ class NodeState {
     uint32_t word;     // the word the claim replaced, or found
     int64_t deadline;  // the deadline the claim went by
   };
+  // ClaimToRun()'s common case on its own, for the expiry path to inline with
+  // nothing else: a one-shot node that only the worker holds (no handle, no
+  // notice, no flag), due by `limit`, becomes kExpired with a load, a
+  // compare and a store, and true with *deadline its deadline. False, and
+  // nothing changed, for every other node: ClaimToRun() decides those.
+  bool ClaimSoleDue(int64_t limit, int64_t* deadline) {
+    if (word_.load(std::memory_order_acquire) !=
+        Pack(1, TimeoutState::kArmed)) {
+      return false;
+    }
+    const int64_t d = this->deadline.load(std::memory_order_relaxed);
+    if (d > limit) return false;
+    TICKWHEEL_INTERLEAVE_POINT();
+    word_.store(Pack(1, TimeoutState::kExpired), std::memory_order_relaxed);
+    *deadline = d;
+    return true;
+  }
   // The worker claims an armed node to run it if its deadline is at or before
   // `limit` ("Never early"); `executor`: periodic runs go to the executor.
   // The common case (nobody holds a handle) is inline, a load, a compare and

@@ -36,56 +36,13 @@ int64_t TaskRunner::NextRun(MissedRuns policy, int64_t due, int64_t period,
   return next > INT64_MAX ? INT64_MAX : static_cast<int64_t>(next);
 }
 
-// Inline into RunOneShot(), once per expired node.
-[[gnu::always_inline]] inline void TaskRunner::ReleaseInline(int64_t slots) {
-  std::atomic<int64_t>& word = shared_.WorkerReleaseWord();
-  if (shared_.limited) {  // shards[0], which producers share
-    word.fetch_sub(slots * SharedTimerState::kOne, std::memory_order_release);
-    return;
-  }
-  // worker_word has one writer at a time: the driving thread, then the
-  // thread that stops the timer after joining it. No RMW needed.
-  word.store(
-      word.load(std::memory_order_relaxed) - slots * SharedTimerState::kOne,
-      std::memory_order_release);
-}
-
 void TaskRunner::Release(int64_t slots) { ReleaseInline(slots); }
 
-// The expiry path, once per expired node: inline into RunOneShot(), so that
-// the call, the bookkeeping and the release are one stretch of code.
-[[gnu::always_inline]] inline void TaskRunner::ReleaseAfterRun(
-    TimeoutNode* node, bool noticed) {
-  // Captures die with the run, not with the handles: with handles left, the
-  // task goes now, and the handles keep the node.
-  if (!noticed && node->SoleHolder()) {
-    delete node;
-    return;
-  }
-  node->task().Reset();
-  if (!noticed) node->Unref();
-}
-
-[[gnu::always_inline]] inline void TaskRunner::CallTask(TimeoutNode* node) {
-  RunLoggingExceptions("a timer task", goes_on_,
-                       [&] { call_(node->task(), node, &shared_); });
-}
-
-void TaskRunner::RunOneShot(TimeoutNode* node, int64_t deadline, int64_t now,
-                            bool noticed) {
-  ReleaseInline(1);
-  counters_.NoteRun(SaturatingSub(now, deadline));
-  if (executor_) {
-    // The closure needs a reference of its own when the notice queue's pop
-    // is to drop the driver's.
-    if (noticed) node->Ref();
-    HandToExecutor(node);
-    return;
-  }
-  // Kept apart from HandToExecutor() so that the per-timeout path has no
-  // closure on its stack (and so no stack-protector check).
-  CallTask(node);
-  ReleaseAfterRun(node, noticed);
+void TaskRunner::HandOneShot(TimeoutNode* node, bool noticed) {
+  // The closure needs a reference of its own when the notice queue's pop
+  // is to drop the driver's.
+  if (noticed) node->Ref();
+  HandToExecutor(node);
 }
 
 void TaskRunner::HandToExecutor(TimeoutNode* node) {
@@ -105,10 +62,10 @@ void TaskRunner::HandToExecutor(TimeoutNode* node) {
   };
   RunLoggingExceptions("the task_executor", "that task did not run", [&] {
     executor_([claimed = Claimed(node), keep = keep_alive_.lock(),
-               shared = &shared_, call = call_]() {
+               shared = &shared_]() {
       TimeoutNode* const n = claimed.ref.get();
       RunLoggingExceptions("a timer task", "the timer goes on",
-                           [&] { call(n->task(), n, shared); });
+                           [&] { n->task().Run(n, shared); });
       n->task().Reset();
     });
   });
@@ -156,7 +113,7 @@ TaskRunner::AfterRun TaskRunner::RunPeriodicInline(TimeoutNode* node,
   node->ReleaseForRun();
   running_periodic_ = node;
   RunLoggingExceptions("a timer task", goes_on_,
-                       [&] { call_(run.task(), node, &shared_); });
+                       [&] { run.task().Run(node, &shared_); });
   running_periodic_ = nullptr;
   { PeriodicRun done = std::move(run); }  // the callable may go with it
   // Back to kArmed at the next run, placed by the clock as the run ended (a
@@ -191,10 +148,9 @@ void TaskRunner::HandPeriodicRun(TimeoutNode* node, PeriodicRun run) {
   };
   RunLoggingExceptions("the task_executor", "that run did not happen", [&] {
     executor_([in_flight = InFlight(node), run = std::move(run),
-               keep = keep_alive_.lock(), shared = &shared_,
-               call = call_]() mutable {
+               keep = keep_alive_.lock(), shared = &shared_]() mutable {
       RunLoggingExceptions("a timer task", "the timer goes on", [&] {
-        call(run.task(), in_flight.node.get(), shared);
+        run.task().Run(in_flight.node.get(), shared);
       });
     });
   });

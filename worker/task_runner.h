@@ -29,7 +29,9 @@
 #include <string_view>
 
 #include "absl/functional/any_invocable.h"
+#include "tickwheel/base/logging.h"
 #include "tickwheel/base/missed_runs.h"
+#include "tickwheel/base/nanos.h"
 #include "tickwheel/base/periodic_task.h"
 #include "tickwheel/base/task_slot.h"
 #include "tickwheel/worker/shared_state.h"
@@ -38,12 +40,6 @@
 
 namespace tickwheel::internal {
 
-// Calls the task in `slot` with the handle of the timeout of `node`, lent the
-// caller's reference for the call. The facade provides it (it builds the
-// handle, a type the engine does not know: timer/timer.cc).
-using TaskCaller = void (*)(TaskSlot& slot, TimeoutNode* node,
-                            SharedTimerState* shared);
-
 class TaskRunner {
  public:
   using Executor = std::function<void(absl::AnyInvocable<void()>)>;
@@ -51,11 +47,10 @@ class TaskRunner {
   // `shared` and `counters` outlive the runner; an empty `executor` runs
   // tasks inline. `goes_on`: what the log says happens after an inline task
   // threw (a static string: who drives the runner goes on).
-  TaskRunner(SharedTimerState& shared, TimerCounters& counters, TaskCaller call,
+  TaskRunner(SharedTimerState& shared, TimerCounters& counters,
              Executor executor, std::string_view goes_on = "the worker goes on")
       : shared_(shared),
         counters_(counters),
-        call_(call),
         executor_(std::move(executor)),
         goes_on_(goes_on) {}
   TaskRunner(const TaskRunner&) = delete;
@@ -73,6 +68,8 @@ class TaskRunner {
   // itself finds it free, even at max_pending_timeouts), counts the run,
   // runs the task or hands it over, and drops the driver's reference, which
   // with `noticed` the notice queue's pop drops instead.
+  // Inline: it is the expiry path, once per expired node, and joins the
+  // wheel's walk as one stretch of code.
   void RunOneShot(TimeoutNode* node, int64_t deadline, int64_t now,
                   bool noticed);
 
@@ -133,6 +130,9 @@ class TaskRunner {
   // it throws.
   void CallTask(TimeoutNode* node);
   // With an executor: hands the call over with the driver's reference.
+  // Apart from the inline path, so that it has no closure on its stack (and
+  // so no stack-protector check).
+  [[gnu::noinline]] void HandOneShot(TimeoutNode* node, bool noticed);
   [[gnu::noinline]] void HandToExecutor(TimeoutNode* node);
   [[gnu::noinline]] void HandPeriodicRun(TimeoutNode* node, PeriodicRun run);
   // RunPeriodic()'s inline run: calls the task, then returns the node to
@@ -148,12 +148,60 @@ class TaskRunner {
 
   SharedTimerState& shared_;
   TimerCounters& counters_;
-  const TaskCaller call_;
   const Executor executor_;
   const std::string_view goes_on_;
   std::weak_ptr<const void> keep_alive_;
   TimeoutNode* running_periodic_ = nullptr;
 };
+
+[[gnu::always_inline]] inline void TaskRunner::ReleaseInline(int64_t slots) {
+  std::atomic<int64_t>& word = shared_.WorkerReleaseWord();
+  if (shared_.limited) {  // shards[0], which producers share
+    word.fetch_sub(slots * SharedTimerState::kOne, std::memory_order_release);
+    return;
+  }
+  // worker_word has one writer at a time: the driving thread, then the
+  // thread that stops the timer after joining it. No RMW needed.
+  word.store(
+      word.load(std::memory_order_relaxed) - slots * SharedTimerState::kOne,
+      std::memory_order_release);
+}
+
+[[gnu::always_inline]] inline void TaskRunner::ReleaseAfterRun(
+    TimeoutNode* node, bool noticed) {
+  // Captures die with the run, not with the handles: with handles left, the
+  // task goes now, and the handles keep the node.
+  if (!noticed && node->SoleHolder()) {
+    delete node;
+    return;
+  }
+  node->task().Reset();
+  if (!noticed) node->Unref();
+}
+
+[[gnu::always_inline]] inline void TaskRunner::CallTask(TimeoutNode* node) {
+  // RunLoggingExceptions(), written out so that goes_on_ is read in the
+  // handler only, not copied out for it on every run.
+  try {
+    node->task().Run(node, &shared_);
+  } catch (...) {
+    LogCurrentException("a timer task", goes_on_);
+  }
+}
+
+[[gnu::always_inline]] inline void TaskRunner::RunOneShot(TimeoutNode* node,
+                                                          int64_t deadline,
+                                                          int64_t now,
+                                                          bool noticed) {
+  ReleaseInline(1);
+  counters_.NoteRun(SaturatingSub(now, deadline));
+  if (executor_) [[unlikely]] {
+    HandOneShot(node, noticed);
+    return;
+  }
+  CallTask(node);
+  ReleaseAfterRun(node, noticed);
+}
 
 }  // namespace tickwheel::internal
 

@@ -383,7 +383,7 @@ int64_t Wheel::NextWorkTick() const {
 bool Wheel::Cascade(Bucket& b, int level, int64_t slot, int64_t budget,
                     int64_t& ops) {
   for (uint32_t i = b.begin; i < b.size; ++i) {
-    Prefetch<false>(b, i);
+    Prefetch<false>(b.slots, b.size, i);
     if (b.slots[i] == nullptr) continue;
     if (ops == budget) {
       b.begin = i;

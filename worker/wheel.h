@@ -327,14 +327,13 @@ class Wheel {
   // whole cell), else it cascades them (Cascade(): deadline, state, where:
   // the first 16 bytes, one line, see kNodeCellSize).
   template <bool kWholeNode>
-  void Prefetch(const Bucket& b, uint32_t i) const {
-    if (i + kPrefetchDistance < b.size) {
+  static void Prefetch(TimeoutNode* const* slots, uint32_t size, uint32_t i) {
+    if (i + kPrefetchDistance < size) {
       // Write intent: the callbacks write `where` (and an expiry the
       // state). Both ends of an expiring node, in case it straddles two
       // cache lines (an unpooled node need not be aligned to its size).
       // Integer arithmetic, since the slot may be a tombstone (null).
-      const auto n =
-          reinterpret_cast<uintptr_t>(b.slots[i + kPrefetchDistance]);
+      const auto n = reinterpret_cast<uintptr_t>(slots[i + kPrefetchDistance]);
       __builtin_prefetch(reinterpret_cast<const void*>(n), 1);
       if constexpr (kWholeNode) {
         __builtin_prefetch(
@@ -438,28 +437,46 @@ bool Wheel::ExpireRun(int64_t slot, int64_t filed_by, int64_t budget,
   levels_[0].occupied[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
   run_ = &run;
   run_slot_ = slot;
+  // What a task may reach while `expire` runs (size(), and a Remove(), a
+  // DrainAll() or a ForEach() of the run, through run_) finds each node
+  // handed out unlinked, its slot a tombstone and size() without it: all
+  // written before the call. The run's own bookkeeping waits for the end of
+  // the loop: its array and size hold still (what a task files goes to the
+  // slot's new bucket; a Remove() or DrainAll() of the run only leaves
+  // tombstones), a `begin` that lags only makes a reader skip more
+  // tombstones, and `live` is only ever decremented, by the loop and by a
+  // Remove(), so the order of the decrements does not matter.
+  TimeoutNode** const slots = run.slots;
+  const uint32_t size = run.size;
+  const int64_t room = budget - ops;
+  uint32_t taken = 0;
   bool done = true;
-  for (uint32_t i = run.begin; i < run.size; ++i) {
-    Prefetch<true>(run, i);
-    TimeoutNode* n = run.slots[i];
+  uint32_t i = run.begin;
+  for (; i < size; ++i) {
+    Prefetch<true>(slots, size, i);
+    TimeoutNode* n = slots[i];
     if (n == nullptr) continue;
     if constexpr (kByDeadline) {
       int64_t d;  // sorted: the rest later, unless a reset() moved it
       if (n->UnmovedDeadline(&d) && OrderKey(n, d, elapsed_) > filed_by) break;
     }
-    if (ops == budget) {
-      run.begin = i;
+    if (taken == room) {
       done = false;
       break;
     }
-    ++ops;
-    TakeSlot(run, i);
-    run.begin = i + 1;
+    ++taken;
+    slots[i] = nullptr;
+    n->where = kUnlinked;
+    --size_;
     if (!expire(n)) {
+      ++i;
       done = false;
       break;
     }
   }
+  run.begin = i;
+  run.live -= taken;
+  ops += taken;
   run_ = nullptr;
   Reattach(run, slot, sorted);
   return done;

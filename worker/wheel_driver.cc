@@ -37,7 +37,18 @@ void WheelDriver::NoteExpiringTick(int64_t tick, int64_t now) {
   // moment with the clock reading of the pass, and with the end of the tick
   // being processed, so that a node a reset() moved past it runs in its own
   // tick's turn (timeout_node.h, "Never early").
-  const int64_t limit = std::min(now, TickEnd(tick));
+  const int64_t limit = ClaimLimit(tick, now);
+  int64_t deadline;
+  if (node->ClaimSoleDue(limit, &deadline)) [[likely]] {
+    if (tick != expiring_tick_) NoteExpiringTick(tick, now);
+    runner_.RunOneShot(node, deadline, now, /*noticed=*/false);
+    return !stopping();
+  }
+  return ExpireShared(node, now, tick, limit);
+}
+
+bool WheelDriver::ExpireShared(TimeoutNode* node, int64_t now, int64_t tick,
+                               int64_t limit) {
   const TimeoutNode::Claim claim =
       node->ClaimToRun(limit, runner_.has_executor());
   switch (claim.outcome) {
@@ -159,9 +170,10 @@ bool WheelDriver::AdvanceTicks(int64_t now) {
   // passed.
   const int64_t last_tick = SaturatingSub(now, origin_) / shape_.tick_nanos - 1;
   last_advance_now_ = now;
-  const bool advanced = wheel_.Advance(
-      last_tick, kSliceBudget,
-      [&](TimeoutNode* node) { return Expire(node, now, wheel_.elapsed()); });
+  const bool advanced =
+      wheel_.Advance(last_tick, kSliceBudget, [this, now](TimeoutNode* node) {
+        return Expire(node, now, wheel_.elapsed());
+      });
   // The periodic nodes that ran: filed once the wheel has moved on, so that
   // their next run, if it is due already, is the next pass's.
   FlushRefiles();

@@ -35,6 +35,7 @@
 #ifndef TICKWHEEL_WORKER_WHEEL_DRIVER_H_
 #define TICKWHEEL_WORKER_WHEEL_DRIVER_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <vector>
@@ -79,6 +80,7 @@ class WheelDriver {
   // startTime, the clock reading tick 0 starts at. Before any node is filed.
   void Start(int64_t origin) {
     origin_ = origin;
+    limit_tick_ = INT64_MIN;  // the tick ends move with the origin
     wheel_.SetOrigin(origin);
   }
   int64_t origin() const { return origin_; }
@@ -158,6 +160,11 @@ class WheelDriver {
   // files it again if a reset() moved it past the claim. False when a task
   // stopped the timer: the pass ends there.
   bool Expire(TimeoutNode* node, int64_t now, int64_t tick);
+  // Expire() of every node but the common one (TimeoutNode::ClaimSoleDue()):
+  // handles held, periodic, noticed, moved, cancelled. Out of line, so that
+  // the walk's loop stays small.
+  [[gnu::noinline]] bool ExpireShared(TimeoutNode* node, int64_t now,
+                                      int64_t tick, int64_t limit);
   // Files a node again by its deadline; but a periodic run that waits for
   // its previous run to leave the task executor, whose deadline has passed,
   // by the end of the tick in progress.
@@ -168,6 +175,16 @@ class WheelDriver {
   // Per-tick bookkeeping of Expire(): counters' ticks, and catch_up_ticks
   // for a tick whose expiry starts a full tick or more after its end.
   void NoteExpiringTick(int64_t tick, int64_t now);
+  // The latest deadline Expire() may claim in tick `tick` at clock reading
+  // `now`: the earlier of `now` and the tick's end ("Never early").
+  int64_t ClaimLimit(int64_t tick, int64_t now) {
+    if (tick != limit_tick_ || now != limit_now_) [[unlikely]] {
+      limit_tick_ = tick;
+      limit_now_ = now;
+      limit_ = std::min(now, TickEnd(tick));
+    }
+    return limit_;
+  }
   // Step 1 of a pass: the ticks that ended.
   bool AdvanceTicks(int64_t now);
   // Step 2: the tick in progress, up to `now`.
@@ -185,6 +202,11 @@ class WheelDriver {
   int64_t origin_ = 0;
   std::vector<TimeoutNode*> refile_;
   int64_t expiring_tick_ = -1;  // the tick Expire() last saw (bookkeeping)
+  // ClaimLimit()'s last answer and the (tick, now) it was for: a walk asks
+  // with the same pair for every node of a bucket.
+  int64_t limit_tick_ = INT64_MIN;
+  int64_t limit_now_ = INT64_MIN;
+  int64_t limit_ = INT64_MIN;
   // The clock reading of the latest Advance(); none yet: nothing is
   // overdue. File() runs at once only what was due before it, and Refile()
   // places a waiting periodic run by it.

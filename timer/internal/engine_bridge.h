@@ -2,8 +2,9 @@
 // -----------------------------------------------------------------------------
 // Internal to the facade: what every timer type (Timer, LocalTimer) hands
 // its engine and takes back from it, written once: the options' wheel,
-// checked; the clock the engine reads; the TaskCaller that
-// calls a task with its handle; metrics from the engine's counters. Only
+// checked; the clock the engine reads; metrics from the engine's counters.
+// (A task is called with its handle by its own table: TaskOps::run, built in
+// timer/internal/task.h.) Only
 // the facade's .cc files include it (the engine's types are declared here,
 // not included, so that this header stays on the public side of the layers:
 // CONTRIBUTING.md).
@@ -17,14 +18,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "tickwheel/base/task_slot.h"
 #include "tickwheel/timer/clock.h"
 #include "tickwheel/timer/metrics.h"
 
 namespace tickwheel::internal {
 
-struct TimeoutNode;
-struct SharedTimerState;
 struct TimerCounters;
 
 // A timer's wheel, checked: the tick in nanoseconds, ticks_per_wheel
@@ -48,12 +46,6 @@ absl::StatusOr<CheckedShape> CheckShape(
 // the engine then reads inline (MonotonicNanos()).
 std::shared_ptr<Clock> ResolveClock(std::shared_ptr<Clock> clock,
                                     bool* monotonic);
-
-// The engine's TaskCaller (worker/task_runner.h): the task in `slot`,
-// called with the handle of the timeout of `node`, lent the engine's
-// reference for the call (no reference count traffic).
-void CallWithHandle(TaskSlot& slot, TimeoutNode* node,
-                    SharedTimerState* shared);
 
 // TimerMetrics from an engine's counters and lateness histogram, its
 // pending count and its successful cancel() calls (relaxed loads: each

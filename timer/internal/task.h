@@ -111,8 +111,38 @@ D*& BoxedCallable(void* storage) {
   return *std::launder(static_cast<D**>(storage));
 }
 
+// A Timeout for the length of one call, lent its caller's reference to the
+// node: it neither takes one nor drops one (its destructor empties it
+// first), whether the call returns or throws.
+class LentTimeout {
+ public:
+  LentTimeout(TimeoutNode* node, SharedTimerState* shared)
+      : timeout_(node, shared) {}
+  LentTimeout(const LentTimeout&) = delete;
+  LentTimeout& operator=(const LentTimeout&) = delete;
+  ~LentTimeout() {
+    timeout_.node_ = nullptr;
+    timeout_.shared_ = nullptr;
+  }
+  const Timeout& get() const { return timeout_; }
+
+ private:
+  Timeout timeout_;
+};
+
+// TaskOps::run for a callable at `d`: one function per callable type, so
+// that the engine reaches the task in one indirect call.
+template <typename D>
+void RunWithLentHandle(D& d, TimeoutNode* node, SharedTimerState* shared) {
+  const LentTimeout lent(node, shared);
+  CallTask(d, lent.get());
+}
+
 template <typename D>
 inline constexpr TaskOps kInlineOps = {
+    [](void* s, TimeoutNode* node, SharedTimerState* shared) {
+      RunWithLentHandle(InlineCallable<D>(s), node, shared);
+    },
     [](void* s, const Timeout& t) { CallTask(InlineCallable<D>(s), t); },
     std::is_trivially_destructible_v<D>
         ? nullptr
@@ -141,6 +171,9 @@ struct BoxedCall {
 
 template <typename D>
 inline constexpr TaskOps kBoxedOps = {
+    [](void* s, TimeoutNode* node, SharedTimerState* shared) {
+      RunWithLentHandle(*BoxedCallable<D>(s), node, shared);
+    },
     [](void* s, const Timeout& t) { CallTask(*BoxedCallable<D>(s), t); },
     [](void* s) noexcept { delete BoxedCallable<D>(s); },
     [](void* s, void* task) noexcept {
