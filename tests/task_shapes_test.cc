@@ -1,9 +1,10 @@
 // tests/task_shapes_test.cc
 // -----------------------------------------------------------------------------
 // What a task may be: a callable taking its Timeout, or nothing; what it may
-// not be (checked at compile time by TimerTaskCallable); and handles as keys
-// of unordered containers.
+// not be (checked at compile time by TimerTaskCallable); the handle a task is
+// lent, which it may keep; and handles as keys of unordered containers.
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -86,6 +87,40 @@ TEST(TaskShapesTest, TakeTaskOfANullaryTaskRunsIt) {
   a(small);
   b(large);
   EXPECT_EQ(runs, 2);
+}
+
+// A task is lent its Timeout for the call (no reference of its own). A copy
+// it keeps is a handle like any other: it outlives the run and the timer's
+// own reference, and reads the timeout as expired; the task's captures still
+// go when the run ends, not with that handle. Inline and boxed callables.
+TEST(TaskShapesTest, ATaskMayKeepACopyOfTheHandleItIsLent) {
+  ManualTimer t = MakeManualTimer(Tick(absl::Milliseconds(1)));
+  auto captured = std::make_shared<int>(0);
+  Timeout kept_inline;
+  Timeout kept_boxed;
+  std::array<char, 100> big{};
+  t.timer
+      ->newTimeout(
+          [&kept_inline, captured](const Timeout& self) { kept_inline = self; },
+          absl::Milliseconds(1))
+      .value();
+  t.timer
+      ->newTimeout([&kept_boxed, captured,
+                    big](const Timeout& self) { kept_boxed = self; },
+                   absl::Milliseconds(1))
+      .value();
+  EXPECT_EQ(captured.use_count(), 3);
+  t.clock->AdvanceAndSettle(absl::Milliseconds(1));
+  ASSERT_TRUE(kept_inline);
+  ASSERT_TRUE(kept_boxed);
+  EXPECT_TRUE(kept_inline.isExpired());
+  EXPECT_TRUE(kept_boxed.isExpired());
+  EXPECT_FALSE(kept_inline.cancel());
+  EXPECT_FALSE(kept_inline == kept_boxed);
+  EXPECT_EQ(captured.use_count(), 1);  // both captures went with their runs
+  EXPECT_EQ(t.timer->pendingTimeouts(), 0);
+  Timeout copy = kept_inline;  // still a live handle: copies and compares
+  EXPECT_TRUE(copy == kept_inline);
 }
 
 TEST(TaskShapesTest, HandlesKeyUnorderedContainers) {
