@@ -36,7 +36,7 @@ struct TimerCounters {
     counter.store(counter.load(std::memory_order_relaxed) + by,
                   std::memory_order_relaxed);
   }
-  void NoteRun(int64_t lateness_nanos) {
+  [[gnu::always_inline]] void NoteRun(int64_t lateness_nanos) {
     Bump(expired);
     lateness.Record(lateness_nanos);
   }
