@@ -78,7 +78,6 @@ namespace internal {
 struct TimeoutNode;
 struct SharedTimerState;
 class TimeoutAccess;
-class LentTimeout;
 
 }  // namespace internal
 
@@ -190,7 +189,6 @@ class Timeout {
 
  private:
   friend class internal::TimeoutAccess;
-  friend class internal::LentTimeout;
   // Adopts one reference that the caller already holds on `node`.
   Timeout(internal::TimeoutNode* node, internal::SharedTimerState* shared)
       : node_(node), shared_(shared) {}

@@ -193,7 +193,7 @@ class NodeState {
   // nothing else: a one-shot node that only the worker holds (no handle, no
   // notice, no flag), due by `limit`, becomes kExpired with a load, a
   // compare and a store, and true with *deadline its deadline. False, and
-  // nothing changed, for every other node: ClaimToRun() decides those.
+  // nothing changed, for every other node: ClaimShared() decides those.
   bool ClaimSoleDue(int64_t limit, int64_t* deadline) {
     if (word_.load(std::memory_order_acquire) !=
         Pack(1, TimeoutState::kArmed)) {
@@ -208,23 +208,20 @@ class NodeState {
   }
   // The worker claims an armed node to run it if its deadline is at or before
   // `limit` ("Never early"); `executor`: periodic runs go to the executor.
-  // The common case (nobody holds a handle) is inline, a load, a compare and
-  // a store; the rest is out of line, so that the expiry path carries no
-  // spill of registers for a loop it rarely enters.
+  // The common case (nobody holds a handle) is inline, ClaimSoleDue(); the
+  // rest is out of line, so that the expiry path carries no spill of
+  // registers for a loop it rarely enters.
   Claim ClaimToRun(int64_t limit, bool executor) {
-    const uint32_t w = word_.load(std::memory_order_acquire);
-    if (w == Pack(1, TimeoutState::kArmed)) [[likely]] {  // nobody can race
-      const int64_t d = deadline.load(std::memory_order_relaxed);
-      if (d > limit) return {ClaimOutcome::kNotDue, w, d};
-      TICKWHEEL_INTERLEAVE_POINT();
-      word_.store(Pack(1, TimeoutState::kExpired), std::memory_order_relaxed);
-      return {ClaimOutcome::kClaimed, w, d};
+    int64_t d;
+    if (ClaimSoleDue(limit, &d)) [[likely]] {
+      return {ClaimOutcome::kClaimed, Pack(1, TimeoutState::kArmed), d};
     }
-    return ClaimShared(w, limit, executor);
+    return ClaimShared(limit, executor);
   }
-  // ClaimToRun() of a node others may race for, from the word `w` it read.
-  [[gnu::noinline]] Claim ClaimShared(uint32_t w, int64_t limit,
-                                      bool executor) {
+  // ClaimToRun() of a node others may race for (or not yet due), for a
+  // caller that has tried ClaimSoleDue() already.
+  [[gnu::noinline]] Claim ClaimShared(int64_t limit, bool executor) {
+    uint32_t w = word_.load(std::memory_order_acquire);
     for (;;) {
       if (StateOf(w) != TimeoutState::kArmed)
         return {ClaimOutcome::kLost, w, 0};

@@ -180,13 +180,8 @@ class TaskRunner {
 }
 
 [[gnu::always_inline]] inline void TaskRunner::CallTask(TimeoutNode* node) {
-  // RunLoggingExceptions(), written out so that goes_on_ is read in the
-  // handler only, not copied out for it on every run.
-  try {
-    node->task().Run(node, &shared_);
-  } catch (...) {
-    LogCurrentException("a timer task", goes_on_);
-  }
+  RunLoggingExceptions("a timer task", goes_on_,
+                       [&] { node->task().Run(node, &shared_); });
 }
 
 [[gnu::always_inline]] inline void TaskRunner::RunOneShot(TimeoutNode* node,

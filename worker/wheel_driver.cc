@@ -50,7 +50,7 @@ void WheelDriver::NoteExpiringTick(int64_t tick, int64_t now) {
 bool WheelDriver::ExpireShared(TimeoutNode* node, int64_t now, int64_t tick,
                                int64_t limit) {
   const TimeoutNode::Claim claim =
-      node->ClaimToRun(limit, runner_.has_executor());
+      node->ClaimShared(limit, runner_.has_executor());
   switch (claim.outcome) {
     case TimeoutNode::ClaimOutcome::kClaimed:
     case TimeoutNode::ClaimOutcome::kSkipped:

@@ -112,18 +112,15 @@ D*& BoxedCallable(void* storage) {
 }
 
 // A Timeout for the length of one call, lent its caller's reference to the
-// node: it neither takes one nor drops one (its destructor empties it
-// first), whether the call returns or throws.
+// node: it neither takes one nor drops one (it adopts the reference and
+// disowns it when it goes), whether the call returns or throws.
 class LentTimeout {
  public:
   LentTimeout(TimeoutNode* node, SharedTimerState* shared)
-      : timeout_(node, shared) {}
+      : timeout_(TimeoutAccess::Adopt(node, shared)) {}
   LentTimeout(const LentTimeout&) = delete;
   LentTimeout& operator=(const LentTimeout&) = delete;
-  ~LentTimeout() {
-    timeout_.node_ = nullptr;
-    timeout_.shared_ = nullptr;
-  }
+  ~LentTimeout() { TimeoutAccess::Disown(timeout_); }
   const Timeout& get() const { return timeout_; }
 
  private:
