@@ -17,7 +17,8 @@
 // are what the public LatenessHistogram shows.
 //
 // Thread-safety: pure functions, and HistogramCounts, whose counters one
-// thread writes (relaxed stores) while others read (relaxed loads).
+// thread writes (relaxed stores, in groups) while others read (relaxed
+// loads).
 
 #ifndef TICKWHEEL_BASE_HISTOGRAM_H_
 #define TICKWHEEL_BASE_HISTOGRAM_H_
@@ -113,51 +114,95 @@ constexpr int64_t HistogramSaturatingAdd(int64_t a, int64_t b) {
 }
 
 // The counters of one histogram: written by one thread, read by any.
+//
+// The writer records into an open group: the values of one bucket, their
+// number, sum and max, in the writer's own fields. Publish() adds the group
+// to the shared counters; so does the next Record() whose value falls in
+// another bucket, or that finds the group full (kGroupCap values). So a
+// reader sees every value once it is published, and until then is at most
+// kGroupCap values behind; the writer publishes whenever it stops
+// recording for a while (a Timer's worker at the end of each pass).
+// Grouping is what keeps a run of nearly equal values (a burst of timeouts
+// due together) at a compare, a decrement, an add and a max each.
 struct HistogramCounts {
+  static constexpr int64_t kGroupCap = 64;
+
   std::array<std::atomic<int64_t>, kHistogramBuckets> counts{};
   std::atomic<int64_t> max{0};
-  // The sum of every value recorded, saturating at INT64_MAX.
+  // The sum of every value published, saturating at INT64_MAX.
   std::atomic<int64_t> sum{0};
+  // The number of values published: the sum of `counts`, kept as one word
+  // so that a reader of the total loads one counter.
+  std::atomic<int64_t> count{0};
 
-  // Single writer: loads and stores, no read-modify-write. Inline: a timer
-  // records every run.
+  // Single writer. Inline: a timer records every run.
   [[gnu::always_inline]] void Record(int64_t v) {
     if (v < 0) v = 0;
-    // Runs that expire together are about equally late: most values land in
-    // the bucket of the value before, which two compares confirm.
-    if (v < low_ || v > high_) Locate(v);
-    std::atomic<int64_t>& c = counts[bucket_];
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    int64_t total;  // v >= 0: the sum only saturates upwards
-    if (__builtin_add_overflow(sum.load(std::memory_order_relaxed), v, &total))
-      total = INT64_MAX;
-    sum.store(total, std::memory_order_relaxed);
-    if (v > max.load(std::memory_order_relaxed)) {
-      max.store(v, std::memory_order_relaxed);
-    }
+    if (v < low_ || v > high_ || room_ == 0) [[unlikely]]
+      Reopen(v);
+    --room_;
+    group_sum_ += v;  // cannot overflow: see Reopen()
+    if (v > group_max_) group_max_ = v;
+  }
+
+  // Single writer: adds the open group to the shared counters (relaxed
+  // stores, no read-modify-write) and empties it. Cheap when it is empty.
+  void Publish() {
+    if (room_ != cap_) PublishGroup();
   }
 
  private:
-  // Makes v's bucket the one Record() counts into, with the values it holds:
-  // all of them from 2^kSubBucketBits up, where every bucket is reachable;
+  // Publishes the open group, then opens one for v's bucket: all of its
+  // values from 2^kSubBucketBits up, where every bucket is reachable;
   // below, v alone (a few buckets there hold no value, so the next one's
-  // low end is no bound).
-  [[gnu::noinline]] void Locate(int64_t v) {
+  // low end is no bound). The group's capacity keeps its sum within int64:
+  // kGroupCap values of the bucket's largest, or one value when those could
+  // overflow (a lateness of centuries).
+  [[gnu::noinline]] void Reopen(int64_t v) {
+    Publish();
     bucket_ = HistogramBucket(v);
     if (v < kSubBuckets) {
       low_ = high_ = v;
-      return;
+    } else {
+      low_ = HistogramBucketLow(bucket_);
+      high_ = bucket_ + 1 < kHistogramBuckets
+                  ? HistogramBucketLow(bucket_ + 1) - 1
+                  : INT64_MAX;
     }
-    low_ = HistogramBucketLow(bucket_);
-    high_ = bucket_ + 1 < kHistogramBuckets
-                ? HistogramBucketLow(bucket_ + 1) - 1
-                : INT64_MAX;
+    cap_ = high_ <= INT64_MAX / kGroupCap ? kGroupCap : 1;
+    room_ = cap_;
+  }
+  [[gnu::noinline]] void PublishGroup() {
+    const int64_t n = cap_ - room_;
+    std::atomic<int64_t>& c = counts[bucket_];
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    count.store(count.load(std::memory_order_relaxed) + n,
+                std::memory_order_relaxed);
+    int64_t total;  // both >= 0: the sum only saturates upwards
+    if (__builtin_add_overflow(sum.load(std::memory_order_relaxed), group_sum_,
+                               &total)) {
+      total = INT64_MAX;
+    }
+    sum.store(total, std::memory_order_relaxed);
+    if (group_max_ > max.load(std::memory_order_relaxed)) {
+      max.store(group_max_, std::memory_order_relaxed);
+    }
+    room_ = cap_;
+    group_sum_ = 0;
+    group_max_ = 0;
   }
 
-  // The writer's own: the bucket of the last value and the values it holds.
+  // The writer's own: the open group's bucket and the values it holds
+  // (low_ > high_: none, so that the first Record() opens a group), how
+  // many more values it takes of the cap_ it opened with, and the sum and
+  // max of those it has.
   int bucket_ = 0;
-  int64_t low_ = 0;
+  int64_t low_ = 1;
   int64_t high_ = 0;
+  int64_t cap_ = 0;
+  int64_t room_ = 0;
+  int64_t group_sum_ = 0;
+  int64_t group_max_ = 0;
 };
 
 }  // namespace tickwheel::internal

@@ -2,8 +2,9 @@
 // -----------------------------------------------------------------------------
 // The engine's lateness counts (base/histogram.h, HistogramCounts): each value
 // Record()ed lands in HistogramBucket()'s bucket for it, in whatever order
-// values come (Record() keeps the last value's bucket and range, and must
-// leave it at every bucket edge), and the sum and max add up.
+// values come (Record() keeps an open group of one bucket's values, and must
+// close it at every bucket edge), the sum, max and count add up, and a
+// reader is never more than a group's capacity behind the writer.
 
 #include <cstdint>
 #include <map>
@@ -28,6 +29,8 @@ void ExpectCountsOf(const std::vector<int64_t>& values) {
     ++want[HistogramBucket(v)];
     if (v > max) max = v;
   }
+  h.Publish();
+  EXPECT_EQ(h.count.load(), static_cast<int64_t>(values.size()));
   for (int b = 0; b < kHistogramBuckets; ++b) {
     const auto it = want.find(b);
     EXPECT_EQ(h.counts[b].load(), it == want.end() ? 0 : it->second)
@@ -73,13 +76,57 @@ TEST(LatenessBucketsTest, SumAddsEveryValueAndSaturates) {
   h.Record(7);
   h.Record(-3);  // counts as zero, in the sum too
   h.Record(1000);
+  h.Publish();
   EXPECT_EQ(h.sum.load(), 1007);
   h.Record(INT64_MAX - 10);
+  h.Record(INT64_MAX - 11);  // one group each: two would overflow its sum
   h.Record(1000);
+  h.Publish();
   EXPECT_EQ(h.sum.load(), INT64_MAX);
+  EXPECT_EQ(h.max.load(), INT64_MAX - 10);
   int64_t total = 0;
   for (const auto& c : h.counts) total += c.load();
-  EXPECT_EQ(total, 5);
+  EXPECT_EQ(total, 6);
+  EXPECT_EQ(h.count.load(), 6);
+}
+
+TEST(LatenessBucketsTest, AReaderTrailsByAtMostOneGroup) {
+  // One bucket's values, more than a group holds: what is published trails
+  // what is recorded by at most kGroupCap, and all of it is there after
+  // Publish().
+  HistogramCounts h;
+  const int64_t b = HistogramBucket(1'000'000);
+  int64_t sum = 0;
+  for (int64_t i = 1; i <= 5 * HistogramCounts::kGroupCap + 3; ++i) {
+    h.Record(1'000'000 + i % 7);
+    sum += 1'000'000 + i % 7;
+    EXPECT_GE(h.count.load(), i - HistogramCounts::kGroupCap) << i;
+    EXPECT_LE(h.count.load(), i);
+    EXPECT_EQ(h.counts[b].load(), h.count.load());
+  }
+  h.Publish();
+  EXPECT_EQ(h.count.load(), 5 * HistogramCounts::kGroupCap + 3);
+  EXPECT_EQ(h.counts[b].load(), h.count.load());
+  EXPECT_EQ(h.sum.load(), sum);
+  EXPECT_EQ(h.max.load(), 1'000'006);
+  h.Publish();  // nothing open: nothing changes
+  EXPECT_EQ(h.count.load(), 5 * HistogramCounts::kGroupCap + 3);
+  EXPECT_EQ(h.sum.load(), sum);
+}
+
+TEST(LatenessBucketsTest, AValueOfAnotherBucketPublishesTheGroupBeforeIt) {
+  HistogramCounts h;
+  h.Record(5000);
+  h.Record(5001);
+  EXPECT_EQ(h.count.load(), 0);  // open
+  h.Record(90'000);              // another bucket: the first two go out
+  EXPECT_EQ(h.count.load(), 2);
+  EXPECT_EQ(h.counts[HistogramBucket(5000)].load(), 2);
+  EXPECT_EQ(h.sum.load(), 10001);
+  EXPECT_EQ(h.max.load(), 5001);
+  h.Publish();
+  EXPECT_EQ(h.count.load(), 3);
+  EXPECT_EQ(h.max.load(), 90'000);
 }
 
 }  // namespace

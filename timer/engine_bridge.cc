@@ -76,7 +76,7 @@ TimerMetrics MetricsFrom(const TimerCounters& c, int64_t pending,
   constexpr std::memory_order kRelaxed = std::memory_order_relaxed;
   TimerMetrics m;
   m.pending = pending;
-  m.expired = c.expired.load(kRelaxed);
+  m.expired = c.expired();
   m.cancelled = c.cancelled_by_all.load(kRelaxed) + cancel_calls;
   m.ticks = c.ticks.load(kRelaxed);
   m.catch_up_ticks = c.catch_up_ticks.load(kRelaxed);

@@ -279,9 +279,9 @@ class LocalTimer : public SchedulingCalls<LocalTimer> {
   TimePoint now() const;
 
   // A snapshot of this timer's counters and lateness histogram
-  // (timer/metrics.h); `wakeups` counts advance() calls. Any thread (each
-  // value exact, the set a few events apart while advance() runs). Cost:
-  // copies the histogram (4 KiB).
+  // (timer/metrics.h); `wakeups` counts advance() calls. Any thread: exact
+  // between advance() calls; while one runs, `expired` and the histogram
+  // may trail its runs by up to 64. Cost: copies the histogram (4 KiB).
   TimerMetrics metrics() const;
 
   // True on the owner thread (LocalTimerOptions::owner, or the thread that

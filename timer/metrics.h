@@ -5,8 +5,12 @@
 // format with fmt ("{}") and convert with ToString().
 //
 // Each counter is read with a relaxed load, so a snapshot taken while the
-// worker runs is a set of individually exact values that may be a few events
-// apart from each other; a snapshot taken after stop() is exact.
+// worker runs is a set of values that may be a few events apart from each
+// other. `expired` and the lateness histogram are published in groups while
+// the worker expires timeouts: at most 64 runs behind it, and complete when
+// its pass ends (so a task that reads its own timer's metrics may not find
+// its own run counted yet). A snapshot taken after stop(), or on a
+// LocalTimer's thread between its advance() calls, is exact.
 
 #ifndef TICKWHEEL_TIMER_METRICS_H_
 #define TICKWHEEL_TIMER_METRICS_H_

@@ -201,7 +201,7 @@ void LocalEngine::TakeNotices() {
 int64_t LocalEngine::Advance() {
   if (in_advance_ || shared_.closed()) return 0;
   const int64_t now = shared_.NowNanos();
-  const int64_t ran_before = counters_.expired.load(std::memory_order_relaxed);
+  const int64_t ran_before = counters_.expired();
   TakeNotices();
   in_advance_ = true;
   // The driver works in slices (WheelDriver::kSliceBudget); with no queues
@@ -221,8 +221,8 @@ int64_t LocalEngine::Advance() {
   // Node memory unused for long enough goes back to the kernel
   // (worker/chunk_policy.h): one relaxed load unless a decay is due.
   if constexpr (TimeoutNode::kPooled) NodePool::Depot().MaybeDecay();
-  const int64_t ran =
-      counters_.expired.load(std::memory_order_relaxed) - ran_before;
+  counters_.Publish();  // the runs this call made, for metrics() and `ran`
+  const int64_t ran = counters_.expired() - ran_before;
   // A task stopped the timer: collect now, so that the sleeps end as this
   // Advance() returns; the next Stop() returns the rest.
   if (stopping() && !collected_) {
@@ -249,6 +249,9 @@ bool LocalEngine::Pass(int64_t now) {
     done &= walked;
   }
   in_advance_ = false;
+  // No task runs in the rest of the pass: what this one ran goes to
+  // metrics() now, before the worker sleeps or stops.
+  counters_.Publish();
   if constexpr (TimeoutNode::kPooled) {
     if (walked || stopping()) NodePool::ReturnHeld();
   }

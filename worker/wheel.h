@@ -189,14 +189,16 @@ class Wheel {
   // cascades upper buckets as their time comes and hands every node due at or
   // before `last_tick` to `expire(node)`, earliest tick first and in insertion
   // order within a tick, after unlinking it. Stops once `budget` nodes have
-  // been expired or cascaded, or when `expire` returns false, and then returns
-  // false: call again to go on. Returns true when everything up to `last_tick`
-  // is done; elapsed() is then max(elapsed(), last_tick + 1). While
-  // `expire(node)` runs, elapsed() is the tick being expired, and `expire`
-  // may Insert and Remove freely (see "Expiring a bucket" above): a node
-  // filed for a later tick up to `last_tick` is handed out in that tick's
-  // turn; one filed for the tick being expired (or overdue) after the nodes
-  // the bucket held, since the tick's bucket has work again.
+  // been expired or cascaded (in a bucket being expired, once it has looked
+  // at that many slots, cancelled nodes' tombstones included), or when
+  // `expire` returns false, and then returns false: call again to go on.
+  // Returns true when everything up to `last_tick` is done; elapsed() is then
+  // max(elapsed(), last_tick + 1). While `expire(node)` runs, elapsed() is the
+  // tick being expired, and `expire` may Insert and Remove freely (see
+  // "Expiring a bucket" above): a node filed for a later tick up to `last_tick`
+  // is handed out in that tick's turn; one filed for the tick being expired (or
+  // overdue) after the nodes the bucket held, since the tick's bucket has work
+  // again.
   template <typename F>
   bool Advance(int64_t last_tick, int64_t budget, F&& expire);
 
@@ -446,13 +448,21 @@ bool Wheel::ExpireRun(int64_t slot, int64_t filed_by, int64_t budget,
   // tombstones), a `begin` that lags only makes a reader skip more
   // tombstones, and `live` is only ever decremented, by the loop and by a
   // Remove(), so the order of the decrements does not matter.
+  //
+  // The budget bounds the slots the loop looks at, tombstones included, so
+  // that the loop has one bound to test; a slice with tombstones expires
+  // fewer nodes, never more. The callback is copied into the loop's frame:
+  // a task's call cannot change a local whose address it never sees, so
+  // what the callback captured stays in registers.
   TimeoutNode** const slots = run.slots;
   const uint32_t size = run.size;
-  const int64_t room = budget - ops;
+  uint32_t i = run.begin;
+  const auto room = static_cast<uint64_t>(budget - ops);
+  const uint32_t end = size - i > room ? i + static_cast<uint32_t>(room) : size;
+  F fn = expire;
   uint32_t taken = 0;
   bool done = true;
-  uint32_t i = run.begin;
-  for (; i < size; ++i) {
+  for (; i < end; ++i) {
     Prefetch<true>(slots, size, i);
     TimeoutNode* n = slots[i];
     if (n == nullptr) continue;
@@ -460,20 +470,17 @@ bool Wheel::ExpireRun(int64_t slot, int64_t filed_by, int64_t budget,
       int64_t d;  // sorted: the rest later, unless a reset() moved it
       if (n->UnmovedDeadline(&d) && OrderKey(n, d, elapsed_) > filed_by) break;
     }
-    if (taken == room) {
-      done = false;
-      break;
-    }
     ++taken;
     slots[i] = nullptr;
     n->where = kUnlinked;
     --size_;
-    if (!expire(n)) {
+    if (!fn(n)) {
       ++i;
       done = false;
       break;
     }
   }
+  if (i == end && end < size) done = false;  // the budget is spent
   run.begin = i;
   run.live -= taken;
   ops += taken;
