@@ -178,12 +178,9 @@ struct HistogramCounts {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     count.store(count.load(std::memory_order_relaxed) + n,
                 std::memory_order_relaxed);
-    int64_t total;  // both >= 0: the sum only saturates upwards
-    if (__builtin_add_overflow(sum.load(std::memory_order_relaxed), group_sum_,
-                               &total)) {
-      total = INT64_MAX;
-    }
-    sum.store(total, std::memory_order_relaxed);
+    sum.store(
+        HistogramSaturatingAdd(sum.load(std::memory_order_relaxed), group_sum_),
+        std::memory_order_relaxed);
     if (group_max_ > max.load(std::memory_order_relaxed)) {
       max.store(group_max_, std::memory_order_relaxed);
     }
