@@ -33,9 +33,16 @@ char* MapAligned() {
     munmap(reinterpret_cast<void*>(aligned + kChunkBytes),
            end - aligned - kChunkBytes);
   }
-  // Advice only: without THP the chunk is plain 4 KiB pages. A worker that
-  // walks a million scattered cells misses the TLB far less with huge ones.
-  madvise(reinterpret_cast<void*>(aligned), kChunkBytes, MADV_HUGEPAGE);
+  // Small pages, asked for even where THP is "always". A huge page must be a
+  // free 2 MiB block of the kernel's; on a VM that reports free memory to
+  // its host (virtio free page reporting), those are the blocks the host
+  // has taken back, and the first touch of every 4 KiB of one waits for the
+  // host, several times longer than the guest's own fault. Small pages are
+  // handed out of the smaller free pieces first, which the host still
+  // backs, so what a chunk costs to fault in is the guest's own and about
+  // the same from one process to the next. A walk of scattered cells was
+  // measured no slower on small pages (docs/DESIGN.md, the depot).
+  madvise(reinterpret_cast<void*>(aligned), kChunkBytes, MADV_NOHUGEPAGE);
   return reinterpret_cast<char*>(aligned);
 }
 
@@ -74,9 +81,9 @@ void ChunkHeader::DoubleFree(const void* cell) {
 }
 
 bool FaultIn(char* base) {
-  // One call for the whole chunk (one huge page when THP gives one). A
-  // kernel without MADV_POPULATE_WRITE rejects it with EINVAL: then one
-  // write per page, volatile so that it is not optimised away.
+  // One call for the whole chunk. A kernel without MADV_POPULATE_WRITE
+  // rejects it with EINVAL: then one write per page, volatile so that it is
+  // not optimised away.
   if (madvise(base, kChunkBytes, MADV_POPULATE_WRITE) == 0) return true;
   if (errno != EINVAL) return false;  // ENOMEM, or the mapping is gone
   for (size_t off = 0; off < kChunkBytes; off += kPage) {

@@ -6,8 +6,8 @@
 // that map a chunk, fault its pages in and give them back.
 //
 // A chunk is kChunkBytes long and kChunkBytes-aligned, so that a cell's chunk
-// is its address rounded down (ChunkHeader::Of()) and the kernel can back it
-// with one transparent huge page:
+// is its address rounded down (ChunkHeader::Of()). It is mapped on small
+// pages (see MapFaultedChunk()):
 //
 //   | ChunkHeader | bitmap, 1 = free | pad | cell 0 | cell 1 | ... | tail |
 //   ^ kChunkBytes-aligned                  ^ ChunkLayout::first_cell_offset
@@ -146,8 +146,9 @@ static_assert(sizeof(ChunkHeader) % alignof(uint64_t) == 0,
 // The kernel calls. Each is slow (a system call, and page faults for the
 // first two): never made with a depot's mutex held.
 
-// A fresh kChunkBytes-aligned mapping of kChunkBytes, advised for huge
-// pages, with every page faulted in; nullptr when out of memory.
+// A fresh kChunkBytes-aligned mapping of kChunkBytes, advised against huge
+// pages (their first touch is the slow one on a VM whose host takes free
+// memory back), with every page faulted in; nullptr when out of memory.
 char* MapFaultedChunk();
 // Faults every page of the chunk at `base` in, writable, so that later
 // writes take no fault. False when out of memory.

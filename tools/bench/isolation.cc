@@ -27,15 +27,15 @@ std::string Serialize(const RepOutput& out) {
   return s;
 }
 
-// Lab mode: touches `mb` MiB advised for huge pages, as tickwheel's node pool
-// maps its chunks, and gives it back, so the next process gets pages the host
+// Lab mode: touches `mb` MiB on small pages, as tickwheel's node pool maps
+// its chunks, and gives it back, so the next process gets pages the host
 // still backs.
 void PrimeMemory(int64_t mb) {
   const size_t bytes = static_cast<size_t>(mb) << 20;
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return;  // best effort
-  madvise(p, bytes, MADV_HUGEPAGE);
+  madvise(p, bytes, MADV_NOHUGEPAGE);
   for (size_t off = 0; off < bytes; off += 4096)
     static_cast<volatile char*>(p)[off] = 1;
   munmap(p, bytes);

@@ -9,7 +9,7 @@
 // memory earlier runs scattered. --isolate=0 runs everything in the parent.
 //
 // Lab mode (--prime_mb > 0): right before each fork the parent touches and
-// releases that much memory, advised for huge pages. On a VM whose guest
+// releases that much memory, on small pages. On a VM whose guest
 // reports free memory to its host, memory that sat free for a few seconds is
 // several times slower to touch first; priming hands the child pages the
 // host still backs. No user's process is primed, so it is off by default.
