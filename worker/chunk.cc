@@ -35,13 +35,14 @@ char* MapAligned() {
   }
   // Small pages, asked for even where THP is "always". A huge page must be a
   // free 2 MiB block of the kernel's; on a VM that reports free memory to
-  // its host (virtio free page reporting), those are the blocks the host
+  // its host (virtio free page reporting), those are mostly blocks the host
   // has taken back, and the first touch of every 4 KiB of one waits for the
   // host, several times longer than the guest's own fault. Small pages are
-  // handed out of the smaller free pieces first, which the host still
-  // backs, so what a chunk costs to fault in is the guest's own and about
-  // the same from one process to the next. A walk of scattered cells was
-  // measured no slower on small pages (docs/DESIGN.md, the depot).
+  // handed out of the smaller free pieces first, which the guest does not
+  // report and the host mostly still backs, so what a chunk costs to fault
+  // in is the guest's own and about the same from one process to the next.
+  // A walk of scattered cells was measured no slower on small pages
+  // (docs/DESIGN.md, "Which pages").
   madvise(reinterpret_cast<void*>(aligned), kChunkBytes, MADV_NOHUGEPAGE);
   return reinterpret_cast<char*>(aligned);
 }
