@@ -236,9 +236,14 @@ shared_lib="$tmp/shared_prefix/lib"
 # the caller's environment finds it: CMake's consumer by its rpath, the
 # pkg-config one through LD_LIBRARY_PATH (the prefix is outside the loader's
 # paths, as a user's would be without an rpath).
+# ldd's whole output is read before grep looks at it: with pipefail, a
+# `ldd | grep -q` fails whenever grep exits on its match before ldd has
+# written the rest (ldd dies of SIGPIPE).
 uses_installed_so() {
-  if ! ldd "$2" | grep -q "$shared_lib/libtickwheel_timer.so"; then
-    ldd "$2"
+  local libs
+  libs="$(ldd "$2")"
+  if ! grep -q "$shared_lib/libtickwheel_timer.so" <<<"$libs"; then
+    echo "$libs"
     echo "check_cmake: FAILED: the $1 consumer does not use the installed libtickwheel_timer.so"
     exit 1
   fi
