@@ -33,16 +33,11 @@ char* MapAligned() {
     munmap(reinterpret_cast<void*>(aligned + kChunkBytes),
            end - aligned - kChunkBytes);
   }
-  // Small pages, asked for even where THP is "always". A huge page must be a
-  // free 2 MiB block of the kernel's; on a VM that reports free memory to
-  // its host (virtio free page reporting), those are mostly blocks the host
-  // has taken back, and the first touch of every 4 KiB of one waits for the
-  // host, several times longer than the guest's own fault. Small pages are
-  // handed out of the smaller free pieces first, which the guest does not
-  // report and the host mostly still backs, so what a chunk costs to fault
-  // in is the guest's own and about the same from one process to the next.
-  // A walk of scattered cells was measured no slower on small pages
-  // (docs/DESIGN.md, "Which pages").
+  // Small pages, even where THP is "always": on a VM that reports free
+  // memory to its host, a huge page is a free 2 MiB block the host has most
+  // likely taken back, and faulting it in waits for the host; small pages
+  // come first from smaller free pieces the host still backs. Why, and what
+  // the walk gives up: docs/DESIGN.md, "Which pages".
   madvise(reinterpret_cast<void*>(aligned), kChunkBytes, MADV_NOHUGEPAGE);
   return reinterpret_cast<char*>(aligned);
 }

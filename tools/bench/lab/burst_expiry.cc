@@ -5,9 +5,8 @@
 // the time from the deadline to the last run goes: the wait for the worker to
 // start (deadline to first run), the walk (first run to last run), and the
 // worker's CPU over that window, and how much of the process's memory is on
-// huge pages (the node pool asks for small ones; a walk over memory on small
-// pages may miss the TLB more, which this shows against a build that asks
-// for huge ones).
+// huge pages (the node pool asks for small ones; this line shows what the
+// kernel gave).
 // Each task is one relaxed add, so the walk is the engine's own cost. Repeats
 // in one process, so that a profiler sees many expiries:
 //   bazel build -c opt --config=opt //tools/bench/lab:burst_expiry
