@@ -135,11 +135,16 @@ struct HistogramCounts {
   // so that a reader of the total loads one counter.
   std::atomic<int64_t> count{0};
 
-  // Single writer. Inline: a timer records every run.
+  // Single writer. Inline: a timer records every run. One unsigned compare
+  // tests both ends of the open group's range: v - low_ wraps around for
+  // any v below low_ (a negative v too, since low_ >= 0), so it exceeds
+  // span_. A value outside the group, or a full group, takes RecordSlow().
   [[gnu::always_inline]] void Record(int64_t v) {
-    if (v < 0) v = 0;
-    if (v < low_ || v > high_ || room_ == 0) [[unlikely]]
-      Reopen(v);
+    if (static_cast<uint64_t>(v) - static_cast<uint64_t>(low_) > span_ ||
+        room_ == 0) [[unlikely]] {
+      RecordSlow(v);
+      return;
+    }
     --room_;
     group_sum_ += v;  // cannot overflow: see Reopen()
     if (v > group_max_) group_max_ = v;
@@ -152,24 +157,38 @@ struct HistogramCounts {
   }
 
  private:
+  // Record() of a value outside the open group (a negative one counts as
+  // 0), or into a full group.
+  [[gnu::noinline]] void RecordSlow(int64_t v) {
+    if (v < 0) v = 0;
+    if (static_cast<uint64_t>(v) - static_cast<uint64_t>(low_) > span_ ||
+        room_ == 0) {
+      Reopen(v);
+    }
+    --room_;
+    group_sum_ += v;
+    if (v > group_max_) group_max_ = v;
+  }
   // Publishes the open group, then opens one for v's bucket: all of its
   // values from 2^kSubBucketBits up, where every bucket is reachable;
   // below, v alone (a few buckets there hold no value, so the next one's
   // low end is no bound). The group's capacity keeps its sum within int64:
   // kGroupCap values of the bucket's largest, or one value when those could
   // overflow (a lateness of centuries).
-  [[gnu::noinline]] void Reopen(int64_t v) {
+  void Reopen(int64_t v) {
     Publish();
     bucket_ = HistogramBucket(v);
+    int64_t high;
     if (v < kSubBuckets) {
-      low_ = high_ = v;
+      low_ = high = v;
     } else {
       low_ = HistogramBucketLow(bucket_);
-      high_ = bucket_ + 1 < kHistogramBuckets
-                  ? HistogramBucketLow(bucket_ + 1) - 1
-                  : INT64_MAX;
+      high = bucket_ + 1 < kHistogramBuckets
+                 ? HistogramBucketLow(bucket_ + 1) - 1
+                 : INT64_MAX;
     }
-    cap_ = high_ <= INT64_MAX / kGroupCap ? kGroupCap : 1;
+    span_ = static_cast<uint64_t>(high - low_);
+    cap_ = high <= INT64_MAX / kGroupCap ? kGroupCap : 1;
     room_ = cap_;
   }
   [[gnu::noinline]] void PublishGroup() {
@@ -189,13 +208,13 @@ struct HistogramCounts {
     group_max_ = 0;
   }
 
-  // The writer's own: the open group's bucket and the values it holds
-  // (low_ > high_: none, so that the first Record() opens a group), how
-  // many more values it takes of the cap_ it opened with, and the sum and
-  // max of those it has.
+  // The writer's own: the open group's bucket and the values it holds,
+  // [low_, low_ + span_] (none before the first value: room_ is 0 then, so
+  // that the first Record() opens a group), how many more values it takes
+  // of the cap_ it opened with, and the sum and max of those it has.
   int bucket_ = 0;
-  int64_t low_ = 1;
-  int64_t high_ = 0;
+  int64_t low_ = 0;
+  uint64_t span_ = 0;
   int64_t cap_ = 0;
   int64_t room_ = 0;
   int64_t group_sum_ = 0;

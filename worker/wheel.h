@@ -330,17 +330,20 @@ class Wheel {
   // the first 16 bytes, one line, see kNodeCellSize).
   template <bool kWholeNode>
   static void Prefetch(TimeoutNode* const* slots, uint32_t size, uint32_t i) {
-    if (i + kPrefetchDistance < size) {
-      // Write intent: the callbacks write `where` (and an expiry the
-      // state). Both ends of an expiring node, in case it straddles two
-      // cache lines (an unpooled node need not be aligned to its size).
-      // Integer arithmetic, since the slot may be a tombstone (null).
-      const auto n = reinterpret_cast<uintptr_t>(slots[i + kPrefetchDistance]);
-      __builtin_prefetch(reinterpret_cast<const void*>(n), 1);
-      if constexpr (kWholeNode) {
-        __builtin_prefetch(
-            reinterpret_cast<const void*>(n + sizeof(TimeoutNode) - 1), 1);
-      }
+    if (i + kPrefetchDistance < size)
+      PrefetchNode<kWholeNode>(slots[i + kPrefetchDistance]);
+  }
+  template <bool kWholeNode>
+  static void PrefetchNode(const TimeoutNode* node) {
+    // Write intent: the callbacks write `where` (and an expiry the
+    // state). Both ends of an expiring node, in case it straddles two
+    // cache lines (an unpooled node need not be aligned to its size).
+    // Integer arithmetic, since the slot may be a tombstone (null).
+    const auto n = reinterpret_cast<uintptr_t>(node);
+    __builtin_prefetch(reinterpret_cast<const void*>(n), 1);
+    if constexpr (kWholeNode) {
+      __builtin_prefetch(
+          reinterpret_cast<const void*>(n + sizeof(TimeoutNode) - 1), 1);
     }
   }
   // Called when `b` (of `level`, at `slot`) may have emptied or filled with
@@ -454,32 +457,41 @@ bool Wheel::ExpireRun(int64_t slot, int64_t filed_by, int64_t budget,
   // fewer nodes, never more. The callback is copied into the loop's frame:
   // a task's call cannot change a local whose address it never sees, so
   // what the callback captured stays in registers.
+  //
+  // The loop steps a pointer, and prefetches while a slot kPrefetchDistance
+  // ahead is in the array: two bounds worked out before it, which is all
+  // the bookkeeping a slot costs besides its node.
   TimeoutNode** const slots = run.slots;
   const uint32_t size = run.size;
-  uint32_t i = run.begin;
   const auto room = static_cast<uint64_t>(budget - ops);
-  const uint32_t end = size - i > room ? i + static_cast<uint32_t>(room) : size;
+  const uint32_t end =
+      size - run.begin > room ? run.begin + static_cast<uint32_t>(room) : size;
+  TimeoutNode** p = slots + run.begin;
+  TimeoutNode** const stop = slots + end;
+  TimeoutNode** const prefetch_stop =
+      slots + (size > kPrefetchDistance ? size - kPrefetchDistance : 0);
   F fn = expire;
   uint32_t taken = 0;
   bool done = true;
-  for (; i < end; ++i) {
-    Prefetch<true>(slots, size, i);
-    TimeoutNode* n = slots[i];
+  for (; p < stop; ++p) {
+    if (p < prefetch_stop) PrefetchNode<true>(p[kPrefetchDistance]);
+    TimeoutNode* n = *p;
     if (n == nullptr) continue;
     if constexpr (kByDeadline) {
       int64_t d;  // sorted: the rest later, unless a reset() moved it
       if (n->UnmovedDeadline(&d) && OrderKey(n, d, elapsed_) > filed_by) break;
     }
     ++taken;
-    slots[i] = nullptr;
+    *p = nullptr;
     n->where = kUnlinked;
     --size_;
     if (!fn(n)) {
-      ++i;
+      ++p;
       done = false;
       break;
     }
   }
+  const auto i = static_cast<uint32_t>(p - slots);
   if (i == end && end < size) done = false;  // the budget is spent
   run.begin = i;
   run.live -= taken;

@@ -30,14 +30,14 @@ void WheelDriver::NoteExpiringTick(int64_t tick, int64_t now) {
 
 // Once per expired node: inline into the wheel's sweep and into File(), so
 // that the claim and the run are one stretch of code.
-[[gnu::always_inline]] inline bool WheelDriver::Expire(TimeoutNode* node,
-                                                       int64_t now,
-                                                       int64_t tick) {
+[[gnu::always_inline]] inline bool WheelDriver::ExpireBy(TimeoutNode* node,
+                                                         int64_t now,
+                                                         int64_t tick,
+                                                         int64_t limit) {
   // Never early: the claim compares the deadline the node holds at that
-  // moment with the clock reading of the pass, and with the end of the tick
-  // being processed, so that a node a reset() moved past it runs in its own
-  // tick's turn (timeout_node.h, "Never early").
-  const int64_t limit = ClaimLimit(tick, now);
+  // moment with `limit`, the earlier of the clock reading of the pass and
+  // the end of the tick being processed, so that a node a reset() moved
+  // past it runs in its own tick's turn (timeout_node.h, "Never early").
   int64_t deadline;
   if (node->ClaimSoleDue(limit, &deadline)) [[likely]] {
     if (tick != expiring_tick_) NoteExpiringTick(tick, now);
@@ -170,9 +170,18 @@ bool WheelDriver::AdvanceTicks(int64_t now) {
   // passed.
   const int64_t last_tick = SaturatingSub(now, origin_) / shape_.tick_nanos - 1;
   last_advance_now_ = now;
-  const bool advanced =
-      wheel_.Advance(last_tick, kSliceBudget, [this, now](TimeoutNode* node) {
-        return Expire(node, now, wheel_.elapsed());
+  // The wheel hands out a bucket's nodes one after another in the same
+  // tick (elapsed()), so the claim's limit is worked out once per tick: the
+  // wheel walks a copy of this callable, whose captures stay in registers.
+  const bool advanced = wheel_.Advance(
+      last_tick, kSliceBudget,
+      [this, now, tick = int64_t{-1},
+       limit = int64_t{0}](TimeoutNode* node) mutable {
+        if (const int64_t t = wheel_.elapsed(); t != tick) [[unlikely]] {
+          tick = t;
+          limit = ClaimLimit(t, now);
+        }
+        return ExpireBy(node, now, tick, limit);
       });
   // The periodic nodes that ran: filed once the wheel has moved on, so that
   // their next run, if it is due already, is the next pass's.
@@ -185,9 +194,10 @@ bool WheelDriver::ExpireWithinTick(int64_t now) {
   if (wheel_.EarliestFiledAt(tick) > now) return true;  // kNever: nothing
   // A node a reset() moved past now is filed again by Expire()'s claim; the
   // wheel hands out only what the bucket held when the call began.
+  const int64_t limit = ClaimLimit(tick, now);
   const bool done = wheel_.ExpireFiledBy(
       now, kSliceBudget,
-      [&](TimeoutNode* node) { return Expire(node, now, tick); });
+      [&](TimeoutNode* node) { return ExpireBy(node, now, tick, limit); });
   FlushRefiles();
   return done;
 }

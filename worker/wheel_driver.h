@@ -159,7 +159,12 @@ class WheelDriver {
   // made elapsed(), or an overdue node's own ended tick) and runs it, or
   // files it again if a reset() moved it past the claim. False when a task
   // stopped the timer: the pass ends there.
-  bool Expire(TimeoutNode* node, int64_t now, int64_t tick);
+  bool Expire(TimeoutNode* node, int64_t now, int64_t tick) {
+    return ExpireBy(node, now, tick, ClaimLimit(tick, now));
+  }
+  // Expire() with `limit` = ClaimLimit(tick, now), for a caller that claims
+  // many nodes in one tick and computes it once.
+  bool ExpireBy(TimeoutNode* node, int64_t now, int64_t tick, int64_t limit);
   // Expire() of every node but the common one (TimeoutNode::ClaimSoleDue()):
   // handles held, periodic, noticed, moved, cancelled. Out of line, so that
   // the walk's loop stays small.
