@@ -453,14 +453,13 @@ bool Wheel::ExpireRun(int64_t slot, int64_t filed_by, int64_t budget,
   // Remove(), so the order of the decrements does not matter.
   //
   // The budget bounds the slots the loop looks at, tombstones included, so
-  // that the loop has one bound to test; a slice with tombstones expires
-  // fewer nodes, never more. The callback is copied into the loop's frame:
+  // that the loop tests one end (a slice with tombstones expires fewer
+  // nodes, never more), and it prefetches while a slot kPrefetchDistance
+  // ahead is in the array: the loop steps a pointer against those two
+  // bounds, worked out before it, and that is all the bookkeeping a slot
+  // costs besides its node. The callback is copied into the loop's frame:
   // a task's call cannot change a local whose address it never sees, so
-  // what the callback captured stays in registers.
-  //
-  // The loop steps a pointer, and prefetches while a slot kPrefetchDistance
-  // ahead is in the array: two bounds worked out before it, which is all
-  // the bookkeeping a slot costs besides its node.
+  // what the callback captured is never reloaded from its owner.
   TimeoutNode** const slots = run.slots;
   const uint32_t size = run.size;
   const auto room = static_cast<uint64_t>(budget - ops);

@@ -171,8 +171,8 @@ bool WheelDriver::AdvanceTicks(int64_t now) {
   const int64_t last_tick = SaturatingSub(now, origin_) / shape_.tick_nanos - 1;
   last_advance_now_ = now;
   // The wheel hands out a bucket's nodes one after another in the same
-  // tick (elapsed()), so the claim's limit is worked out once per tick: the
-  // wheel walks a copy of this callable, whose captures stay in registers.
+  // tick (elapsed()), so the claim's limit is worked out once per tick and
+  // kept in the callable, which the wheel copies into its loop's frame.
   const bool advanced = wheel_.Advance(
       last_tick, kSliceBudget,
       [this, now, tick = int64_t{-1},
