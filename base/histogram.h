@@ -135,19 +135,14 @@ struct HistogramCounts {
   // so that a reader of the total loads one counter.
   std::atomic<int64_t> count{0};
 
-  // Single writer. Inline: a timer records every run. One unsigned compare
-  // tests both ends of the open group's range: v - low_ wraps around for
-  // any v below low_ (a negative v too, since low_ >= 0), so it exceeds
-  // span_. A value outside the group, or a full group, takes RecordSlow().
+  // Single writer. Inline: a timer records every run. A value outside the
+  // open group, or a full group, takes RecordSlow().
   [[gnu::always_inline]] void Record(int64_t v) {
-    if (static_cast<uint64_t>(v) - static_cast<uint64_t>(low_) > span_ ||
-        room_ == 0) [[unlikely]] {
+    if (!FitsOpenGroup(v)) [[unlikely]] {
       RecordSlow(v);
       return;
     }
-    --room_;
-    group_sum_ += v;  // cannot overflow: see Reopen()
-    if (v > group_max_) group_max_ = v;
+    AddToOpenGroup(v);
   }
 
   // Single writer: adds the open group to the shared counters (relaxed
@@ -157,17 +152,26 @@ struct HistogramCounts {
   }
 
  private:
+  // Whether v joins the open group: in its range and with room. One
+  // unsigned compare tests both ends of the range: v - low_ wraps around for
+  // any v below low_ (a negative v too, since low_ >= 0), so it exceeds
+  // span_.
+  bool FitsOpenGroup(int64_t v) const {
+    return static_cast<uint64_t>(v) - static_cast<uint64_t>(low_) <= span_ &&
+           room_ != 0;
+  }
+  // The open group takes v (cannot overflow: see Reopen()).
+  void AddToOpenGroup(int64_t v) {
+    --room_;
+    group_sum_ += v;
+    if (v > group_max_) group_max_ = v;
+  }
   // Record() of a value outside the open group (a negative one counts as
   // 0), or into a full group.
   [[gnu::noinline]] void RecordSlow(int64_t v) {
     if (v < 0) v = 0;
-    if (static_cast<uint64_t>(v) - static_cast<uint64_t>(low_) > span_ ||
-        room_ == 0) {
-      Reopen(v);
-    }
-    --room_;
-    group_sum_ += v;
-    if (v > group_max_) group_max_ = v;
+    if (!FitsOpenGroup(v)) Reopen(v);
+    AddToOpenGroup(v);
   }
   // Publishes the open group, then opens one for v's bucket: all of its
   // values from 2^kSubBucketBits up, where every bucket is reachable;

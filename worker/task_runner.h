@@ -156,7 +156,7 @@ class TaskRunner {
 
 [[gnu::always_inline]] inline void TaskRunner::ReleaseInline(int64_t slots) {
   std::atomic<int64_t>& word = shared_.WorkerReleaseWord();
-  if (shared_.limited) [[unlikely]] {  // shards[0], which producers share
+  if (shared_.limited) {  // shards[0], which producers share
     word.fetch_sub(slots * SharedTimerState::kOne, std::memory_order_release);
     return;
   }

@@ -80,7 +80,6 @@ class WheelDriver {
   // startTime, the clock reading tick 0 starts at. Before any node is filed.
   void Start(int64_t origin) {
     origin_ = origin;
-    limit_tick_ = INT64_MIN;  // the tick ends move with the origin
     wheel_.SetOrigin(origin);
   }
   int64_t origin() const { return origin_; }
@@ -181,14 +180,10 @@ class WheelDriver {
   // for a tick whose expiry starts a full tick or more after its end.
   void NoteExpiringTick(int64_t tick, int64_t now);
   // The latest deadline Expire() may claim in tick `tick` at clock reading
-  // `now`: the earlier of `now` and the tick's end ("Never early").
-  int64_t ClaimLimit(int64_t tick, int64_t now) {
-    if (tick != limit_tick_ || now != limit_now_) [[unlikely]] {
-      limit_tick_ = tick;
-      limit_now_ = now;
-      limit_ = std::min(now, TickEnd(tick));
-    }
-    return limit_;
+  // `now`: the earlier of `now` and the tick's end ("Never early"). A
+  // caller that claims many nodes in one tick works it out once (ExpireBy()).
+  int64_t ClaimLimit(int64_t tick, int64_t now) const {
+    return std::min(now, TickEnd(tick));
   }
   // Step 1 of a pass: the ticks that ended.
   bool AdvanceTicks(int64_t now);
@@ -207,11 +202,6 @@ class WheelDriver {
   int64_t origin_ = 0;
   std::vector<TimeoutNode*> refile_;
   int64_t expiring_tick_ = -1;  // the tick Expire() last saw (bookkeeping)
-  // ClaimLimit()'s last answer and the (tick, now) it was for: a walk asks
-  // with the same pair for every node of a bucket.
-  int64_t limit_tick_ = INT64_MIN;
-  int64_t limit_now_ = INT64_MIN;
-  int64_t limit_ = INT64_MIN;
   // The clock reading of the latest Advance(); none yet: nothing is
   // overdue. File() runs at once only what was due before it, and Refile()
   // places a waiting periodic run by it.
